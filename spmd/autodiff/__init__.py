@@ -1,0 +1,4 @@
+"""Automatic differentiation of Programs: append_backward and gradients."""
+from .backward import GradContext, append_backward, default_grad_maker, gradients
+
+__all__ = ["GradContext", "append_backward", "default_grad_maker", "gradients"]

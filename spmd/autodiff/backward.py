@@ -1,0 +1,230 @@
+"""append_backward and gradients: the reverse walk that appends grad ops to a program.
+
+Each forward op on the path from the targets back to the inputs gets its grad ops from its
+definition's grad maker (spmd/ops). Every gradient contribution is first written to its own
+name; a variable with one contribution gets it renamed to `x@GRAD`, one with several gets a `sum`
+op, placed before the first grad op that reads `x@GRAD`. The result is recorded in the explicit
+map `program.grad_var_map` (var name -> grad name).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..core.operator import OpRole
+from ..core.variable import Parameter, Variable
+from ..errors import InvalidArgumentError
+from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
+
+
+class GradContext:
+    """What a grad maker sees: where each forward var's gradient is read from or written to."""
+
+    def __init__(self, needs_grad: set, finalize, block):
+        self._needs_grad = needs_grad
+        self._finalize = finalize
+        self._contrib: dict[str, list[str]] = defaultdict(list)
+        self._zero_specs: list = []
+        self.block = block
+        self.grad_of: dict[str, str] = {}  # every gradient name made -> its forward var
+
+    def in_grad(self, name: str) -> str | None:
+        """A fresh name to write one gradient contribution of forward input `name` to, or None
+        when `name` needs no gradient."""
+        if name not in self._needs_grad:
+            return None
+        temp = f"{name}{GRAD_SUFFIX}@RENAME@{len(self._contrib[name])}"
+        self._contrib[name].append(temp)
+        self.grad_of[temp] = name
+        return temp
+
+    def out_grad(self, name: str) -> str | None:
+        """The gradient of forward output `name`, or None when no gradient flows into it."""
+        return self._finalize(name)
+
+    def out_grad_or_zeros(self, name: str) -> str:
+        """Like out_grad, but a zero gradient (fill_zeros_like) when none flows into `name`."""
+        g = self._finalize(name)
+        if g is None:
+            g = f"{name}{GRAD_SUFFIX}@ZERO"
+            self.grad_of[g] = name
+            self._zero_specs.append(("fill_zeros_like", {"X": [name]}, {"Out": [g]}, {}))
+        return g
+
+
+def default_grad_maker(op, ctx: GradContext):
+    """`<type>_grad` reading the forward slots and output grads, writing the input grads."""
+    opdef = get_op_def(op.type)
+    gdef = get_op_def(op.type + "_grad")
+    diff_outs = [s for s in opdef.outputs if s.name not in opdef.nondiff_outputs]
+    out_grads = {s.name: [ctx.out_grad(n) for n in op.output(s.name)] for s in diff_outs}
+    if not any(g for gs in out_grads.values() for g in gs):
+        return []
+    in_grads = {}
+    for s in opdef.inputs:
+        if s.name in opdef.no_grad_inputs or not op.input(s.name):
+            continue
+        names = [ctx.in_grad(n) for n in op.input(s.name)]
+        if not any(names):
+            continue
+        # a duplicable slot writes every element; unneeded ones go to throwaway names
+        in_grads[grad_var_name(s.name)] = [
+            g or _discard_name(ctx, n, op) for g, n in zip(names, op.input(s.name))]
+    if not in_grads:
+        return []
+    inputs = {s: op.input(s) for s in op.inputs if s in gdef.input_slots}
+    inputs.update({s: op.output(s) for s in op.outputs if s in gdef.input_slots})
+    for s in diff_outs:
+        gs = out_grads[s.name]
+        if any(gs):
+            if None in gs:
+                gs = [ctx.out_grad_or_zeros(n) for n in op.output(s.name)]
+            inputs[grad_var_name(s.name)] = gs
+    return [(gdef.type, inputs, in_grads, dict(op.attrs))]
+
+
+def _discard_name(ctx: GradContext, name: str, op) -> str:
+    """Where a duplicable grad slot writes the gradient of an element that needs none."""
+    g = f"{name}{GRAD_SUFFIX}@DISCARD@{op.block.ops.index(op)}"
+    ctx.grad_of[g] = name
+    return g
+
+
+def _grad_maker(op):
+    grad = get_op_def(op.type).grad
+    if grad == "default":
+        return default_grad_maker
+    return grad  # None or a custom maker
+
+
+def _ancestors_needing_grad(ops, start_vars: set, no_grad: set) -> set:
+    """Forward pass: vars whose value depends on a var in `start_vars` (through differentiable
+    slots), minus `no_grad`."""
+    needs = set(start_vars) - no_grad
+    for op in ops:
+        opdef = get_op_def(op.type)
+        if any(n in needs for s, names in op.inputs.items() if s not in opdef.no_grad_inputs
+               for n in names):
+            needs.update(n for n in op.output_arg_names if n not in no_grad)
+    return needs
+
+
+def _relevant_ops(ops, targets: set):
+    """Ops from which some target is reachable, in forward order."""
+    live, keep = set(targets), []
+    for op in reversed(ops):
+        if any(n in live for n in op.output_arg_names):
+            keep.append(op)
+            live.update(op.input_arg_names)
+    return keep[::-1]
+
+
+def _backward(block, targets, target_seeds, sources: set, no_grad: set):
+    """Append grad ops for `targets` (seeded by `target_seeds` spec lists); returns the map
+    var -> grad name for every var that received a gradient."""
+    program = block.program
+    target_names = {t.name for t in targets}
+    last = max(i for i, op in enumerate(block.ops) if set(op.output_arg_names) & target_names)
+    fwd_ops = [op for op in block.ops[: last + 1] if op.role in (OpRole.FORWARD, OpRole.LOSS)]
+    ops = _relevant_ops(fwd_ops, target_names)
+    needs = _ancestors_needing_grad(ops, sources, no_grad)
+
+    specs: list = list(target_seeds)
+    finalized: dict[str, str | None] = {t.name: grad_var_name(t.name) for t in targets}
+    rename: dict[str, str] = {}
+
+    def finalize(name):
+        if name in finalized:
+            return finalized[name]
+        contribs = ctx._contrib.get(name, [])
+        final = grad_var_name(name) if contribs else None
+        if len(contribs) == 1:
+            rename[contribs[0]] = final
+        elif len(contribs) > 1:
+            specs.append(("sum", {"X": list(contribs)}, {"Out": [final]}, {}))
+        finalized[name] = final
+        if final is not None:
+            ctx.grad_of[final] = name
+        return final
+
+    ctx = GradContext(needs, finalize, block)
+    for op in reversed(ops):
+        maker = _grad_maker(op)
+        if maker is None:
+            continue
+        made = maker(op, ctx)
+        specs.extend(ctx._zero_specs)
+        ctx._zero_specs.clear()
+        specs.extend(made)
+    for name in list(ctx._contrib):
+        finalize(name)
+
+    def ren(d):
+        return {s: [rename.get(n, n) for n in names] for s, names in d.items()}
+
+    for g, fwd in ctx.grad_of.items():  # declared with the forward var's shape and dtype
+        if rename.get(g, g) == g and not block.has_var(g):
+            f = block.vars[fwd]
+            block.create_var(name=g, shape=f.shape, dtype=f.dtype)
+    with program.role_guard(OpRole.BACKWARD):
+        for k, (type_, ins, outs, attrs) in enumerate(specs):
+            role = OpRole.LOSS if k < len(target_seeds) else None  # the seeds of target grads
+            block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
+    grads = {n: g for n, g in finalized.items() if g is not None}
+    for n, g in grads.items():
+        block.vars[g].stop_gradient = True  # grads are not differentiated again
+        program.grad_var_map[n] = g
+    return grads
+
+
+def _no_grad_names(block, no_grad_set) -> set:
+    names = {v.name if isinstance(v, Variable) else v for v in (no_grad_set or ())}
+    return names | {n for n, v in block.vars.items() if v.stop_gradient}
+
+
+def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None):
+    """Append the backward pass of `loss` to its program; return [(param, grad_var)].
+
+    >>> # params_grads = append_backward(avg_loss)
+    """
+    if not isinstance(loss, Variable):
+        raise InvalidArgumentError(f"append_backward expects the loss Variable, got {type(loss).__name__}")
+    block = loss.block
+    if not any(loss.name in op.output_arg_names for op in block.ops):
+        raise InvalidArgumentError(f"loss '{loss.name}' is not produced by any op of its program")
+    if parameter_list is not None:
+        names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
+        params = [block.var(n) for n in names]
+    else:
+        params = [p for p in block.all_parameters() if p.trainable]
+    no_grad = _no_grad_names(block, no_grad_set) - {p.name for p in params}
+    no_grad |= {p.name for p in block.all_parameters() if p.name not in {q.name for q in params}}
+    seed = ("fill_constant", {}, {"Out": [grad_var_name(loss.name)]},
+            {"shape": list(loss.shape) or [1], "value": 1.0, "dtype": loss.dtype})
+    sources = {p.name for p in params}
+    grads = _backward(block, [loss], [seed], sources, no_grad)
+    return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
+
+
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
+    """Gradients of sum(targets) (weighted by target_gradients) w.r.t. inputs; None where an
+    input does not reach any target."""
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    inputs_list = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    block = targets[0].block
+    tg = target_gradients
+    tg = [None] * len(targets) if tg is None else (list(tg) if isinstance(tg, (list, tuple)) else [tg])
+    if len(tg) != len(targets):
+        raise InvalidArgumentError(
+            f"gradients: {len(targets)} targets but {len(tg)} target_gradients"
+        )
+    seeds = []
+    for t, g in zip(targets, tg):
+        out = {"Out": [grad_var_name(t.name)]}
+        if g is None:
+            seeds.append(("fill_any_like", {"X": [t.name]}, out, {"value": 1.0}))
+        else:
+            seeds.append(("assign", {"X": [g.name]}, out, {}))
+    in_names = {v.name for v in inputs_list}
+    no_grad = _no_grad_names(block, no_grad_set) - in_names
+    grads = _backward(block, targets, seeds, in_names, no_grad)
+    return [block.vars[grads[v.name]] if v.name in grads else None for v in inputs_list]

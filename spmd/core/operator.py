@@ -1,0 +1,91 @@
+"""Operator: one typed op in a Block, with validated attributes and a role."""
+from __future__ import annotations
+
+import enum
+
+
+class OpRole(enum.Enum):
+    """What an op is for; passes select ops by role, never by parsing names."""
+
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    OPTIMIZE = "optimize"
+    COMMUNICATE = "communicate"
+    LOSS = "loss"  # the op seeding loss@GRAD: the data-parallel scale pass rewrites it
+
+
+class Operator:
+    """An op of `type` reading `inputs` and writing `outputs` (slot -> list of var names).
+
+    Build ops with `Block.append_op`, which validates slots and attributes against the op's
+    definition (spmd/ops) and infers output shapes. The methods below are fluid's.
+    """
+
+    def __init__(self, block, type: str, inputs: dict, outputs: dict, attrs: dict,
+                 role: OpRole = OpRole.FORWARD):
+        self.block = block
+        self.type = type
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self.role = role
+
+    def input(self, slot: str) -> list[str]:
+        return list(self.inputs.get(slot, []))
+
+    def output(self, slot: str) -> list[str]:
+        return list(self.outputs.get(slot, []))
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.inputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.outputs)
+
+    @property
+    def input_arg_names(self) -> list[str]:
+        return [n for names in self.inputs.values() for n in names]
+
+    @property
+    def output_arg_names(self) -> list[str]:
+        return [n for names in self.outputs.values() for n in names]
+
+    def attr(self, name: str):
+        return self.attrs[name]
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    def all_attrs(self) -> dict:
+        return dict(self.attrs)
+
+    def _set_attr(self, name: str, value):
+        from ..ops.registry import get_op_def
+
+        merged = dict(self.attrs, **{name: value})
+        self.attrs = get_op_def(self.type).validate_attrs(merged, f"op '{self.type}'")
+        self.block.program._bump()
+
+    set_attr = _set_attr
+
+    @property
+    def idx(self) -> int:
+        return self.block.ops.index(self)
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, "inputs": self.inputs, "outputs": self.outputs,
+                "attrs": self.attrs, "role": self.role.value}
+
+    def __repr__(self):
+        def slots(d):
+            return ", ".join(f"{k}={v if len(v) != 1 else v[0]}" for k, v in d.items() if v)
+
+        attrs = ", ".join(f"{k}={v!r}" for k, v in sorted(self.attrs.items())
+                          if not k.startswith("op_"))
+        role = "" if self.role is OpRole.FORWARD else f"  # {self.role.value}"
+        return f"{{{slots(self.outputs)}}} = {self.type}({slots(self.inputs)}" + (
+            f"; {attrs}" if attrs else "") + f"){role}"
+
+    __str__ = __repr__

@@ -1,0 +1,75 @@
+"""Places say where arrays live: CPUPlace (numpy) or CUDAPlace(i) (cupy on GPU i)."""
+from __future__ import annotations
+
+
+class Place:
+    is_gpu = False
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
+
+
+class CPUPlace(Place):
+    """Host memory, numpy arrays."""
+
+    def __repr__(self):
+        return "CPUPlace"
+
+
+class CUDAPlace(Place):
+    """GPU `device_id`, cupy arrays. cupy is imported only when an array is first placed here."""
+
+    is_gpu = True
+
+    def __init__(self, device_id: int = 0):
+        self.device_id = int(device_id)
+
+    def __repr__(self):
+        return f"CUDAPlace({self.device_id})"
+
+
+class CUDAPinnedPlace(CPUPlace):
+    """Accepted for fluid compatibility; arrays stay in ordinary host memory."""
+
+    def __repr__(self):
+        return "CUDAPinnedPlace"
+
+
+def array_module(place: Place):
+    """numpy for host places, cupy (imported here, lazily) for GPU places."""
+    if place is not None and place.is_gpu:
+        import cupy
+
+        return cupy
+    import numpy
+
+    return numpy
+
+
+def is_compiled_with_cuda() -> bool:
+    """True when cupy imports and sees at least one GPU; never raises."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure means no usable CUDA here
+        return False
+
+
+def cuda_places(device_ids=None):
+    if device_ids is None:
+        import cupy
+
+        device_ids = range(cupy.cuda.runtime.getDeviceCount())
+    return [CUDAPlace(i) for i in device_ids]
+
+
+def cpu_places(device_count: int | None = None):
+    if device_count is None:
+        from ..flags import flags
+
+        device_count = flags().cpu_num
+    return [CPUPlace()] * device_count

@@ -1,0 +1,286 @@
+"""Block and Program, the IR containers; default programs and program_guard."""
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+
+from ..errors import InvalidArgumentError, NotFoundError
+from .operator import Operator, OpRole
+from .variable import Parameter, Variable
+
+
+class Block:
+    """An ordered list of ops and the variables they use. spmd programs have one block."""
+
+    def __init__(self, program: "Program", idx: int = 0):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = -1
+        self.vars: dict[str, Variable] = {}
+        self.ops: list[Operator] = []
+
+    # -- variables ---------------------------------------------------------------------------
+    def create_var(self, name: str | None = None, **kwargs) -> Variable:
+        from . import unique_name
+
+        name = name or unique_name.generate("_generated_var")
+        if name in self.vars:
+            var = self.vars[name]
+            for key in ("shape", "dtype"):  # re-declaring must agree, as fluid requires
+                if kwargs.get(key) is not None and key == "shape":
+                    var.shape = tuple(-1 if d is None else int(d) for d in kwargs[key])
+            if kwargs.get("persistable"):
+                var.persistable = True
+            return var
+        var = Variable(self, name, **kwargs)
+        self.vars[name] = var
+        self.program._bump()
+        return var
+
+    def create_parameter(self, name: str, shape, dtype="float32", **kwargs) -> Parameter:
+        existing = self.vars.get(name)
+        if isinstance(existing, Parameter):
+            if tuple(existing.shape) != tuple(shape):
+                raise InvalidArgumentError(
+                    f"parameter '{name}' already exists with shape {list(existing.shape)}, "
+                    f"cannot re-create it with shape {list(shape)}; give the layer another name"
+                )
+            return existing
+        param = Parameter(self, name, shape, dtype, **kwargs)
+        self.vars[name] = param
+        self.program._bump()
+        return param
+
+    def var(self, name: str) -> Variable:
+        try:
+            return self.vars[name]
+        except KeyError:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.vars, n=3)
+            raise NotFoundError(
+                f"variable '{name}' is not in block {self.idx}"
+                + (f"; did you mean {close}?" if close else "")
+            ) from None
+
+    def has_var(self, name: str) -> bool:
+        return name in self.vars
+
+    def all_parameters(self) -> list[Parameter]:
+        return [v for v in self.vars.values() if isinstance(v, Parameter)]
+
+    def iter_parameters(self):
+        return iter(self.all_parameters())
+
+    # -- ops ---------------------------------------------------------------------------------
+    def append_op(self, type: str, inputs=None, outputs=None, attrs=None, role=None) -> Operator:
+        """Validate and append an op; output shapes and dtypes are inferred here."""
+        return self._insert_op(len(self.ops), type, inputs, outputs, attrs, role)
+
+    def _insert_op(self, index: int, type: str, inputs=None, outputs=None, attrs=None,
+                   role=None) -> Operator:
+        from ..ops.build import build_operator
+
+        op = build_operator(self, type, inputs or {}, outputs or {}, attrs or {},
+                            role or self.program.current_role, position=index)
+        self.ops.insert(index, op)
+        self.program._bump()
+        return op
+
+    def _prepend_op(self, *args, **kwargs) -> Operator:
+        return self._insert_op(0, *args, **kwargs)
+
+    def _remove_op(self, index: int):
+        del self.ops[index]
+        self.program._bump()
+
+    def __repr__(self):
+        lines = [f"block {self.idx} {{"]
+        lines += [f"  var {v._short()}" for v in self.vars.values()]
+        lines += [f"  {i:3d}: {op}" for i, op in enumerate(self.ops)]
+        return "\n".join(lines + ["}"])
+
+
+class Program:
+    """A static program: blocks of ops over variables, built by the layers, run by an Executor.
+
+    >>> prog = Program()
+    >>> with program_guard(prog):
+    ...     pass
+    >>> prog.num_blocks
+    1
+    """
+
+    def __init__(self):
+        self.blocks = [Block(self, 0)]
+        self.random_seed = 0
+        self.current_role = OpRole.FORWARD
+        self.grad_var_map: dict[str, str] = {}  # forward var name -> its gradient's name
+        self._version = 0  # bumped on every mutation; executors key their plan caches on it
+        self._is_test = False
+
+    def _bump(self):
+        self._version += 1
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def current_block(self) -> Block:
+        return self.blocks[0]
+
+    def block(self, idx: int) -> Block:
+        return self.blocks[idx]
+
+    def list_vars(self):
+        return iter(self.global_block().vars.values())
+
+    def all_parameters(self):
+        return self.global_block().all_parameters()
+
+    @contextlib.contextmanager
+    def role_guard(self, role: OpRole):
+        """Ops appended inside the block get `role` (optimizers use OpRole.OPTIMIZE)."""
+        old, self.current_role = self.current_role, role
+        try:
+            yield
+        finally:
+            self.current_role = old
+
+
+    def clone(self, for_test: bool = False) -> "Program":
+        """A copy sharing parameters by name. `for_test=True` keeps only forward ops and turns
+        dropout and batch_norm (any op with an `is_test` attribute) into test mode."""
+        new = Program.from_dict(self.to_dict())
+        new.random_seed = self.random_seed
+        _copy_python_attrs(self, new)
+        if for_test:
+            block = new.global_block()
+            block.ops = [op for op in block.ops if op.role is OpRole.FORWARD]
+            for op in block.ops:
+                if "is_test" in op.attrs:
+                    op.attrs["is_test"] = True
+            new.grad_var_map = {}
+            new._is_test = True
+            new._bump()
+        return new
+
+    # -- serialization -----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        block = self.global_block()
+        return {"version": 1, "random_seed": self.random_seed,
+                "vars": [v.to_dict() for v in block.vars.values()],
+                "ops": [op.to_dict() for op in block.ops],
+                "grad_var_map": dict(self.grad_var_map)}
+
+    @staticmethod
+    def from_dict(data: dict) -> "Program":
+        """Rebuild a Program from `to_dict()`; ops are re-validated against their definitions."""
+        prog = Program()
+        prog.random_seed = data.get("random_seed", 0)
+        block = prog.global_block()
+        for v in data["vars"]:
+            v = dict(v)
+            name = v.pop("name")
+            if v.pop("parameter", False):
+                lr = v.pop("learning_rate", 1.0)
+                block.vars[name] = Parameter(block, name, learning_rate=lr, **v)
+            else:
+                block.vars[name] = Variable(block, name, **v)
+        for op in data["ops"]:
+            block.ops.append(Operator(block, op["type"], {k: list(v) for k, v in op["inputs"].items()},
+                                      {k: list(v) for k, v in op["outputs"].items()},
+                                      _validated_attrs(op), OpRole(op["role"])))
+        prog.grad_var_map = dict(data.get("grad_var_map", {}))
+        return prog
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str | bytes) -> "Program":
+        return Program.from_dict(json.loads(text))
+
+    def serialize_to_string(self) -> bytes:
+        return self.to_json().encode()
+
+    @staticmethod
+    def parse_from_string(binary: bytes) -> "Program":
+        return Program.from_json(binary)
+
+    def fingerprint(self) -> str:
+        """A stable hash of ops, attributes, var shapes and dtypes: equal on every process that
+        built the same program, different when any of those differ."""
+        d = self.to_dict()
+        for op in d["ops"]:
+            op["attrs"] = {k: v for k, v in op["attrs"].items() if k not in ("op_callstack",)}
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+
+    def __repr__(self):
+        return "\n".join(repr(b) for b in self.blocks)
+
+    def to_string(self, throw_on_error=True, with_details=False) -> str:
+        return repr(self)
+
+    __str__ = __repr__
+
+
+def _validated_attrs(op_dict: dict) -> dict:
+    from ..ops.registry import get_op_def
+
+    return get_op_def(op_dict["type"]).validate_attrs(op_dict["attrs"], f"op '{op_dict['type']}'")
+
+
+def _copy_python_attrs(src: Program, dst: Program):
+    """Carry what JSON does not hold: parameter initializers and regularizers objects."""
+    for name, var in src.global_block().vars.items():
+        new = dst.global_block().vars.get(name)
+        if isinstance(var, Parameter) and isinstance(new, Parameter):
+            new.regularizer = copy.copy(var.regularizer)
+            new.initializer = var.initializer
+            new.gradient_clip_attr = var.gradient_clip_attr
+
+
+_main_program = Program()
+_startup_program = Program()
+
+
+def default_main_program() -> Program:
+    return _main_program
+
+
+def default_startup_program() -> Program:
+    return _startup_program
+
+
+def switch_main_program(program: Program) -> Program:
+    global _main_program
+    old, _main_program = _main_program, program
+    return old
+
+
+def switch_startup_program(program: Program) -> Program:
+    global _startup_program
+    old, _startup_program = _startup_program, program
+    return old
+
+
+@contextlib.contextmanager
+def program_guard(main_program: Program, startup_program: Program | None = None):
+    """Layers built inside the block go to `main_program` (and their initializers to
+    `startup_program`)."""
+    if not isinstance(main_program, Program):
+        raise InvalidArgumentError(f"program_guard expects a Program, got {type(main_program).__name__}")
+    old_main = switch_main_program(main_program)
+    old_startup = switch_startup_program(startup_program) if startup_program is not None else None
+    try:
+        yield
+    finally:
+        switch_main_program(old_main)
+        if old_startup is not None:
+            switch_startup_program(old_startup)

@@ -1,0 +1,126 @@
+"""Scope: where variables' values live between runs (name -> array), and fluid's tensor views."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+
+class Tensor:
+    """fluid's LoDTensor view of one scope entry: `set`, `shape`, `numpy.array(tensor)`."""
+
+    def __init__(self, scope: "Scope", name: str):
+        self._scope, self._name = scope, name
+
+    def _array(self):
+        return self._scope._arrays.get(self._name)
+
+    def set(self, array, place=None):
+        from .places import array_module
+
+        xp = array_module(place) if place is not None else np
+        self._scope._arrays[self._name] = xp.array(array, copy=True)
+
+    def shape(self):
+        a = self._array()
+        return list(a.shape) if a is not None else []
+
+    def _dtype(self):
+        return self._array().dtype
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._array()
+        if a is None:
+            raise InvalidArgumentError(f"variable '{self._name}' holds no value yet")
+        if not isinstance(a, np.ndarray):  # cupy
+            a = a.get()
+        return a.astype(dtype) if dtype is not None else a
+
+    def numpy(self):
+        return np.array(self)
+
+    def lod(self):
+        return []
+
+    def set_lod(self, lod):
+        if lod:
+            raise InvalidArgumentError("spmd tensors carry no LoD; pad sequences instead")
+
+    def __repr__(self):
+        return f"Tensor({self._name}, shape={self.shape()})"
+
+
+class ScopeVar:
+    """What `scope.find_var(name)` returns; `get_tensor()` is how fluid code reaches the value."""
+
+    def __init__(self, scope: "Scope", name: str):
+        self._scope, self._name = scope, name
+
+    def get_tensor(self) -> Tensor:
+        return Tensor(self._scope, self._name)
+
+    def is_initialized(self) -> bool:
+        return self._name in self._scope._arrays
+
+
+class Scope:
+    """A name -> array map; kid scopes see their parent's names."""
+
+    def __init__(self, parent: "Scope | None" = None):
+        self._parent = parent
+        self._arrays: dict = {}
+        self._kids: list[Scope] = []
+
+    def var(self, name: str) -> ScopeVar:
+        return ScopeVar(self, name)
+
+    def find_var(self, name: str) -> ScopeVar | None:
+        scope = self._owner(name)
+        return ScopeVar(scope, name) if scope is not None else None
+
+    def _owner(self, name: str):
+        scope = self
+        while scope is not None:
+            if name in scope._arrays:
+                return scope
+            scope = scope._parent
+        return None
+
+    def get(self, name: str):
+        """The array under `name` (searching parents), or None."""
+        scope = self._owner(name)
+        return scope._arrays[name] if scope is not None else None
+
+    def new_scope(self) -> "Scope":
+        kid = Scope(self)
+        self._kids.append(kid)
+        return kid
+
+    def drop_kids(self):
+        self._kids.clear()
+
+    def local_var_names(self) -> list[str]:
+        return list(self._arrays)
+
+    def erase(self, names):
+        for n in names:
+            self._arrays.pop(n, None)
+
+
+_global_scope = Scope()
+
+
+def global_scope() -> Scope:
+    return _global_scope
+
+
+@contextlib.contextmanager
+def scope_guard(scope: Scope):
+    global _global_scope
+    old, _global_scope = _global_scope, scope
+    try:
+        yield
+    finally:
+        _global_scope = old

@@ -1,0 +1,107 @@
+"""Variable and Parameter: named, typed, shaped slots of a Block. They hold no data; a Scope does."""
+from __future__ import annotations
+
+from .dtypes import convert_dtype
+
+
+class Variable:
+    """A symbolic tensor in a Block. Shape dims of -1 are unknown until run time (the batch).
+
+    Created through `Block.create_var` or the layers, never directly by users. Arithmetic
+    operators (`a + b`, `a * 2`) append elementwise ops (see spmd/layers/math_op_patch.py).
+    """
+
+    def __init__(self, block, name: str, shape=None, dtype="float32", persistable=False,
+                 stop_gradient=False, lod_level=0, is_data=False, type="LOD_TENSOR",
+                 need_check_feed=False):
+        self.block = block
+        self.name = name
+        self.shape = tuple(-1 if d is None else int(d) for d in shape) if shape is not None else ()
+        self.dtype = convert_dtype(dtype)
+        self.persistable = bool(persistable)
+        self.stop_gradient = bool(stop_gradient)
+        self.lod_level = lod_level
+        self.is_data = bool(is_data)
+        self.type = type
+        self.need_check_feed = need_check_feed
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def grad_name(self) -> str | None:
+        """The name of this variable's gradient, from the block's explicit var -> grad map."""
+        return self.block.program.grad_var_map.get(self.name)
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,
+             "persistable": self.persistable, "stop_gradient": self.stop_gradient,
+             "lod_level": self.lod_level, "is_data": self.is_data, "type": self.type}
+        return d
+
+    def _short(self) -> str:
+        flags = "".join(f for f, on in (("P", self.persistable), ("D", self.is_data)) if on)
+        return f"{self.name}{list(self.shape)}:{self.dtype}" + (f"[{flags}]" if flags else "")
+
+    def __repr__(self):
+        return f"Variable({self._short()})"
+
+    __str__ = __repr__
+
+    # fluid compatibility: `var.desc.name()`, `var.desc.shape()` are used by some scripts.
+    @property
+    def desc(self):
+        return _VarDescView(self)
+
+
+class _VarDescView:
+    def __init__(self, var):
+        self._var = var
+
+    def name(self):
+        return self._var.name
+
+    def shape(self):
+        return list(self._var.shape)
+
+    def dtype(self):
+        return self._var.dtype
+
+    def persistable(self):
+        return self._var.persistable
+
+
+class Parameter(Variable):
+    """A trainable, persistable Variable with its initializer, regularizer and learning rate."""
+
+    def __init__(self, block, name, shape, dtype="float32", trainable=True, initializer=None,
+                 regularizer=None, learning_rate=1.0, need_clip=True, gradient_clip_attr=None,
+                 do_model_average=None, **kwargs):
+        kwargs.setdefault("persistable", True)
+        super().__init__(block, name, shape, dtype, **kwargs)
+        if any(d < 0 for d in self.shape):
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"parameter '{name}' needs a fully known shape, got {list(self.shape)}"
+            )
+        self.trainable = bool(trainable)
+        self.stop_gradient = not self.trainable
+        self.initializer = initializer
+        self.regularizer = regularizer
+        self.optimize_attr = {"learning_rate": float(learning_rate)}
+        self.need_clip = need_clip
+        self.gradient_clip_attr = gradient_clip_attr
+        self.do_model_average = do_model_average
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d.update(parameter=True, trainable=self.trainable,
+                 learning_rate=self.optimize_attr["learning_rate"], need_clip=self.need_clip)
+        return d
+
+    def __repr__(self):
+        return f"Parameter({self._short()})"
+
+    __str__ = __repr__

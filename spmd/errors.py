@@ -1,0 +1,33 @@
+"""The exception types users see. Each message says what, where, expected vs got, and the fix."""
+from __future__ import annotations
+
+
+class SpmdError(Exception):
+    """Base of every error spmd raises on purpose."""
+
+
+class InvalidArgumentError(SpmdError, ValueError):
+    """A value a user passed is wrong: a shape, a dtype, an attribute, a name."""
+
+
+class NotFoundError(SpmdError, KeyError):
+    """A named thing (variable, op type, kernel) does not exist."""
+
+    def __str__(self):  # KeyError would print the repr of the message, quotes and all
+        return str(self.args[0]) if self.args else ""
+
+
+class FeedError(InvalidArgumentError):
+    """A feed has an unknown name, a missing entry, a wrong shape or a wrong dtype."""
+
+
+class PreconditionError(SpmdError, RuntimeError):
+    """Something had to happen first: a startup program run, a parameter initialized."""
+
+
+class ExecutionError(SpmdError, RuntimeError):
+    """An op failed while running; the message names the op and its position in the program."""
+
+
+class CommunicationError(SpmdError, RuntimeError):
+    """A collective failed or timed out; names the op and the ranks involved."""

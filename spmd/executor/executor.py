@@ -1,0 +1,113 @@
+"""Executor: runs a Program (or a CompiledProgram) on one place over a Scope."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.places import CPUPlace, Place, array_module
+from ..core.program import Program, default_main_program
+from ..core.scope import global_scope
+from ..core.variable import Variable
+from ..errors import InvalidArgumentError, PreconditionError
+from .plan import Plan, as_numpy
+
+
+def _fetch_name(item) -> str:
+    if isinstance(item, Variable):
+        return item.name
+    if isinstance(item, str):
+        return item
+    raise InvalidArgumentError(
+        f"fetch_list items must be Variables or names, got {type(item).__name__}"
+    )
+
+
+class FetchedTensor:
+    """What `run(..., return_numpy=False)` returns per fetch: `numpy.array(t)` reads it."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __array__(self, dtype=None, copy=None):
+        a = as_numpy(self._array)
+        return a.astype(dtype) if dtype is not None else a
+
+    def shape(self):
+        return list(self._array.shape)
+
+    def lod(self):
+        return []
+
+
+class Executor:
+    """Runs programs on `place`; plans are compiled once per (program, feed names, fetch names).
+
+    >>> exe = Executor(CPUPlace())
+    >>> exe.run(Program())
+    []
+    """
+
+    def __init__(self, place: Place | None = None):
+        self.place = place if place is not None else CPUPlace()
+        if not isinstance(self.place, Place):
+            raise InvalidArgumentError(
+                f"Executor expects a place (fluid.CPUPlace() or fluid.CUDAPlace(i)), "
+                f"got {self.place!r}"
+            )
+        self._plans: dict = {}
+        self._rngs: dict = {}
+        self._closed = False
+
+    def _rng(self, program: Program):
+        seed = program.random_seed
+        entry = self._rngs.get(id(program))
+        if entry is None or entry[0] != seed:
+            entry = (seed, np.random.default_rng(seed if seed else None))
+            self._rngs[id(program)] = entry
+        return entry[1]
+
+    def _plan(self, program: Program, feed_names, fetch_names) -> Plan:
+        key = (id(program), program._version, tuple(sorted(feed_names)), tuple(fetch_names))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = Plan(program, feed_names, fetch_names, self._rng(program))
+            self._plans[key] = plan
+        return plan
+
+    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
+            fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
+            return_merged=True):
+        """Run `program` (default: the default main program) once and return the fetches."""
+        if self._closed:
+            raise PreconditionError("this Executor was closed; create a new one")
+        program = default_main_program() if program is None else program
+        scope = global_scope() if scope is None else scope
+        feed = {} if feed is None else feed
+        if isinstance(feed, (list, tuple)):
+            feed = feed[0] if len(feed) == 1 else feed
+        fetch_list = [] if fetch_list is None else fetch_list
+        if not isinstance(fetch_list, (list, tuple)):
+            fetch_list = [fetch_list]
+        fetch_names = [_fetch_name(f) for f in fetch_list]
+        if hasattr(program, "_run_compiled"):  # CompiledProgram
+            return program._run_compiled(self, feed, fetch_names, scope, return_numpy,
+                                         return_merged)
+        if not isinstance(program, Program):
+            raise InvalidArgumentError(
+                f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
+            )
+        if not isinstance(feed, dict):
+            raise InvalidArgumentError(f"feed must be a dict name -> array, got {type(feed).__name__}")
+        return self._run_program(program, feed, fetch_names, scope, return_numpy)
+
+    def _run_program(self, program, feed, fetch_names, scope, return_numpy):
+        feed = {(k.name if isinstance(k, Variable) else k): v for k, v in feed.items()}
+        plan = self._plan(program, list(feed), fetch_names)
+        results = plan.run(scope, feed, array_module(self.place), self.place)
+        if return_numpy:
+            return [as_numpy(r) for r in results]
+        return [FetchedTensor(r) for r in results]
+
+    def close(self):
+        """Drop compiled plans; the executor cannot run afterwards."""
+        self._plans.clear()
+        self._closed = True

@@ -1,0 +1,61 @@
+"""Every FLAGS_* / PADDLE_* / SPMD_* environment variable spmd reads, typed, read in one place.
+
+>>> flags().cpu_num >= 1
+True
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import InvalidArgumentError
+
+
+def _read_int(env, name: str, default: int, minimum: int | None = None) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"environment variable {name}={raw!r} is not an integer; set it to e.g. {default}"
+        ) from None
+    if minimum is not None and value < minimum:
+        raise InvalidArgumentError(f"environment variable {name}={value} must be >= {minimum}")
+    return value
+
+
+def _read_float(env, name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"environment variable {name}={raw!r} is not a number; set it to e.g. {default}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Flags:
+    cpu_num: int
+    """CPU_NUM: places per process for CPU data parallelism (fluid's default: 1)."""
+    fuse_parameter_memory_size_mb: float
+    """FLAGS_fuse_parameter_memory_size: gradient bucket size in MB for fused all-reduce."""
+    selected_gpus: str | None
+    """FLAGS_selected_gpus: comma-separated GPU ids this process may use."""
+    collective_timeout_s: float
+    """SPMD_COLLECTIVE_TIMEOUT: seconds a collective may wait before the job is failed."""
+
+
+def flags(env=None) -> Flags:
+    """Read the flags from `env` (default os.environ). Cheap; call it where the value is used."""
+    env = os.environ if env is None else env
+    return Flags(
+        cpu_num=_read_int(env, "CPU_NUM", 1, minimum=1),
+        fuse_parameter_memory_size_mb=_read_float(env, "FLAGS_fuse_parameter_memory_size", 32.0),
+        selected_gpus=env.get("FLAGS_selected_gpus") or None,
+        collective_timeout_s=_read_float(env, "SPMD_COLLECTIVE_TIMEOUT", 1800.0),
+    )

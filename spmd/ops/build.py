@@ -1,0 +1,70 @@
+"""Turn an `append_op` call into a validated Operator with inferred output shapes."""
+from __future__ import annotations
+
+from ..core.operator import Operator
+from ..core.variable import Variable
+from ..errors import InvalidArgumentError
+from .registry import InferContext, VarInfo, get_op_def
+
+
+def _names(value, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _names(v, where)]
+    if isinstance(value, Variable):
+        return [value.name]
+    if isinstance(value, str):
+        return [value]
+    raise InvalidArgumentError(f"{where}: expected a Variable or a name, got {type(value).__name__}")
+
+
+def _bind(block, slots: dict, given: dict, where: str, kind: str) -> dict[str, list[str]]:
+    unknown = set(given) - set(slots)
+    if unknown:
+        raise InvalidArgumentError(
+            f"{where}: unknown {kind} slot(s) {sorted(unknown)}; expected {sorted(slots)}"
+        )
+    bound = {}
+    for name, slot in slots.items():
+        names = _names(given.get(name), f"{where} {kind} '{name}'")
+        if not names and not slot.optional:
+            raise InvalidArgumentError(f"{where}: {kind} '{name}' is required")
+        if len(names) > 1 and not slot.duplicable:
+            raise InvalidArgumentError(
+                f"{where}: {kind} '{name}' takes one variable, got {len(names)}: {names}"
+            )
+        if names:
+            bound[name] = names
+    return bound
+
+
+def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, role,
+                   position: int) -> Operator:
+    opdef = get_op_def(type)
+    where = f"op #{position} '{type}'"
+    ins = _bind(block, opdef.input_slots, inputs, where, "input")
+    outs = _bind(block, opdef.output_slots, outputs, where, "output")
+    attrs = opdef.validate_attrs(attrs, where)
+    for names in ins.values():
+        for n in names:
+            if not block.has_var(n):
+                raise InvalidArgumentError(f"{where}: input variable '{n}' is not in the block")
+    for names in outs.values():
+        for n in names:
+            if not block.has_var(n):
+                block.create_var(name=n, shape=(), dtype="float32")
+
+    def info(n):
+        v = block.vars[n]
+        return VarInfo(n, v.shape, v.dtype)
+
+    ctx = InferContext(opdef, {s: [info(n) for n in ns] for s, ns in ins.items()},
+                       {s: list(ns) for s, ns in outs.items()}, attrs, where)
+    opdef.infer(ctx)
+    for slot, entries in ctx.results.items():
+        for n, entry in zip(outs[slot], entries):
+            if entry is not None:
+                var = block.vars[n]
+                var.shape, var.dtype = entry[0], entry[1]
+    return Operator(block, type, ins, outs, attrs, role)

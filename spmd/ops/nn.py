@@ -1,0 +1,3 @@
+"""Op definitions: neural-network ops (softmax and losses, conv, pool, normalization, dropout,
+top_k, accuracy)."""
+from __future__ import annotations

@@ -1,0 +1,276 @@
+"""Op definitions: slots, typed attributes, shape/dtype inference and the gradient policy.
+
+An op is defined once, by decorating its shape-inference function:
+
+    @define_op("relu", inputs=["X"], outputs=["Out"])
+    def _relu(ctx):
+        ctx.set_output("Out", ctx.input("X").shape, ctx.input("X").dtype)
+
+Slot names ending in "*" are duplicable (a list of variables), ending in "?" optional.
+`grad="default"` also defines `relu_grad`, whose inputs are the forward inputs, the forward
+outputs and `Out@GRAD`, and whose outputs are `X@GRAD` (shaped like X); its kernel is registered
+as "relu_grad" in spmd/kernels. `grad=None` marks an op with no gradient; a callable is a custom
+grad maker (see spmd/autodiff).
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import InvalidArgumentError, NotFoundError
+
+GRAD_SUFFIX = "@GRAD"
+REQUIRED = object()  # an attribute default meaning "the user must give it"
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    duplicable: bool = False
+    optional: bool = False
+
+    @staticmethod
+    def parse(spec: str) -> "Slot":
+        if spec.endswith("*"):
+            return Slot(spec[:-1], duplicable=True, optional=True)
+        if spec.endswith("?"):
+            return Slot(spec[:-1], optional=True)
+        return Slot(spec)
+
+
+def _is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_number(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+# kind -> (check, coerce)
+_ATTR_KINDS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any]]] = {
+    "int": (lambda v: _is_int(v) or (isinstance(v, bool)), int),
+    "float": (_is_number, float),
+    "bool": (lambda v: isinstance(v, (bool, numbers.Integral)) and v in (0, 1, True, False), bool),
+    "str": (lambda v: isinstance(v, str), str),
+    "ints": (lambda v: isinstance(v, (list, tuple)) and all(_is_int(x) for x in v),
+             lambda v: [int(x) for x in v]),
+    "floats": (lambda v: isinstance(v, (list, tuple)) and all(_is_number(x) for x in v),
+               lambda v: [float(x) for x in v]),
+    "strs": (lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+             lambda v: [str(x) for x in v]),
+    "any": (lambda v: True, lambda v: v),
+    "dtype": (lambda v: _is_dtype(v), lambda v: _dtype_name(v)),
+}
+
+
+def _dtype_name(v):
+    from ..core.dtypes import VarType, convert_dtype
+
+    return convert_dtype(VarType(v) if _is_int(v) else v)
+
+
+def _is_dtype(v) -> bool:
+    try:
+        _dtype_name(v)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not a dtype"
+        return False
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    kind: str
+    default: Any = REQUIRED
+
+
+@dataclass
+class OpDef:
+    type: str
+    inputs: tuple[Slot, ...]
+    outputs: tuple[Slot, ...]
+    attrs: dict[str, AttrSpec]
+    infer: Callable[["InferContext"], None]
+    grad: Any = "default"  # "default" | None | callable grad maker
+    no_grad_inputs: frozenset[str] = frozenset()  # slots never differentiated (labels, ids)
+    nondiff_outputs: frozenset[str] = frozenset()  # outputs whose gradient is never needed
+    grad_uses: tuple[str, ...] | None = None  # forward slots the grad op reads; None = all
+    random: bool = False  # kernel draws from the program's random generator
+    forward_type: str | None = None  # set on generated *_grad defs
+    input_slots: dict[str, Slot] = field(init=False)
+    output_slots: dict[str, Slot] = field(init=False)
+
+    def __post_init__(self):
+        self.input_slots = {s.name: s for s in self.inputs}
+        self.output_slots = {s.name: s for s in self.outputs}
+
+    def validate_attrs(self, attrs: dict, where: str) -> dict:
+        """Return a complete, coerced attribute dict or raise naming the bad attribute."""
+        unknown = set(attrs) - set(self.attrs) - _COMMON_ATTRS
+        if unknown:
+            raise InvalidArgumentError(
+                f"{where}: unknown attribute(s) {sorted(unknown)}; "
+                f"op '{self.type}' takes {sorted(self.attrs) or 'no attributes'}"
+            )
+        out = {}
+        for name, spec in self.attrs.items():
+            if name not in attrs or attrs[name] is None:
+                if spec.default is REQUIRED:
+                    raise InvalidArgumentError(f"{where}: attribute '{name}' is required")
+                value = spec.default
+                out[name] = list(value) if isinstance(value, list) else value
+                continue
+            value = attrs[name]
+            check, coerce = _ATTR_KINDS[spec.kind]
+            if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+                value = value.item()  # numpy scalars
+            if not check(value):
+                raise InvalidArgumentError(
+                    f"{where}: attribute '{name}' expects {spec.kind}, got {value!r} "
+                    f"({type(value).__name__})"
+                )
+            out[name] = coerce(value)
+        for name in _COMMON_ATTRS & set(attrs):
+            out[name] = attrs[name]
+        return out
+
+
+# Attributes any op may carry (fluid sets them on every op); not validated per op.
+_COMMON_ATTRS = frozenset({"op_namescope", "op_callstack", "op_device"})
+
+OP_DEFS: dict[str, OpDef] = {}
+
+
+def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
+    parsed = {}
+    for name, spec in (attrs or {}).items():
+        if isinstance(spec, AttrSpec):
+            parsed[name] = spec
+        else:
+            kind, default = spec if isinstance(spec, tuple) else (spec, REQUIRED)
+            if kind not in _ATTR_KINDS:
+                raise ValueError(f"attribute kind {kind!r} of '{name}' is not one of {sorted(_ATTR_KINDS)}")
+            parsed[name] = AttrSpec(kind, default)
+    return parsed
+
+
+def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_grad_inputs=(),
+              nondiff_outputs=(), grad_uses=None, random=False):
+    """Decorator registering an op whose shape inference is the decorated function."""
+
+    def register(infer):
+        if type in OP_DEFS:
+            raise ValueError(f"op '{type}' is defined twice")
+        opdef = OpDef(type, tuple(Slot.parse(s) for s in inputs),
+                      tuple(Slot.parse(s) for s in outputs), _parse_attrs(attrs), infer, grad,
+                      frozenset(no_grad_inputs), frozenset(nondiff_outputs),
+                      tuple(grad_uses) if grad_uses is not None else None, random)
+        OP_DEFS[type] = opdef
+        if grad == "default":
+            _define_default_grad(opdef)
+        return infer
+
+    return register
+
+
+def grad_var_name(name: str) -> str:
+    return name + GRAD_SUFFIX
+
+
+def _define_default_grad(fwd: OpDef):
+    """`<type>_grad`: reads forward slots (all, or `grad_uses`) and output grads, writes input
+    grads shaped like the inputs."""
+    used = fwd.grad_uses
+    fwd_slots = [s for s in fwd.inputs + fwd.outputs if used is None or s.name in used]
+    ins = [Slot(s.name, s.duplicable, True) for s in fwd_slots]
+    ins += [Slot(grad_var_name(s.name), s.duplicable, True)
+            for s in fwd.outputs if s.name not in fwd.nondiff_outputs]
+    outs = [Slot(grad_var_name(s.name), s.duplicable, True)
+            for s in fwd.inputs if s.name not in fwd.no_grad_inputs]
+
+    def infer_grad(ctx):
+        for slot in outs:
+            ctx.set_output_like(slot.name, slot.name[: -len(GRAD_SUFFIX)])
+
+    gdef = OpDef(fwd.type + "_grad", tuple(ins), tuple(outs), dict(fwd.attrs), infer_grad, None,
+                 random=fwd.random, forward_type=fwd.type)
+    OP_DEFS[gdef.type] = gdef
+
+
+def get_op_def(type: str) -> OpDef:
+    try:
+        return OP_DEFS[type]
+    except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(type, OP_DEFS, n=3)
+        hint = f"; did you mean {close}?" if close else ""
+        raise NotFoundError(
+            f"no op named '{type}'{hint} ({len(OP_DEFS)} ops are defined: see spmd.ops.OP_DEFS)"
+        ) from None
+
+
+@dataclass
+class VarInfo:
+    """What shape inference sees of a variable: its name, shape (-1 = unknown) and dtype."""
+
+    name: str
+    shape: tuple
+    dtype: str
+
+
+class InferContext:
+    """Handed to an op's shape-inference function; writes shapes/dtypes of the output vars."""
+
+    def __init__(self, opdef: OpDef, inputs: dict, outputs: dict, attrs: dict, where: str):
+        self.opdef, self._inputs, self._outputs = opdef, inputs, outputs
+        self.attrs, self.where = attrs, where
+        self.results: dict[str, list[tuple[tuple, str]]] = {}
+
+    def has_input(self, slot: str) -> bool:
+        return bool(self._inputs.get(slot))
+
+    def has_output(self, slot: str) -> bool:
+        return bool(self._outputs.get(slot))
+
+    def input(self, slot: str) -> VarInfo | None:
+        vs = self._inputs.get(slot) or []
+        return vs[0] if vs else None
+
+    def inputs(self, slot: str) -> list[VarInfo]:
+        return list(self._inputs.get(slot) or [])
+
+    def attr(self, name: str):
+        return self.attrs[name]
+
+    def num_outputs(self, slot: str) -> int:
+        return len(self._outputs.get(slot) or [])
+
+    def set_output(self, slot: str, shape, dtype, index: int | None = None):
+        n = self.num_outputs(slot)
+        if n == 0:
+            return  # optional output not bound
+        shape = tuple(int(d) for d in shape)
+        entries = self.results.setdefault(slot, [None] * n)
+        for i in range(n) if index is None else [index]:
+            entries[i] = (shape, dtype)
+
+    def set_output_like(self, out_slot: str, in_slot: str):
+        """Each output of `out_slot` gets the shape and dtype of the same-index input."""
+        for i, info in enumerate(self.inputs(in_slot)[: self.num_outputs(out_slot)]):
+            if info is not None:
+                self.set_output(out_slot, info.shape, info.dtype, index=i)
+
+    def fail(self, message: str):
+        raise InvalidArgumentError(f"{self.where}: {message}")
+
+    def check(self, condition: bool, message: str):
+        if not condition:
+            self.fail(message)
+
+
+def broadcast_dim(a: int, b: int) -> int:
+    """Broadcast two dims where -1 means unknown."""
+    if a == -1 or b == -1:
+        return b if a == 1 else a if b == 1 else -1
+    return max(a, b)

@@ -4,6 +4,20 @@ from __future__ import annotations
 import enum
 
 
+class OpSchema:
+    """How core reaches the op definitions without importing them (core <- ops): spmd.ops
+    installs `build(block, type, inputs, outputs, attrs, role, position) -> Operator` and
+    `validate_attrs(type, attrs) -> dict` here when it is imported."""
+
+    build = None
+    validate_attrs = None
+
+
+def install_op_schema(build, validate_attrs):
+    OpSchema.build = staticmethod(build)
+    OpSchema.validate_attrs = staticmethod(validate_attrs)
+
+
 class OpRole(enum.Enum):
     """What an op is for; passes select ops by role, never by parsing names."""
 
@@ -62,10 +76,7 @@ class Operator:
         return dict(self.attrs)
 
     def _set_attr(self, name: str, value):
-        from ..ops.registry import get_op_def
-
-        merged = dict(self.attrs, **{name: value})
-        self.attrs = get_op_def(self.type).validate_attrs(merged, f"op '{self.type}'")
+        self.attrs = OpSchema.validate_attrs(self.type, dict(self.attrs, **{name: value}))
         self.block.program._bump()
 
     set_attr = _set_attr

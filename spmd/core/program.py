@@ -7,7 +7,7 @@ import hashlib
 import json
 
 from ..errors import InvalidArgumentError, NotFoundError
-from .operator import Operator, OpRole
+from .operator import Operator, OpRole, OpSchema
 from .variable import Parameter, Variable
 
 
@@ -81,9 +81,7 @@ class Block:
 
     def _insert_op(self, index: int, type: str, inputs=None, outputs=None, attrs=None,
                    role=None) -> Operator:
-        from ..ops.build import build_operator
-
-        op = build_operator(self, type, inputs or {}, outputs or {}, attrs or {},
+        op = OpSchema.build(self, type, inputs or {}, outputs or {}, attrs or {},
                             role or self.program.current_role, position=index)
         self.ops.insert(index, op)
         self.program._bump()
@@ -231,9 +229,7 @@ class Program:
 
 
 def _validated_attrs(op_dict: dict) -> dict:
-    from ..ops.registry import get_op_def
-
-    return get_op_def(op_dict["type"]).validate_attrs(op_dict["attrs"], f"op '{op_dict['type']}'")
+    return OpSchema.validate_attrs(op_dict["type"], op_dict["attrs"])
 
 
 def _copy_python_attrs(src: Program, dst: Program):

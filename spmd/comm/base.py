@@ -1,0 +1,85 @@
+"""The one collective interface every backend implements, on contiguous arrays.
+
+Reductions are sums. Methods work in place on `array` where the backend can and return the
+result array; callers use the return value.
+"""
+from __future__ import annotations
+
+import abc
+
+
+class Request(abc.ABC):
+    """A collective in flight; `wait()` returns its result array."""
+
+    @abc.abstractmethod
+    def wait(self):
+        ...
+
+
+class DoneRequest(Request):
+    def __init__(self, result):
+        self._result = result
+
+    def wait(self):
+        return self._result
+
+
+class Communicator(abc.ABC):
+    """rank/size plus allreduce, reduce, broadcast, allgather, reduce_scatter, barrier."""
+
+    rank: int = 0
+    size: int = 1
+
+    @abc.abstractmethod
+    def allreduce(self, array):
+        """Sum over ranks; every rank gets the sum."""
+
+    def iallreduce(self, array) -> Request:
+        """Non-blocking allreduce; the default completes at once."""
+        return DoneRequest(self.allreduce(array))
+
+    @abc.abstractmethod
+    def reduce(self, array, root: int):
+        """Sum over ranks into `root`'s array; other ranks' arrays are unspecified after."""
+
+    @abc.abstractmethod
+    def broadcast(self, array, root: int):
+        """`root`'s array to every rank."""
+
+    @abc.abstractmethod
+    def allgather(self, array):
+        """Concatenation over ranks along a new leading axis: shape (size,) + array.shape."""
+
+    @abc.abstractmethod
+    def reduce_scatter(self, array):
+        """Sum over ranks of `array` (length divisible by size), each rank keeping its
+        1/size slice (rank order)."""
+
+    @abc.abstractmethod
+    def barrier(self):
+        ...
+
+    def describe(self) -> str:
+        return f"[rank {self.rank}/{self.size}]"
+
+
+class SelfCommunicator(Communicator):
+    """A world of one: every collective is the identity. No MPI library needed."""
+
+    def allreduce(self, array):
+        return array
+
+    def reduce(self, array, root):
+        return array
+
+    def broadcast(self, array, root):
+        return array
+
+    def allgather(self, array):
+        return array.reshape((1,) + array.shape).copy()
+
+    def reduce_scatter(self, array):
+        return array
+
+    def barrier(self):
+        pass

@@ -1,0 +1,147 @@
+"""Several places in one process: one thread per place, collectives through shared memory.
+
+`LocalGroup(n)` is the shared rendezvous; `group.communicator(i)` is place i's view. Sums are
+taken in place order by one thread, so every place gets bitwise the same result.
+`HierarchicalCommunicator` stacks a local group under an MPI communicator: reduce locally, cross
+processes once, share the result locally.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import CommunicationError
+from .base import Communicator
+
+
+class LocalGroup:
+    def __init__(self, size: int, timeout_s: float | None = None):
+        if timeout_s is None:
+            from ..flags import flags
+
+            timeout_s = flags().collective_timeout_s
+        self.size = size
+        self.timeout_s = timeout_s
+        self._barrier = threading.Barrier(size)
+        self._slots: list = [None] * size
+        self._result = None
+
+    def communicator(self, index: int) -> "LocalCommunicator":
+        return LocalCommunicator(self, index)
+
+    def _sync(self, op: str, index: int):
+        try:
+            self._barrier.wait(self.timeout_s)
+        except threading.BrokenBarrierError:
+            raise CommunicationError(
+                f"[place {index}/{self.size}] {op}: another place of this process failed or "
+                f"did not arrive within {self.timeout_s:g} s") from None
+
+    def abort(self):
+        """Wake every waiting place with an error (one place failed)."""
+        self._barrier.abort()
+
+    def reset(self):
+        self._barrier.reset()
+
+    def exchange(self, index: int, value, combine, op: str):
+        """Every place contributes `value`; place 0 computes combine(all values) once; every
+        place gets that result."""
+        self._slots[index] = value
+        self._sync(op, index)
+        if index == 0:
+            self._result = combine(self._slots)
+        self._sync(op, index)
+        result = self._result
+        self._sync(op, index)  # nobody starts the next exchange while others still read
+        return result
+
+
+def _sum_in_order(arrays):
+    total = arrays[0].copy()
+    for a in arrays[1:]:
+        total += a
+    return total
+
+
+class LocalCommunicator(Communicator):
+    def __init__(self, group: LocalGroup, index: int):
+        self.group, self.rank, self.size = group, index, group.size
+
+    def allreduce(self, array):
+        total = self.group.exchange(self.rank, array, _sum_in_order, "allreduce")
+        array[...] = total
+        return array
+
+    def reduce(self, array, root: int):
+        total = self.group.exchange(self.rank, array, _sum_in_order, f"reduce(root={root})")
+        if self.rank == root:
+            array[...] = total
+        return array
+
+    def broadcast(self, array, root: int):
+        src = self.group.exchange(self.rank, array, lambda a: a[root].copy(),
+                                  f"broadcast(root={root})")
+        array[...] = src
+        return array
+
+    def allgather(self, array):
+        return self.group.exchange(self.rank, array, np.stack, "allgather").copy()
+
+    def reduce_scatter(self, array):
+        total = self.group.exchange(self.rank, array, _sum_in_order, "reduce_scatter")
+        n = total.size // self.size
+        return total.reshape(-1)[self.rank * n:(self.rank + 1) * n].copy()
+
+    def barrier(self):
+        self.group.exchange(self.rank, None, lambda a: None, "barrier")
+
+
+class HierarchicalCommunicator(Communicator):
+    """Place `index` of `local.size` places in this process, over `outer` (one member per
+    process). Global rank = outer.rank * local.size + index."""
+
+    def __init__(self, local: LocalCommunicator, outer: Communicator):
+        self.local, self.outer = local, outer
+        self.size = local.size * outer.size
+        self.rank = outer.rank * local.size + local.rank
+
+    def _across(self, array, fn, op):
+        """Local place 0 runs the cross-process part `fn(all places' arrays)`; the others wait
+        for its result."""
+        return self.local.group.exchange(self.local.rank, array, fn, op)
+
+    def allreduce(self, array):
+        total = self._across(array, lambda a: self.outer.allreduce(_sum_in_order(a)),
+                             "allreduce")
+        array[...] = total
+        return array
+
+    def reduce(self, array, root: int):
+        proc, place = divmod(root, self.local.size)
+        total = self._across(array, lambda a: self.outer.reduce(_sum_in_order(a), proc),
+                             f"reduce(root={root})")
+        if self.rank == root:
+            array[...] = total
+        return array
+
+    def broadcast(self, array, root: int):
+        proc, place = divmod(root, self.local.size)
+        src = self._across(array, lambda a: self.outer.broadcast(a[place].copy(), proc),
+                           f"broadcast(root={root})")
+        array[...] = src
+        return array
+
+    def allgather(self, array):
+        gathered = self._across(array, lambda a: self.outer.allgather(np.stack(a)), "allgather")
+        return gathered.reshape((self.size,) + array.shape).copy()
+
+    def reduce_scatter(self, array):
+        total = self._across(array, lambda a: self.outer.allreduce(_sum_in_order(a)),
+                             "reduce_scatter")
+        n = total.size // self.size
+        return total.reshape(-1)[self.rank * n:(self.rank + 1) * n].copy()
+
+    def barrier(self):
+        self._across(None, lambda a: self.outer.barrier(), "barrier")

@@ -1,0 +1,149 @@
+"""Collectives on host arrays over MPI: mpi4py's buffer methods (never the pickle-based
+lowercase ones), on contiguous arrays, with a timeout instead of a hang.
+
+Blocking calls are the non-blocking ones waited on with a deadline: a collective still pending
+after the collective timeout raises CommunicationError naming the op, instead of hanging.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from ..errors import CommunicationError
+from .base import Communicator, Request
+
+_abort_installed = False
+
+
+def world():
+    """mpi4py's COMM_WORLD; the first call loads MPI and makes an uncaught exception on any
+    rank abort the whole job (as `python -m mpi4py` does) instead of leaving the others hung."""
+    from mpi4py import MPI
+
+    install_abort_on_exception()
+    return MPI.COMM_WORLD
+
+
+def install_abort_on_exception():
+    global _abort_installed
+    if _abort_installed:
+        return
+    _abort_installed = True
+    previous = sys.excepthook
+
+    def abort_all(kind, value, tb):
+        previous(kind, value, tb)
+        try:
+            sys.stderr.flush()
+            from mpi4py import MPI
+
+            if MPI.COMM_WORLD.Get_size() > 1:
+                MPI.COMM_WORLD.Abort(1)
+        except Exception:  # noqa: BLE001 - already failing; never mask the original error
+            pass
+
+    sys.excepthook = abort_all
+
+
+def _check_contiguous(array, op: str):
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        raise CommunicationError(
+            f"{op} needs a C-contiguous numpy array, got "
+            f"{type(array).__name__}{'' if isinstance(array, np.ndarray) else ''}; "
+            f"use numpy.ascontiguousarray")
+
+
+class _MPIRequest(Request):
+    def __init__(self, comm: "MPICommunicator", req, result, op: str):
+        self._comm, self._req, self._result, self._op = comm, req, result, op
+
+    def wait(self):
+        self._comm._wait(self._req, self._op)
+        return self._result
+
+
+class MPICommunicator(Communicator):
+    """Collectives over an mpi4py communicator (COMM_WORLD by default)."""
+
+    def __init__(self, comm=None, timeout_s: float | None = None):
+        if comm is None:
+            comm = world()
+        if timeout_s is None:
+            from ..flags import flags
+
+            timeout_s = flags().collective_timeout_s
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.timeout_s = timeout_s
+        from mpi4py import MPI
+
+        self._MPI = MPI
+
+    def _wait(self, req, op: str):
+        if req.Test():
+            return
+        deadline = time.monotonic() + self.timeout_s
+        spin_until = time.monotonic() + 0.002  # short collectives finish within a spin
+        while not req.Test():
+            now = time.monotonic()
+            if now > deadline:
+                raise CommunicationError(
+                    f"{self.describe()} {op} did not complete within {self.timeout_s:g} s: "
+                    f"another rank never reached it (crashed, hung, or runs a different "
+                    f"program); raise SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower")
+            if now > spin_until:
+                time.sleep(0.0002)
+
+    def iallreduce(self, array) -> Request:
+        _check_contiguous(array, "allreduce")
+        req = self.comm.Iallreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
+        return _MPIRequest(self, req, array, "allreduce")
+
+    def allreduce(self, array):
+        return self.iallreduce(array).wait()
+
+    def reduce(self, array, root: int):
+        _check_contiguous(array, "reduce")
+        MPI = self._MPI
+        if self.rank == root:
+            req = self.comm.Ireduce(MPI.IN_PLACE, array, op=MPI.SUM, root=root)
+        else:
+            req = self.comm.Ireduce(array, None, op=MPI.SUM, root=root)
+        self._wait(req, f"reduce(root={root})")
+        return array
+
+    def broadcast(self, array, root: int):
+        _check_contiguous(array, "broadcast")
+        self._wait(self.comm.Ibcast(array, root=root), f"broadcast(root={root})")
+        return array
+
+    def allgather(self, array):
+        _check_contiguous(array, "allgather")
+        out = np.empty((self.size,) + array.shape, dtype=array.dtype)
+        self._wait(self.comm.Iallgather(array, out), "allgather")
+        return out
+
+    def reduce_scatter(self, array):
+        _check_contiguous(array, "reduce_scatter")
+        if array.size % self.size:
+            raise CommunicationError(
+                f"{self.describe()} reduce_scatter of {array.size} elements over {self.size} "
+                f"ranks: the size must be divisible by the number of ranks")
+        out = np.empty(array.size // self.size, dtype=array.dtype)
+        self._wait(self.comm.Ireduce_scatter_block(array.reshape(-1), out, op=self._MPI.SUM),
+                   "reduce_scatter")
+        return out
+
+    def barrier(self):
+        self._wait(self.comm.Ibarrier(), "barrier")
+
+    def bcast_bytes(self, data: bytes | None, root: int = 0) -> bytes:
+        """Broadcast raw bytes (length first, then the buffer): no pickle."""
+        n = np.array([len(data) if self.rank == root else 0], dtype=np.int64)
+        self.broadcast(n, root)
+        buf = np.frombuffer(data, dtype=np.uint8).copy() if self.rank == root else np.empty(
+            int(n[0]), dtype=np.uint8)
+        self.broadcast(buf, root)
+        return buf.tobytes()

@@ -1,0 +1,125 @@
+"""Who this process is: world rank and size, local rank, PADDLE_* endpoints, and its GPU.
+
+Launched by mpiexec / mpirun / srun, the world comes from mpi4py's COMM_WORLD and the local rank
+from Split_type(COMM_TYPE_SHARED). The PADDLE_* variables, when set, must agree with MPI. A plain
+`python train.py` is a world of one and never loads an MPI library.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..errors import InvalidArgumentError
+
+# Variables a process manager sets in every process it starts: MPICH/Hydra and srun's PMI/PMI2
+# (PMI_RANK, PMI_SIZE), Open MPI (OMPI_*), PMIx (PMIX_RANK), MVAPICH (MV2_*).
+_MPI_LAUNCH_VARS = ("PMI_RANK", "PMI_SIZE", "PMI_FD", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
+                    "MV2_COMM_WORLD_SIZE", "HYDI_CONTROL_FD")
+
+
+def launched_by_mpi(env=None) -> bool:
+    env = os.environ if env is None else env
+    return any(v in env for v in _MPI_LAUNCH_VARS)
+
+
+@dataclass(frozen=True)
+class Topology:
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+    local_size: int = 1
+    endpoints: list = field(default_factory=list)
+    current_endpoint: str | None = None
+    uses_mpi: bool = False
+
+    def tag(self) -> str:
+        """`[rank r/n]`, the prefix of every multi-process error message."""
+        return f"[rank {self.rank}/{self.size}]"
+
+
+def _paddle_env(env):
+    def as_int(name):
+        raw = env.get(name)
+        if raw in (None, ""):
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise InvalidArgumentError(f"{name}={raw!r} is not an integer") from None
+
+    endpoints = [e for e in env.get("PADDLE_TRAINER_ENDPOINTS", "").split(",") if e]
+    return (as_int("PADDLE_TRAINER_ID"), as_int("PADDLE_TRAINERS_NUM"), endpoints,
+            env.get("PADDLE_CURRENT_ENDPOINT") or None)
+
+
+def check_paddle_env(rank: int, size: int, env) -> tuple[list, str | None]:
+    """Cross-check PADDLE_* against the MPI world; return (endpoints, current endpoint)."""
+    trainer_id, trainers_num, endpoints, current = _paddle_env(env)
+    tag = f"[rank {rank}/{size}]"
+    fix = ("unset the PADDLE_* variables to let MPI decide, or launch with as many processes "
+           "as PADDLE_TRAINERS_NUM says (paddle-launch sets them consistently)")
+    if trainers_num is not None and trainers_num != size:
+        raise InvalidArgumentError(
+            f"{tag} PADDLE_TRAINERS_NUM={trainers_num} but the MPI world has {size} "
+            f"process(es); {fix}")
+    if trainer_id is not None and trainer_id != rank:
+        raise InvalidArgumentError(
+            f"{tag} PADDLE_TRAINER_ID={trainer_id} but this process is MPI rank {rank}; {fix}")
+    if endpoints and len(endpoints) != size:
+        raise InvalidArgumentError(
+            f"{tag} PADDLE_TRAINER_ENDPOINTS lists {len(endpoints)} endpoint(s) but the MPI "
+            f"world has {size} process(es); {fix}")
+    if endpoints and current is not None and endpoints[rank] != current:
+        raise InvalidArgumentError(
+            f"{tag} PADDLE_CURRENT_ENDPOINT={current} but entry {rank} of "
+            f"PADDLE_TRAINER_ENDPOINTS is {endpoints[rank]}; {fix}")
+    return endpoints, current
+
+
+def detect(env=None) -> Topology:
+    """The topology of this process, from MPI when launched by an MPI process manager."""
+    env = os.environ if env is None else env
+    if not launched_by_mpi(env):
+        trainer_id, trainers_num, endpoints, current = _paddle_env(env)
+        if (trainers_num or 1) > 1:
+            raise InvalidArgumentError(
+                f"PADDLE_TRAINERS_NUM={trainers_num} but this process was not started by an MPI "
+                f"launcher; run `mpirun -n {trainers_num} python train.py` or "
+                f"`paddle-launch --nproc_per_node {trainers_num} train.py`")
+        return Topology(endpoints=endpoints, current_endpoint=current)
+    from .mpi import world
+
+    comm = world()
+    rank, size = comm.Get_rank(), comm.Get_size()
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    local_rank, local_size = node.Get_rank(), node.Get_size()
+    node.Free()
+    endpoints, current = check_paddle_env(rank, size, env)
+    return Topology(rank, size, local_rank, local_size, endpoints, current, uses_mpi=True)
+
+
+def select_gpu(topology: Topology, device_count: int, env=None) -> int:
+    """The GPU this process uses: FLAGS_selected_gpus' first id, else the local rank.
+
+    Ids are in CUDA_VISIBLE_DEVICES numbering, as CUDA sees them."""
+    env = os.environ if env is None else env
+    selected = env.get("FLAGS_selected_gpus")
+    if selected:
+        try:
+            gpu = int(selected.split(",")[0])
+        except ValueError:
+            raise InvalidArgumentError(
+                f"{topology.tag()} FLAGS_selected_gpus={selected!r} is not a list of GPU ids"
+            ) from None
+        source = f"FLAGS_selected_gpus={selected}"
+    else:
+        gpu, source = topology.local_rank, f"local rank {topology.local_rank}"
+    if not 0 <= gpu < device_count:
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        raise InvalidArgumentError(
+            f"{topology.tag()} GPU {gpu} (from {source}) does not exist: {device_count} GPU(s) "
+            f"visible" + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else "")
+            + "; start at most one process per GPU or set FLAGS_selected_gpus")
+    return gpu

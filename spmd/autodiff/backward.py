@@ -196,12 +196,13 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
         params = [block.var(n) for n in names]
     else:
         params = [p for p in block.all_parameters() if p.trainable]
-    no_grad = _no_grad_names(block, no_grad_set) - {p.name for p in params}
-    no_grad |= {p.name for p in block.all_parameters() if p.name not in {q.name for q in params}}
+    listed = {p.name for p in params}
+    # fluid: a parameter in no_grad_set, frozen (stop_gradient) or not listed gets no gradient
+    no_grad = _no_grad_names(block, no_grad_set)
+    no_grad |= {p.name for p in block.all_parameters() if p.name not in listed}
     seed = ("fill_constant", {}, {"Out": [grad_var_name(loss.name)]},
             {"shape": list(loss.shape) or [1], "value": 1.0, "dtype": loss.dtype})
-    sources = {p.name for p in params}
-    grads = _backward(block, [loss], [seed], sources, no_grad)
+    grads = _backward(block, [loss], [seed], listed - no_grad, no_grad)
     return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
 
 

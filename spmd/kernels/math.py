@@ -1,27 +1,45 @@
-"""Kernels: arithmetic, elementwise ops with fluid's axis broadcasting, activations, reductions."""
+"""Kernels: arithmetic, elementwise ops with fluid's axis broadcasting, reductions.
+
+Written against `xp`; results keep the input dtype (Python float constants only, never numpy
+float64 scalars, which would promote float32 arrays). Temporaries are made once and then
+updated in place, because these bodies run on every training step.
+"""
 from __future__ import annotations
 
 import math
 
+
+from ..errors import InvalidArgumentError
 from .registry import kernel
 
+# -- sum, scale, mul ---------------------------------------------------------------------------
 
 @kernel("sum")
 def sum_(xp, ins, attrs, want):
     xs = ins["X"]
-    out = xs[0].copy() if len(xs) > 1 else xs[0]
-    for x in xs[1:]:
-        out += x
-    return {"Out": out if len(xs) > 1 else out.copy()}
+    if len(xs) == 1:
+        return {"Out": xs[0].copy()}
+    out = xs[0] + xs[1]  # the one fresh buffer; the rest accumulate into it
+    for x in xs[2:]:
+        if x.shape == out.shape:
+            out += x
+        else:  # a broadcast input may widen the result
+            out = out + x
+    return {"Out": out}
 
 
 @kernel("scale")
 def scale(xp, ins, attrs, want):
-    x, s, b = ins["X"], attrs["scale"], attrs["bias"]
+    x = ins["X"]
+    # constants in X's dtype, so an int tensor stays int; one fresh buffer updated in place
+    s, b = x.dtype.type(attrs["scale"]), x.dtype.type(attrs["bias"])
     if attrs["bias_after_scale"]:
-        out = x * x.dtype.type(s) + x.dtype.type(b) if b else x * x.dtype.type(s)
+        out = x * s
+        if b:
+            out += b
     else:
-        out = (x + x.dtype.type(b)) * x.dtype.type(s)
+        out = x + b
+        out *= s
     return {"Out": out}
 
 
@@ -51,6 +69,85 @@ def mul_grad(xp, ins, attrs, want):
     return res
 
 
+# -- matmul ------------------------------------------------------------------------------------
+
+def _matmul_operands(x, y, attrs):
+    """X and Y as (batch, M, K) / (batch, K, N) stacks or plain matrices, transposes applied as
+    views: a vector X is the row [1, K], a vector Y the column [K, 1], batch dims flattened."""
+    a = x.reshape(1, x.shape[0]) if x.ndim == 1 else x
+    b = y.reshape(y.shape[0], 1) if y.ndim == 1 else y
+    if a.ndim > 3:
+        a = a.reshape((-1,) + a.shape[-2:])
+    if b.ndim > 3:
+        b = b.reshape((-1,) + b.shape[-2:])
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]:
+        # only reachable when shape inference saw unknown (-1) batch dims
+        raise InvalidArgumentError(
+            f"matmul: X{list(x.shape)} holds {a.shape[0]} matrices and Y{list(y.shape)} "
+            f"holds {b.shape[0]}: batched operands must hold as many")
+    if attrs["transpose_X"]:
+        a = a.swapaxes(-1, -2)
+    if attrs["transpose_Y"]:
+        b = b.swapaxes(-1, -2)
+    return a, b
+
+
+def _matmul_out_shape(x, y, m, n):
+    """Mirror of spmd.ops.math.matmul_out_shape on concrete arrays (kernels cannot import ops)."""
+    batch = x.shape[:-2] if x.ndim > 2 else y.shape[:-2] if y.ndim > 2 else ()
+    out = [*batch, m, n]
+    if x.ndim == 1 and out[-2] == 1:
+        del out[-2]
+    if y.ndim == 1 and out[-1] == 1:
+        del out[-1]
+    return tuple(out) or (1,)
+
+
+@kernel("matmul")
+def matmul(xp, ins, attrs, want):
+    x, y = ins["X"], ins["Y"]
+    a, b = _matmul_operands(x, y, attrs)
+    out = xp.matmul(a, b)
+    if attrs["alpha"] != 1.0:
+        out *= attrs["alpha"]
+    return {"Out": out.reshape(_matmul_out_shape(x, y, a.shape[-2], b.shape[-1]))}
+
+
+@kernel("matmul_grad")
+def matmul_grad(xp, ins, attrs, want):
+    x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
+    a, b = _matmul_operands(x, y, attrs)
+    batch = a.shape[:-2] if a.ndim == 3 else b.shape[:-2]
+    d = dout.reshape(batch + (a.shape[-2], b.shape[-1]))
+    alpha = attrs["alpha"]
+    res = {}
+    if "X@GRAD" in want:
+        if a.ndim == 2 and d.ndim == 3:  # X was shared by every batch entry: sum over them
+            da = xp.tensordot(d, b, axes=([0, 2], [0, 2]))
+        else:
+            da = xp.matmul(d, b.swapaxes(-1, -2))
+        res["X@GRAD"] = _operand_grad(xp, da, x, attrs["transpose_X"], alpha)
+    if "Y@GRAD" in want:
+        if b.ndim == 2 and d.ndim == 3:
+            db = xp.tensordot(a, d, axes=([0, 1], [0, 1]))
+        else:
+            db = xp.matmul(a.swapaxes(-1, -2), d)
+        res["Y@GRAD"] = _operand_grad(xp, db, y, attrs["transpose_Y"], alpha)
+    return res
+
+
+def _operand_grad(xp, g, operand, transposed, alpha):
+    """The gradient of a transposed-as-view operand, back in the operand's own layout."""
+    if transposed:
+        g = g.swapaxes(-1, -2)
+    g = xp.ascontiguousarray(g).reshape(operand.shape)  # contiguous for collectives
+    if alpha != 1.0:
+        g *= alpha  # g is fresh: made by matmul/tensordot above
+    return g
+
+
+# -- elementwise binary ops --------------------------------------------------------------------
+
 def align_y(x, y, axis):
     """Reshape Y so numpy broadcasting applies fluid's rule: Y's dims match X's from `axis`."""
     if axis == -1 or x.ndim == y.ndim:
@@ -59,7 +156,8 @@ def align_y(x, y, axis):
 
 
 def unbroadcast(xp, grad, shape):
-    """Sum `grad` over the axes that broadcasting expanded, giving an array of `shape`."""
+    """Sum `grad` over the axes that broadcasting expanded, giving an array of `shape`.
+    Returns `grad` itself when nothing was broadcast."""
     if grad.shape == tuple(shape):
         return grad
     lead = grad.ndim - len(shape)
@@ -68,15 +166,28 @@ def unbroadcast(xp, grad, shape):
     return grad.sum(axis=axes).reshape(shape) if axes else grad.reshape(shape)
 
 
-def _y_shape_for_grad(x, y, axis):
-    """Shape of Y as aligned against X, for unbroadcasting its gradient."""
-    return align_y(x, y, axis).shape
+def _elementwise(type_, fn):
+    """Register the forward kernel of a binary op computing fn(xp, x, aligned y)."""
+
+    def forward(xp, ins, attrs, want):
+        x = ins["X"]
+        return {"Out": fn(xp, x, align_y(x, ins["Y"], attrs["axis"]))}
+
+    kernel(type_)(forward)
 
 
-@kernel("elementwise_add")
-def elementwise_add(xp, ins, attrs, want):
-    x, y = ins["X"], ins["Y"]
-    return {"Out": x + align_y(x, y, attrs["axis"])}
+_elementwise("elementwise_add", lambda xp, x, y: x + y)
+_elementwise("elementwise_sub", lambda xp, x, y: x - y)
+_elementwise("elementwise_mul", lambda xp, x, y: x * y)
+_elementwise("elementwise_div", lambda xp, x, y: x / y)
+_elementwise("elementwise_max", lambda xp, x, y: xp.maximum(x, y))
+_elementwise("elementwise_min", lambda xp, x, y: xp.minimum(x, y))
+
+
+def _grad_y(xp, full, x, y, axis):
+    """Y's gradient from a gradient of Out's shape: summed over what Y was broadcast along."""
+    g = unbroadcast(xp, full, align_y(x, y, axis).shape)
+    return g if g.shape == y.shape else g.reshape(y.shape)
 
 
 @kernel("elementwise_add_grad")
@@ -86,19 +197,136 @@ def elementwise_add_grad(xp, ins, attrs, want):
     if "X@GRAD" in want:
         res["X@GRAD"] = unbroadcast(xp, dout, x.shape)
     if "Y@GRAD" in want:
-        res["Y@GRAD"] = unbroadcast(xp, dout, _y_shape_for_grad(x, y, attrs["axis"])).reshape(y.shape)
+        dy = _grad_y(xp, dout, x, y, attrs["axis"])
+        if dy is dout and res.get("X@GRAD") is dout:
+            dy = dy.copy()  # two gradients sharing one buffer would be reduced twice in place
+        res["Y@GRAD"] = dy
     return res
 
 
-@kernel("relu")
-def relu(xp, ins, attrs, want):
-    return {"Out": xp.maximum(ins["X"], 0)}
+@kernel("elementwise_sub_grad")
+def elementwise_sub_grad(xp, ins, attrs, want):
+    x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = unbroadcast(xp, dout, x.shape)
+    if "Y@GRAD" in want:
+        res["Y@GRAD"] = -_grad_y(xp, dout, x, y, attrs["axis"])  # negate the reduced one
+    return res
 
 
-@kernel("relu_grad")
-def relu_grad(xp, ins, attrs, want):
-    out, dout = ins["Out"], ins["Out@GRAD"]
-    return {"X@GRAD": dout * (out > 0)}
+@kernel("elementwise_mul_grad")
+def elementwise_mul_grad(xp, ins, attrs, want):
+    x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
+    ya = align_y(x, y, attrs["axis"])
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = unbroadcast(xp, dout * ya, x.shape)
+    if "Y@GRAD" in want:
+        res["Y@GRAD"] = _grad_y(xp, dout * x, x, y, attrs["axis"])
+    return res
+
+
+@kernel("elementwise_div_grad")
+def elementwise_div_grad(xp, ins, attrs, want):
+    x, y, out, dout = ins["X"], ins["Y"], ins["Out"], ins["Out@GRAD"]
+    ya = align_y(x, y, attrs["axis"])
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = unbroadcast(xp, dout / ya, x.shape)
+    if "Y@GRAD" in want:
+        t = dout * out  # d(x / y) / dy = -out / y
+        t /= ya
+        dy = _grad_y(xp, t, x, y, attrs["axis"])  # fresh either way: t or its sum
+        res["Y@GRAD"] = xp.negative(dy, out=dy)
+    return res
+
+
+def _select_grads(xp, ins, attrs, want, pick_x):
+    """max/min: Out's gradient goes to X where pick_x(x, y) holds, to Y elsewhere (ties: Y)."""
+    x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
+    mask = pick_x(x, align_y(x, y, attrs["axis"]))
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = unbroadcast(xp, dout * mask, x.shape)
+    if "Y@GRAD" in want:
+        res["Y@GRAD"] = _grad_y(xp, dout * ~mask, x, y, attrs["axis"])
+    return res
+
+
+@kernel("elementwise_max_grad")
+def elementwise_max_grad(xp, ins, attrs, want):
+    return _select_grads(xp, ins, attrs, want, lambda x, y: x > y)
+
+
+@kernel("elementwise_min_grad")
+def elementwise_min_grad(xp, ins, attrs, want):
+    return _select_grads(xp, ins, attrs, want, lambda x, y: x < y)
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+def _reduce_axes(x, attrs):
+    """The axes a reduce op folds; None for all of them."""
+    dims = attrs["dim"]
+    if attrs["reduce_all"] or not dims:
+        return None
+    return tuple(d + x.ndim if d < 0 else d for d in dims)
+
+
+def _reduced(out):
+    # reducing everything without keep_dim gives a scalar; fluid 1.8 gives shape [1]
+    return out.reshape(1) if out.ndim == 0 else out
+
+
+def _kept_shape(x, axes):
+    """Out's shape as if keep_dim were set, to broadcast gradients back over X."""
+    return tuple(1 if axes is None or i in axes else d for i, d in enumerate(x.shape))
+
+
+@kernel("reduce_sum")
+def reduce_sum(xp, ins, attrs, want):
+    x = ins["X"]
+    # dtype=x.dtype: numpy would widen int32 sums to int64
+    out = x.sum(axis=_reduce_axes(x, attrs), dtype=x.dtype, keepdims=attrs["keep_dim"])
+    return {"Out": _reduced(out)}
+
+
+@kernel("reduce_sum_grad")
+def reduce_sum_grad(xp, ins, attrs, want):
+    x, dout = ins["X"], ins["Out@GRAD"]
+    dk = dout.reshape(_kept_shape(x, _reduce_axes(x, attrs)))
+    return {"X@GRAD": xp.broadcast_to(dk, x.shape).copy()}  # a real (contiguous) buffer
+
+
+@kernel("reduce_mean")
+def reduce_mean(xp, ins, attrs, want):
+    x = ins["X"]
+    out = x.mean(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
+    return {"Out": _reduced(out)}
+
+
+@kernel("reduce_mean_grad")
+def reduce_mean_grad(xp, ins, attrs, want):
+    x, dout = ins["X"], ins["Out@GRAD"]
+    dk = dout.reshape(_kept_shape(x, _reduce_axes(x, attrs)))
+    count = x.size // dk.size if dk.size else 1
+    return {"X@GRAD": xp.broadcast_to(dk * (1.0 / count), x.shape).copy()}
+
+
+@kernel("reduce_max")
+def reduce_max(xp, ins, attrs, want):
+    x = ins["X"]
+    out = x.max(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
+    return {"Out": _reduced(out)}
+
+
+@kernel("reduce_max_grad")
+def reduce_max_grad(xp, ins, attrs, want):
+    # as fluid: every element equal to the maximum receives the gradient
+    x, out, dout = ins["X"], ins["Out"], ins["Out@GRAD"]
+    kept = _kept_shape(x, _reduce_axes(x, attrs))
+    return {"X@GRAD": (x == out.reshape(kept)) * dout.reshape(kept)}
 
 
 @kernel("mean")
@@ -111,3 +339,17 @@ def mean(xp, ins, attrs, want):
 def mean_grad(xp, ins, attrs, want):
     x, dout = ins["X"], ins["Out@GRAD"]
     return {"X@GRAD": xp.full(x.shape, dout.reshape(()) / x.size, dtype=x.dtype)}
+
+
+@kernel("squared_l2_norm")
+def squared_l2_norm(xp, ins, attrs, want):
+    v = ins["X"].reshape(-1)
+    return {"Out": xp.asarray(xp.dot(v, v)).reshape(1)}  # BLAS, no squared temporary
+
+
+@kernel("squared_l2_norm_grad")
+def squared_l2_norm_grad(xp, ins, attrs, want):
+    x, dout = ins["X"], ins["Out@GRAD"]
+    t = x * 2.0
+    t *= dout.reshape(())  # 0-d: keeps t's shape whatever X's rank
+    return {"X@GRAD": t}

@@ -1,10 +1,99 @@
-"""Kernels: parameter update ops (sgd, momentum, adam) and the helpers optimizers use."""
+"""Kernels: parameter update ops (sgd, momentum, adam) and the helpers optimizers use.
+
+Update kernels return new arrays and never write into their inputs: the executor binds
+ParamOut to the Param variable's name, so the new array replaces the old one in the scope.
+Scalars (learning rate, beta powers) stay 0-d arrays of the parameter's dtype, so the same code
+runs on numpy and on cupy without a device-to-host copy.
+"""
 from __future__ import annotations
 
 from .registry import kernel
+
+
+def _scalar(a, dtype):
+    """A one-element array as a 0-d array of `dtype` (fluid keeps them as shape [1])."""
+    return a.reshape(()).astype(dtype, copy=False)
 
 
 @kernel("sgd")
 def sgd(xp, ins, attrs, want):
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
     return {"ParamOut": p - lr.reshape(()).astype(p.dtype) * g}
+
+
+@kernel("momentum")
+def momentum(xp, ins, attrs, want):
+    """fluid 1.8 momentum_op.h (dense): v_out = v*mu + g; nesterov: p - (g + v_out*mu)*lr,
+    otherwise p - lr*v_out."""
+    p, g, v = ins["Param"], ins["Grad"], ins["Velocity"]
+    lr = _scalar(ins["LearningRate"], p.dtype)
+    mu = p.dtype.type(attrs["mu"])
+    v_out = v * mu + g
+    if attrs["use_nesterov"]:
+        p_out = p - (g + v_out * mu) * lr
+    else:
+        p_out = p - lr * v_out
+    return {"ParamOut": p_out, "VelocityOut": v_out}
+
+
+def _beta(ins, attrs, name, slot, dtype):
+    """beta1/beta2: the optional Beta1Tensor/Beta2Tensor input wins over the attribute, as in
+    fluid."""
+    tensor = ins.get(slot)
+    if tensor is not None:
+        return _scalar(tensor, dtype)
+    return dtype.type(attrs[name])
+
+
+@kernel("adam")
+def adam(xp, ins, attrs, want):
+    """The dense update of fluid 1.8's adam_op.h (AdamFunctor), in its order of operations:
+
+        lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
+        m1   = beta1 * m1 + (1 - beta1) * g
+        m2   = beta2 * m2 + (1 - beta2) * g * g
+        p    = p - lr_t * (m1 / (sqrt(m2) + epsilon))
+        beta1_pow_out = beta1 * beta1_pow;  beta2_pow_out = beta2 * beta2_pow
+
+    Fluid 1.8 (up to 1.8.5) adds the plain `epsilon`. Paddle 2.0-rc0 changed it to
+    `epsilon * sqrt(1 - beta2_pow)` (Paddle PR #27778, "Adam formula differs from the paper");
+    this kernel follows 1.8. The two differ by less than epsilon in the denominator, so only
+    where sqrt(m2) is not much larger than epsilon. `lazy_mode` only matters for sparse
+    (SelectedRows) gradients, which spmd does not have: dense updates ignore it.
+    """
+    p, g = ins["Param"], ins["Grad"]
+    m1, m2 = ins["Moment1"], ins["Moment2"]
+    b1p_in, b2p_in = ins["Beta1Pow"], ins["Beta2Pow"]
+    dt = p.dtype
+    one = dt.type(1)
+    beta1 = _beta(ins, attrs, "beta1", "Beta1Tensor", dt)
+    beta2 = _beta(ins, attrs, "beta2", "Beta2Tensor", dt)
+    eps = dt.type(attrs["epsilon"])
+    b1p, b2p = _scalar(b1p_in, dt), _scalar(b2p_in, dt)
+    lr_t = _scalar(ins["LearningRate"], dt) * (xp.sqrt(one - b2p) / (one - b1p))
+    m1_out = beta1 * m1 + (one - beta1) * g
+    m2_out = beta2 * m2 + (one - beta2) * g * g
+    p_out = p - lr_t * (m1_out / (xp.sqrt(m2_out) + eps))
+    return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
+            "Beta1PowOut": b1p_in * _as(beta1, b1p_in.dtype),
+            "Beta2PowOut": b2p_in * _as(beta2, b2p_in.dtype)}
+
+
+def _as(value, dtype):
+    """A numpy/cupy scalar or 0-d array in `dtype`."""
+    return value.astype(dtype) if hasattr(value, "astype") else dtype.type(value)
+
+
+@kernel("sign")
+def sign(xp, ins, attrs, want):
+    return {"Out": xp.sign(ins["X"])}
+
+
+@kernel("clip_by_norm")
+def clip_by_norm(xp, ins, attrs, want):
+    """fluid clip_by_norm_op: X * (max_norm / ||X||_2) when ||X||_2 > max_norm, else X.
+    Dividing by max(norm, max_norm) gives both cases without a branch or a 0/0."""
+    x = ins["X"]
+    max_norm = x.dtype.type(attrs["max_norm"])
+    norm = xp.sqrt(xp.sum(x * x))
+    return {"Out": x * (max_norm / xp.maximum(norm, max_norm))}

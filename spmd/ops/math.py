@@ -2,8 +2,24 @@
 reductions."""
 from __future__ import annotations
 
-from .registry import broadcast_dim, define_op
+import math
 
+from .registry import REQUIRED, broadcast_dim, define_op
+
+
+def _prod(dims) -> int:
+    """Product of dims, -1 when any of them is unknown."""
+    return -1 if any(d < 0 for d in dims) else math.prod(dims)
+
+
+def _check_same_dtype(ctx, a, b):
+    # numpy would silently promote; fluid picks the kernel from X and rejects a mismatch
+    ctx.check(a.dtype == b.dtype,
+              f"X '{a.name}' is {a.dtype} but Y '{b.name}' is {b.dtype}; cast one of them "
+              f"(layers.cast) so both have the same dtype")
+
+
+# -- sum, scale, mul ---------------------------------------------------------------------------
 
 def _sum_grad(op, g):
     dout = g.out_grad(op.output("Out")[0])
@@ -41,12 +57,7 @@ def _scale(ctx):
 
 def _flat2(shape, k):
     """The 2-D shape a tensor is flattened to by mul's num_col_dims = k."""
-    import math
-
-    def prod(dims):
-        return -1 if any(d < 0 for d in dims) else math.prod(dims)
-
-    return prod(shape[:k]), prod(shape[k:])
+    return _prod(shape[:k]), _prod(shape[k:])
 
 
 @define_op("mul", inputs=["X", "Y"], outputs=["Out"],
@@ -64,8 +75,61 @@ def _mul(ctx):
     ctx.set_output("Out", tuple(x.shape[:xk]) + tuple(y.shape[yk:]), x.dtype)
 
 
+# -- matmul ------------------------------------------------------------------------------------
+
+def _matrix_view(shape, is_x: bool, transpose: bool):
+    """(batch dims, rows, cols) of a matmul operand as fluid sees it: a vector is the row matrix
+    [1, K] as X and the column matrix [K, 1] as Y, and transposing swaps rows and cols."""
+    if len(shape) == 1 and is_x:
+        batch, rows, cols = (), 1, shape[0]
+    elif len(shape) == 1:
+        batch, rows, cols = (), shape[0], 1
+    else:
+        batch, rows, cols = tuple(shape[:-2]), shape[-2], shape[-1]
+    return (batch, cols, rows) if transpose else (batch, rows, cols)
+
+
+def matmul_out_shape(x_shape, y_shape, transpose_x: bool, transpose_y: bool) -> tuple:
+    """fluid 1.8's matmul output shape: batch dims of whichever operand has them, then
+    [M, N], dropping the 1 a vector operand contributed; [1] rather than a scalar."""
+    xb, m, _ = _matrix_view(x_shape, True, transpose_x)
+    yb, _, n = _matrix_view(y_shape, False, transpose_y)
+    out = [*(xb or yb), m, n]
+    if len(x_shape) == 1 and out[-2] == 1:
+        del out[-2]
+    if len(y_shape) == 1 and out[-1] == 1:
+        del out[-1]
+    return tuple(out) or (1,)
+
+
+@define_op("matmul", inputs=["X", "Y"], outputs=["Out"],
+           attrs={"transpose_X": ("bool", False), "transpose_Y": ("bool", False),
+                  "alpha": ("float", 1.0), "use_mkldnn": ("bool", False)})
+def _matmul(ctx):
+    x, y = ctx.input("X"), ctx.input("Y")
+    tx, ty = ctx.attr("transpose_X"), ctx.attr("transpose_Y")
+    ctx.check(len(x.shape) >= 1 and len(y.shape) >= 1,
+              f"X{list(x.shape)} and Y{list(y.shape)} must have rank >= 1")
+    _check_same_dtype(ctx, x, y)
+    xb, m, kx = _matrix_view(x.shape, True, tx)
+    yb, ky, n = _matrix_view(y.shape, False, ty)
+    ctx.check(kx < 0 or ky < 0 or kx == ky,
+              f"X{list(x.shape)} (transpose_X={tx}) multiplies as a [{m}, {kx}] matrix and "
+              f"Y{list(y.shape)} (transpose_Y={ty}) as a [{ky}, {n}] one: the inner sizes "
+              f"{kx} and {ky} must be equal")
+    if xb and yb:
+        bx, by = _prod(xb), _prod(yb)
+        ctx.check(bx < 0 or by < 0 or bx == by,
+                  f"batch dims {list(xb)} of X{list(x.shape)} and {list(yb)} of "
+                  f"Y{list(y.shape)} hold {bx} and {by} matrices: they must hold as many")
+    ctx.set_output("Out", matmul_out_shape(x.shape, y.shape, tx, ty), x.dtype)
+
+
+# -- elementwise binary ops --------------------------------------------------------------------
+
 def _elementwise_infer(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
+    _check_same_dtype(ctx, x, y)
     axis = ctx.attr("axis")
     if axis == -1 or len(x.shape) == len(y.shape):
         n = max(len(x.shape), len(y.shape))
@@ -77,7 +141,8 @@ def _elementwise_infer(ctx):
         shape = tuple(broadcast_dim(a, b) for a, b in zip(xs, ys))
     else:
         ctx.check(0 <= axis and axis + len(y.shape) <= len(x.shape),
-                  f"axis={axis} does not place Y{list(y.shape)} inside X{list(x.shape)}")
+                  f"axis={axis} does not place Y{list(y.shape)} inside X{list(x.shape)}: "
+                  f"expected 0 <= axis <= {len(x.shape) - len(y.shape)} (or -1)")
         for a, b in zip(x.shape[axis:], y.shape):
             ctx.check(a == b or b == 1 or -1 in (a, b),
                       f"Y{list(y.shape)} does not match X{list(x.shape)} from axis {axis}")
@@ -87,22 +152,110 @@ def _elementwise_infer(ctx):
 
 ELEMENTWISE_ATTRS = {"axis": ("int", -1), "use_mkldnn": ("bool", False)}
 
-define_op("elementwise_add", inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
-          grad_uses=("X", "Y"))(_elementwise_infer)
+# The grad kernels need X and Y (their shapes at least); div also reads Out, as fluid's does.
+for _type, _uses in [("elementwise_add", ("X", "Y")), ("elementwise_sub", ("X", "Y")),
+                     ("elementwise_mul", ("X", "Y")), ("elementwise_div", ("X", "Y", "Out")),
+                     ("elementwise_max", ("X", "Y")), ("elementwise_min", ("X", "Y"))]:
+    define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
+              grad_uses=_uses)(_elementwise_infer)
 
 
-def _unary(type_, **kwargs):
-    """Define a one-input, same-shape op (activations)."""
+# -- activations -------------------------------------------------------------------------------
+
+# fluid's activation op makers carry these two flags; accepted so fluid-built programs load
+ACTIVATION_ATTRS = {"use_mkldnn": ("bool", False), "use_cudnn": ("bool", False)}
+
+
+def _unary(type_, attrs=None, infer_check=None, **kwargs):
+    """Define a one-input, same-shape op (activations); `infer_check(ctx)` validates attrs."""
 
     def infer(ctx):
+        if infer_check is not None:
+            infer_check(ctx)
         ctx.set_output_like("Out", "X")
 
-    define_op(type_, inputs=["X"], outputs=["Out"], **kwargs)(infer)
+    define_op(type_, inputs=["X"], outputs=["Out"], attrs={**ACTIVATION_ATTRS, **(attrs or {})},
+              **kwargs)(infer)
 
 
+# grad_uses names what each gradient formula reads: Out where it is cheaper (sigmoid, tanh,
+# exp, sqrt), X where the formula needs it.
 _unary("relu", grad_uses=("Out",))
+_unary("leaky_relu", attrs={"alpha": ("float", 0.02)}, grad_uses=("X",))
+_unary("sigmoid", grad_uses=("Out",))
+_unary("tanh", grad_uses=("Out",))
+_unary("gelu", attrs={"approximate": ("bool", False)}, grad_uses=("X",))
+_unary("exp", grad_uses=("Out",))
+_unary("log", grad_uses=("X",))
+_unary("sqrt", grad_uses=("Out",))
+_unary("square", grad_uses=("X",))
+
+
+def _check_clip(ctx):
+    lo, hi = ctx.attr("min"), ctx.attr("max")
+    ctx.check(lo <= hi, f"attribute min={lo} is greater than max={hi}: expected min <= max")
+
+
+_unary("clip", attrs={"min": ("float", REQUIRED), "max": ("float", REQUIRED)},
+       infer_check=_check_clip, grad_uses=("X",))
+
+
+@define_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"],
+           attrs={**ACTIVATION_ATTRS, "factor": ("float", 1.0)},
+           no_grad_inputs=("FactorTensor",), grad_uses=("X", "FactorTensor"))
+def _pow(ctx):
+    f = ctx.input("FactorTensor")
+    if f is not None:
+        n = _prod(f.shape)
+        ctx.check(n in (-1, 1),
+                  f"FactorTensor '{f.name}' must hold one value (it overrides attribute "
+                  f"factor), got shape {list(f.shape)}")
+    ctx.set_output_like("Out", "X")
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+def reduce_out_shape(shape, dims, keep_dim: bool, reduce_all: bool) -> tuple:
+    """fluid 1.8's reduce output shape; `dims` already in [0, rank). Reducing every dim without
+    keep_dim gives [1], not a scalar."""
+    rank = len(shape)
+    if reduce_all or not dims:
+        return (1,) * rank if keep_dim else (1,)
+    if keep_dim:
+        return tuple(1 if i in dims else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in dims) or (1,)
+
+
+def _reduce_infer(ctx):
+    x = ctx.input("X")
+    rank = len(x.shape)
+    dims = ctx.attr("dim")
+    for d in dims:
+        ctx.check(-rank <= d < rank,
+                  f"dim {d} is out of range for X{list(x.shape)}: expected -{rank} <= dim < {rank}")
+    norm = [d + rank if d < 0 else d for d in dims]
+    ctx.check(len(set(norm)) == len(norm),
+              f"dim {dims} names an axis twice (as normalized: {norm}) for X{list(x.shape)}")
+    ctx.set_output("Out", reduce_out_shape(x.shape, set(norm), ctx.attr("keep_dim"),
+                                           ctx.attr("reduce_all")), x.dtype)
+
+
+REDUCE_ATTRS = {"dim": ("ints", [0]), "keep_dim": ("bool", False), "reduce_all": ("bool", False)}
+
+# sum and mean gradients need only X's shape; max compares X with Out
+define_op("reduce_sum", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
+          grad_uses=("X",))(_reduce_infer)
+define_op("reduce_mean", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
+          grad_uses=("X",))(_reduce_infer)
+define_op("reduce_max", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
+          grad_uses=("X", "Out"))(_reduce_infer)
 
 
 @define_op("mean", inputs=["X"], outputs=["Out"], grad_uses=("X",))
 def _mean(ctx):
     ctx.set_output("Out", (1,), ctx.input("X").dtype)  # fluid 1.8: mean gives shape [1]
+
+
+@define_op("squared_l2_norm", inputs=["X"], outputs=["Out"], grad_uses=("X",))
+def _squared_l2_norm(ctx):
+    ctx.set_output("Out", (1,), ctx.input("X").dtype)

@@ -1,12 +1,101 @@
-"""Op definitions: parameter update ops (sgd, momentum, adam) and the helpers optimizers use."""
+"""Op definitions: parameter update ops (sgd, momentum, adam) and the helpers optimizers use
+(sign for L1 decay, clip_by_norm for GradientClipByNorm).
+
+Update ops have no gradient. Their state outputs are bound by the optimizer to the same
+variables as the matching inputs (ParamOut = Param, VelocityOut = Velocity, ...): that is how
+parameters and accumulators persist from one run to the next.
+"""
 from __future__ import annotations
 
-from .registry import define_op
+import math
+
+from .registry import REQUIRED, define_op
+
+
+def _numel(shape) -> int:
+    """Element count, or -1 when a dim is unknown."""
+    return -1 if any(d < 0 for d in shape) else math.prod(shape)
+
+
+def _check_same_shape(ctx, slot: str, ref: str = "Param"):
+    a, b = ctx.input(ref), ctx.input(slot)
+    ctx.check(tuple(a.shape) == tuple(b.shape),
+              f"{slot} {b.name}{list(b.shape)} must have the shape of {ref} "
+              f"{a.name}{list(a.shape)}")
+
+
+def _check_scalar(ctx, slot: str):
+    """Learning rates and beta powers hold one value (fluid: shape [1])."""
+    v = ctx.input(slot)
+    if v is None:
+        return
+    n = _numel(v.shape)
+    ctx.check(n in (1, -1), f"{slot} {v.name} must hold one element, got shape {list(v.shape)}")
 
 
 @define_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], grad=None)
 def _sgd(ctx):
-    p, g = ctx.input("Param"), ctx.input("Grad")
-    ctx.check(tuple(p.shape) == tuple(g.shape),
-              f"Param {p.name}{list(p.shape)} and Grad {g.name}{list(g.shape)} differ in shape")
+    _check_same_shape(ctx, "Grad")
+    _check_scalar(ctx, "LearningRate")
     ctx.set_output_like("ParamOut", "Param")
+
+
+@define_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate"],
+           outputs=["ParamOut", "VelocityOut"], grad=None,
+           attrs={"mu": ("float", REQUIRED), "use_nesterov": ("bool", False)})
+def _momentum(ctx):
+    """fluid 1.8 momentum_op: v = mu*v + g; nesterov: p -= (g + mu*v)*lr, else p -= lr*v."""
+    _check_same_shape(ctx, "Grad")
+    _check_same_shape(ctx, "Velocity")
+    _check_scalar(ctx, "LearningRate")
+    ctx.set_output_like("ParamOut", "Param")
+    ctx.set_output_like("VelocityOut", "Velocity")
+
+
+@define_op("adam",
+           inputs=["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
+                   "Beta1Tensor?", "Beta2Tensor?"],
+           outputs=["ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"],
+           grad=None,
+           attrs={"beta1": ("float", 0.9), "beta2": ("float", 0.999),
+                  "epsilon": ("float", 1e-8), "lazy_mode": ("bool", False),
+                  "min_row_size_to_use_multithread": ("int", 1000)})
+def _adam(ctx):
+    """fluid 1.8 adam_op (see spmd/kernels/optim.py for the exact update)."""
+    _check_same_shape(ctx, "Grad")
+    _check_same_shape(ctx, "Moment1")
+    _check_same_shape(ctx, "Moment2")
+    for slot in ("LearningRate", "Beta1Pow", "Beta2Pow", "Beta1Tensor", "Beta2Tensor"):
+        _check_scalar(ctx, slot)
+    for name in ("beta1", "beta2"):
+        beta = ctx.attr(name)
+        ctx.check(0.0 <= beta < 1.0, f"attribute {name} must be in [0, 1), got {beta}")
+    ctx.check(ctx.attr("epsilon") >= 0.0,
+              f"attribute epsilon must be >= 0, got {ctx.attr('epsilon')}")
+    ctx.set_output_like("ParamOut", "Param")
+    ctx.set_output_like("Moment1Out", "Moment1")
+    ctx.set_output_like("Moment2Out", "Moment2")
+    ctx.set_output_like("Beta1PowOut", "Beta1Pow")
+    ctx.set_output_like("Beta2PowOut", "Beta2Pow")
+
+
+def _sign_grad(op, g):
+    """sign is flat almost everywhere: its gradient is zero (fluid: a scale by 0)."""
+    dx, dout = g.in_grad(op.input("X")[0]), g.out_grad(op.output("Out")[0])
+    if dx is None or dout is None:
+        return []
+    return [("scale", {"X": [dout]}, {"Out": [dx]}, {"scale": 0.0, "bias": 0.0})]
+
+
+@define_op("sign", inputs=["X"], outputs=["Out"], grad=_sign_grad)
+def _sign(ctx):
+    ctx.set_output_like("Out", "X")
+
+
+@define_op("clip_by_norm", inputs=["X"], outputs=["Out"], grad=None,
+           attrs={"max_norm": ("float", REQUIRED)})
+def _clip_by_norm(ctx):
+    """Out = X * max_norm / max(||X||_2, max_norm): X unchanged when its norm is small enough."""
+    max_norm = ctx.attr("max_norm")
+    ctx.check(max_norm > 0.0, f"attribute max_norm must be > 0, got {max_norm}")
+    ctx.set_output_like("Out", "X")

@@ -1,0 +1,137 @@
+"""Update ops (sgd, momentum, adam) and optimizer helper ops (sign, clip_by_norm) through the op
+harness: forward against numpy references in float64 and float32. The update ops have no
+gradient, so only their forward is checked; sign's (zero) gradient is checked too."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_harness import OpCase, check_forward, check_op, rand, rand_away_from
+
+from spmd.core import Program
+from spmd.errors import InvalidArgumentError
+
+LR = np.array([0.05])
+ADAM_OUTS = ["ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"]
+
+
+def sgd_ref(Param, Grad, LearningRate):
+    return {"ParamOut": Param - LearningRate[0] * Grad}
+
+
+def momentum_ref(Param, Grad, Velocity, LearningRate, mu, use_nesterov=False):
+    v = mu * Velocity + Grad
+    lr = LearningRate[0]
+    p = Param - (Grad + mu * v) * lr if use_nesterov else Param - lr * v
+    return {"ParamOut": p, "VelocityOut": v}
+
+
+def adam_ref(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow, Beta1Tensor=None,
+             Beta2Tensor=None, beta1=0.9, beta2=0.999, epsilon=1e-8, **_):
+    """fluid 1.8 adam_op.h: epsilon is added unscaled (2.0 scales it by sqrt(1 - beta2_pow))."""
+    b1 = Beta1Tensor[0] if Beta1Tensor is not None else beta1
+    b2 = Beta2Tensor[0] if Beta2Tensor is not None else beta2
+    lr_t = LearningRate[0] * np.sqrt(1 - Beta2Pow[0]) / (1 - Beta1Pow[0])
+    m1 = b1 * Moment1 + (1 - b1) * Grad
+    m2 = b2 * Moment2 + (1 - b2) * Grad * Grad
+    return {"ParamOut": Param - lr_t * m1 / (np.sqrt(m2) + epsilon), "Moment1Out": m1,
+            "Moment2Out": m2, "Beta1PowOut": Beta1Pow * b1, "Beta2PowOut": Beta2Pow * b2}
+
+
+def clip_by_norm_ref(X, max_norm):
+    norm = np.sqrt(np.sum(X * X))
+    return {"Out": X * (max_norm / norm) if norm > max_norm else X}
+
+
+def _adam_inputs(**extra):
+    ins = {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR,
+           "Moment1": rand(3, 4), "Moment2": rand(3, 4, low=0.0, high=0.5),
+           "Beta1Pow": np.array([0.9 ** 3]), "Beta2Pow": np.array([0.999 ** 3])}
+    ins.update(extra)
+    return ins
+
+
+UPDATE_CASES = [
+    OpCase("sgd", {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR}, sgd_ref),
+    OpCase("momentum", {"Param": rand(3, 4), "Grad": rand(3, 4), "Velocity": rand(3, 4),
+                        "LearningRate": LR},
+           momentum_ref, attrs={"mu": 0.9}, name="momentum"),
+    OpCase("momentum", {"Param": rand(5), "Grad": rand(5), "Velocity": rand(5),
+                        "LearningRate": LR},
+           momentum_ref, attrs={"mu": 0.8, "use_nesterov": True}, name="momentum_nesterov"),
+    OpCase("adam", _adam_inputs(), adam_ref, name="adam_defaults"),
+    OpCase("adam", _adam_inputs(), adam_ref, name="adam_attrs",
+           attrs={"beta1": 0.8, "beta2": 0.99, "epsilon": 1e-3, "lazy_mode": True}),
+    # the first step: beta powers start at beta1 / beta2 and moments at zero
+    OpCase("adam", _adam_inputs(Moment1=np.zeros((3, 4)), Moment2=np.zeros((3, 4)),
+                                Beta1Pow=np.array([0.9]), Beta2Pow=np.array([0.999])),
+           adam_ref, name="adam_first_step"),
+    OpCase("adam", _adam_inputs(Beta1Tensor=np.array([0.7]), Beta2Tensor=np.array([0.95])),
+           adam_ref, name="adam_beta_tensors", attrs={"beta1": 0.1, "beta2": 0.2}),
+    OpCase("clip_by_norm", {"X": rand(3, 4)}, clip_by_norm_ref, attrs={"max_norm": 0.5},
+           name="clip_by_norm_clips"),
+    OpCase("clip_by_norm", {"X": rand(3, 4)}, clip_by_norm_ref, attrs={"max_norm": 100.0},
+           name="clip_by_norm_keeps"),
+]
+
+
+@pytest.mark.parametrize("case", UPDATE_CASES, ids=str)
+def test_update_op_forward(case):
+    check_forward(case, "float64")
+    check_forward(case, "float32", rtol=case.fp32_rtol, atol=case.fp32_atol)
+
+
+def test_sign_forward_and_zero_gradient():
+    check_op(OpCase("sign", {"X": rand_away_from(3, 4)}, lambda X: {"Out": np.sign(X)}))
+
+
+def test_clip_by_norm_reference_really_clips():
+    x = rand(3, 4)
+    assert np.linalg.norm(clip_by_norm_ref(x, 0.5)["Out"]) == pytest.approx(0.5)
+
+
+def test_update_kernels_leave_inputs_unchanged():
+    from spmd.kernels import get_kernel
+    from spmd.ops import get_op_def
+
+    ins = _adam_inputs()
+    before = {k: v.copy() for k, v in ins.items()}
+    attrs = get_op_def("adam").validate_attrs({}, "adam")
+    get_kernel("adam")(np, ins, attrs, frozenset(get_op_def("adam").output_slots))
+    mom = {"Param": rand(3), "Grad": rand(3), "Velocity": rand(3), "LearningRate": LR}
+    mom_before = {k: v.copy() for k, v in mom.items()}
+    get_kernel("momentum")(np, mom, {"mu": 0.9, "use_nesterov": True}, frozenset())
+    for k in ins:
+        np.testing.assert_array_equal(ins[k], before[k], err_msg=k)
+    for k in mom:
+        np.testing.assert_array_equal(mom[k], mom_before[k], err_msg=k)
+
+
+def _append(op_type, shapes, attrs=None, outputs=None):
+    block = Program().global_block()
+    ins = {slot: block.create_var(name=slot, shape=shape, dtype="float32")
+           for slot, shape in shapes.items()}
+    outs = {slot: [block.create_var(name=f"{slot}_out")] for slot in (outputs or ["ParamOut"])}
+    return block.append_op(op_type, ins, outs, attrs or {})
+
+
+@pytest.mark.parametrize("op_type, shapes, attrs, outputs, message", [
+    ("sgd", {"Param": (3, 4), "Grad": (4, 3), "LearningRate": (1,)}, {}, None,
+     "Grad Grad[4, 3] must have the shape of Param Param[3, 4]"),
+    ("sgd", {"Param": (3,), "Grad": (3,), "LearningRate": (2,)}, {}, None,
+     "LearningRate LearningRate must hold one element, got shape [2]"),
+    ("momentum", {"Param": (3,), "Grad": (3,), "Velocity": (3,), "LearningRate": (1,)}, {},
+     ["ParamOut", "VelocityOut"], "attribute 'mu' is required"),
+    ("momentum", {"Param": (3,), "Grad": (3,), "Velocity": (2,), "LearningRate": (1,)},
+     {"mu": 0.9}, ["ParamOut", "VelocityOut"], "Velocity Velocity[2] must have the shape"),
+    ("adam", {"Param": (3,), "Grad": (3,), "LearningRate": (1,), "Moment1": (3,),
+              "Moment2": (3,), "Beta1Pow": (1,), "Beta2Pow": (1,)}, {"beta1": 1.5},
+     ADAM_OUTS, "attribute beta1 must be in [0, 1), got 1.5"),
+    ("adam", {"Param": (3,), "Grad": (3,), "LearningRate": (1,), "Moment1": (3,),
+              "Moment2": (3,), "Beta1Pow": (2,), "Beta2Pow": (1,)}, {}, ADAM_OUTS,
+     "Beta1Pow Beta1Pow must hold one element"),
+    ("clip_by_norm", {"X": (3,)}, {"max_norm": 0.0}, ["Out"], "max_norm must be > 0"),
+])
+def test_shape_and_attr_errors(op_type, shapes, attrs, outputs, message):
+    with pytest.raises(InvalidArgumentError) as err:
+        _append(op_type, shapes, attrs, outputs)
+    assert message in str(err.value)

@@ -67,7 +67,14 @@ class Operator:
         return [n for names in self.outputs.values() for n in names]
 
     def attr(self, name: str):
-        return self.attrs[name]
+        try:
+            return self.attrs[name]
+        except KeyError:
+            from ..errors import NotFoundError
+
+            raise NotFoundError(
+                f"op '{self.type}' has no attribute '{name}'; it has {sorted(self.attrs)}"
+            ) from None
 
     def has_attr(self, name: str) -> bool:
         return name in self.attrs

@@ -4,17 +4,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import itertools
 import json
 
 from ..errors import InvalidArgumentError, NotFoundError
 from .operator import Operator, OpRole, OpSchema
-from .variable import Parameter, Variable
+from .variable import Parameter, Variable, normalize_shape
+
+_PROGRAM_UIDS = itertools.count()
 
 
 class Block:
     """An ordered list of ops and the variables they use. spmd programs have one block."""
 
-    def __init__(self, program: "Program", idx: int = 0):
+    def __init__(self, program: Program, idx: int = 0):
         self.program = program
         self.idx = idx
         self.parent_idx = -1
@@ -28,11 +31,13 @@ class Block:
         name = name or unique_name.generate("_generated_var")
         if name in self.vars:
             var = self.vars[name]
-            for key in ("shape", "dtype"):  # re-declaring must agree, as fluid requires
-                if kwargs.get(key) is not None and key == "shape":
-                    var.shape = tuple(-1 if d is None else int(d) for d in kwargs[key])
+            before = (var.shape, var.persistable)
+            if kwargs.get("shape") is not None:
+                var.shape = normalize_shape(kwargs["shape"], name)
             if kwargs.get("persistable"):
                 var.persistable = True
+            if (var.shape, var.persistable) != before:
+                self.program._bump()  # compiled plans depend on both: they must be rebuilt
             return var
         var = Variable(self, name, **kwargs)
         self.vars[name] = var
@@ -117,6 +122,7 @@ class Program:
         self.current_role = OpRole.FORWARD
         self.grad_var_map: dict[str, str] = {}  # forward var name -> its gradient's name
         self._version = 0  # bumped on every mutation; executors key their plan caches on it
+        self._uid = next(_PROGRAM_UIDS)  # unlike id(), never reused after a program is freed
         self._is_test = False
 
     def _bump(self):
@@ -151,11 +157,12 @@ class Program:
             self.current_role = old
 
 
-    def clone(self, for_test: bool = False) -> "Program":
+    def clone(self, for_test: bool = False) -> Program:
         """A copy sharing parameters by name. `for_test=True` keeps only forward ops and turns
         dropout and batch_norm (any op with an `is_test` attribute) into test mode."""
         new = Program.from_dict(self.to_dict())
         new.random_seed = self.random_seed
+        new._is_test = self._is_test
         _copy_python_attrs(self, new)
         if for_test:
             block = new.global_block()
@@ -163,6 +170,11 @@ class Program:
             for op in block.ops:
                 if "is_test" in op.attrs:
                     op.attrs["is_test"] = True
+            # gradients and other temporaries only the dropped ops used go too; persistable
+            # and data variables stay, so the clone reads the same scope and takes the feeds
+            used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
+            block.vars = {n: v for n, v in block.vars.items()
+                          if n in used or v.persistable or v.is_data}
             new.grad_var_map = {}
             new._is_test = True
             new._bump()
@@ -177,7 +189,7 @@ class Program:
                 "grad_var_map": dict(self.grad_var_map)}
 
     @staticmethod
-    def from_dict(data: dict) -> "Program":
+    def from_dict(data: dict) -> Program:
         """Rebuild a Program from `to_dict()`; ops are re-validated against their definitions."""
         prog = Program()
         prog.random_seed = data.get("random_seed", 0)
@@ -191,24 +203,29 @@ class Program:
             else:
                 block.vars[name] = Variable(block, name, **v)
         for op in data["ops"]:
-            block.ops.append(Operator(block, op["type"], {k: list(v) for k, v in op["inputs"].items()},
-                                      {k: list(v) for k, v in op["outputs"].items()},
-                                      _validated_attrs(op), OpRole(op["role"])))
+            inputs = {k: list(v) for k, v in op["inputs"].items()}
+            outputs = {k: list(v) for k, v in op["outputs"].items()}
+            block.ops.append(Operator(block, op["type"], inputs, outputs, _validated_attrs(op),
+                                      OpRole(op["role"])))
         prog.grad_var_map = dict(data.get("grad_var_map", {}))
         return prog
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        data = self.to_dict()
+        try:
+            return json.dumps(data, sort_keys=True)
+        except TypeError:
+            raise InvalidArgumentError(_unserializable(data)) from None
 
     @staticmethod
-    def from_json(text: str | bytes) -> "Program":
+    def from_json(text: str | bytes) -> Program:
         return Program.from_dict(json.loads(text))
 
     def serialize_to_string(self) -> bytes:
         return self.to_json().encode()
 
     @staticmethod
-    def parse_from_string(binary: bytes) -> "Program":
+    def parse_from_string(binary: bytes) -> Program:
         return Program.from_json(binary)
 
     def fingerprint(self) -> str:
@@ -226,6 +243,19 @@ class Program:
         return repr(self)
 
     __str__ = __repr__
+
+
+def _unserializable(data: dict) -> str:
+    """Name the op attribute that JSON cannot hold (numpy arrays, objects)."""
+    for i, op in enumerate(data["ops"]):
+        for name, value in op["attrs"].items():
+            try:
+                json.dumps(value)
+            except TypeError:
+                return (f"op #{i} '{op['type']}': attribute '{name}' holds a "
+                        f"{type(value).__name__}, which cannot be serialized; give it as a "
+                        f"number, a string, a bool or a list of those")
+    return "the program holds a value that cannot be serialized to JSON"
 
 
 def _validated_attrs(op_dict: dict) -> dict:
@@ -271,7 +301,13 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
     """Layers built inside the block go to `main_program` (and their initializers to
     `startup_program`)."""
     if not isinstance(main_program, Program):
-        raise InvalidArgumentError(f"program_guard expects a Program, got {type(main_program).__name__}")
+        raise InvalidArgumentError(
+            f"program_guard expects main_program to be a Program, got "
+            f"{type(main_program).__name__}")
+    if startup_program is not None and not isinstance(startup_program, Program):
+        raise InvalidArgumentError(
+            f"program_guard expects startup_program to be a Program or None, got "
+            f"{type(startup_program).__name__}")
     old_main = switch_main_program(main_program)
     old_startup = switch_startup_program(startup_program) if startup_program is not None else None
     try:

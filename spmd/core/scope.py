@@ -11,7 +11,7 @@ from ..errors import InvalidArgumentError
 class Tensor:
     """fluid's LoDTensor view of one scope entry: `set`, `shape`, `numpy.array(tensor)`."""
 
-    def __init__(self, scope: "Scope", name: str):
+    def __init__(self, scope: Scope, name: str):
         self._scope, self._name = scope, name
 
     def _array(self):
@@ -34,9 +34,7 @@ class Tensor:
         a = self._array()
         if a is None:
             raise InvalidArgumentError(f"variable '{self._name}' holds no value yet")
-        if not isinstance(a, np.ndarray):  # cupy
-            a = a.get()
-        return a.astype(dtype) if dtype is not None else a
+        return host_array(a, dtype, copy)
 
     def numpy(self):
         return np.array(self)
@@ -55,7 +53,7 @@ class Tensor:
 class ScopeVar:
     """What `scope.find_var(name)` returns; `get_tensor()` is how fluid code reaches the value."""
 
-    def __init__(self, scope: "Scope", name: str):
+    def __init__(self, scope: Scope, name: str):
         self._scope, self._name = scope, name
 
     def get_tensor(self) -> Tensor:
@@ -68,7 +66,7 @@ class ScopeVar:
 class Scope:
     """A name -> array map; kid scopes see their parent's names."""
 
-    def __init__(self, parent: "Scope | None" = None):
+    def __init__(self, parent: Scope | None = None):
         self._parent = parent
         self._arrays: dict = {}
         self._kids: list[Scope] = []
@@ -93,7 +91,7 @@ class Scope:
         scope = self._owner(name)
         return scope._arrays[name] if scope is not None else None
 
-    def new_scope(self) -> "Scope":
+    def new_scope(self) -> Scope:
         kid = Scope(self)
         self._kids.append(kid)
         return kid
@@ -107,6 +105,24 @@ class Scope:
     def erase(self, names):
         for n in names:
             self._arrays.pop(n, None)
+
+    def _assign(self, name: str, array):
+        """Store `array` under `name` in the scope that already holds `name` (a parent's
+        parameter is updated where it lives, not shadowed by a kid), else in this scope."""
+        owner = self._owner(name) or self
+        owner._arrays[name] = array
+
+
+def host_array(a, dtype=None, copy=None):
+    """`a` (numpy or cupy) as a numpy array, following numpy's `__array__(dtype, copy)` protocol:
+    copy=True always returns a fresh array, so `np.array(tensor)` never aliases the scope."""
+    if not isinstance(a, np.ndarray):  # cupy: .get() already makes a host copy
+        a, copy = a.get(), None
+    if copy is False and dtype is not None and np.dtype(dtype) != a.dtype:
+        raise ValueError(f"cannot convert {a.dtype} to {np.dtype(dtype)} without a copy")
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        return a.astype(dtype)
+    return a.copy() if copy else a
 
 
 _global_scope = Scope()

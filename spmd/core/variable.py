@@ -1,7 +1,28 @@
-"""Variable and Parameter: named, typed, shaped slots of a Block. They hold no data; a Scope does."""
+"""Variable and Parameter: named, typed, shaped slots of a Block; a Scope holds their data."""
 from __future__ import annotations
 
+import numbers
+
+from ..errors import InvalidArgumentError
 from .dtypes import convert_dtype
+
+
+def normalize_shape(shape, name: str) -> tuple:
+    """`shape` as a tuple of ints, None and negative dims becoming -1 (unknown)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise InvalidArgumentError(
+            f"variable '{name}': shape must be a list of ints (None or -1 for unknown), "
+            f"got {shape!r}")
+    dims = []
+    for d in shape:
+        if d is None:
+            dims.append(-1)
+        elif isinstance(d, numbers.Integral) and not isinstance(d, bool):
+            dims.append(int(d) if d >= 0 else -1)
+        else:
+            raise InvalidArgumentError(
+                f"variable '{name}': shape {list(shape)!r} has a dim {d!r} that is not an int")
+    return tuple(dims)
 
 
 class Variable:
@@ -16,7 +37,7 @@ class Variable:
                  need_check_feed=False):
         self.block = block
         self.name = name
-        self.shape = tuple(-1 if d is None else int(d) for d in shape) if shape is not None else ()
+        self.shape = normalize_shape(shape, name) if shape is not None else ()
         self.dtype = convert_dtype(dtype)
         self.persistable = bool(persistable)
         self.stop_gradient = bool(stop_gradient)
@@ -81,8 +102,6 @@ class Parameter(Variable):
         kwargs.setdefault("persistable", True)
         super().__init__(block, name, shape, dtype, **kwargs)
         if any(d < 0 for d in self.shape):
-            from ..errors import InvalidArgumentError
-
             raise InvalidArgumentError(
                 f"parameter '{name}' needs a fully known shape, got {list(self.shape)}"
             )

@@ -5,10 +5,10 @@ import numpy as np
 
 from ..core.places import CPUPlace, Place, array_module
 from ..core.program import Program, default_main_program
-from ..core.scope import global_scope
+from ..core.scope import global_scope, host_array
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
-from .plan import Plan, as_numpy
+from .plan import Plan
 
 
 def _fetch_name(item) -> str:
@@ -28,8 +28,7 @@ class FetchedTensor:
         self._array = array
 
     def __array__(self, dtype=None, copy=None):
-        a = as_numpy(self._array)
-        return a.astype(dtype) if dtype is not None else a
+        return host_array(self._array, dtype, copy)
 
     def shape(self):
         return list(self._array.shape)
@@ -53,25 +52,29 @@ class Executor:
                 f"Executor expects a place (fluid.CPUPlace() or fluid.CUDAPlace(i)), "
                 f"got {self.place!r}"
             )
+        # (program uid, feed names, fetch names) -> (program version, random seed, plan).
+        # Keyed on the program's uid, not id(): an id is reused once a program is freed. One
+        # entry per key, so a program edited in a loop does not accumulate stale plans.
         self._plans: dict = {}
         self._rngs: dict = {}
         self._closed = False
 
     def _rng(self, program: Program):
         seed = program.random_seed
-        entry = self._rngs.get(id(program))
+        entry = self._rngs.get(program._uid)
         if entry is None or entry[0] != seed:
             entry = (seed, np.random.default_rng(seed if seed else None))
-            self._rngs[id(program)] = entry
+            self._rngs[program._uid] = entry
         return entry[1]
 
     def _plan(self, program: Program, feed_names, fetch_names) -> Plan:
-        key = (id(program), program._version, tuple(sorted(feed_names)), tuple(fetch_names))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = Plan(program, feed_names, fetch_names, self._rng(program))
-            self._plans[key] = plan
-        return plan
+        key = (program._uid, tuple(sorted(feed_names)), tuple(fetch_names))
+        stamp = (program._version, program.random_seed)  # a new seed needs a new generator
+        entry = self._plans.get(key)
+        if entry is None or entry[0] != stamp:
+            entry = (stamp, Plan(program, feed_names, fetch_names, self._rng(program)))
+            self._plans[key] = entry
+        return entry[1]
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
             fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
@@ -96,7 +99,8 @@ class Executor:
                 f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
             )
         if not isinstance(feed, dict):
-            raise InvalidArgumentError(f"feed must be a dict name -> array, got {type(feed).__name__}")
+            raise InvalidArgumentError(
+                f"feed must be a dict name -> array, got {type(feed).__name__}")
         return self._run_program(program, feed, fetch_names, scope, return_numpy)
 
     def _run_program(self, program, feed, fetch_names, scope, return_numpy):
@@ -104,7 +108,9 @@ class Executor:
         plan = self._plan(program, list(feed), fetch_names)
         results = plan.run(scope, feed, array_module(self.place), self.place)
         if return_numpy:
-            return [as_numpy(r) for r in results]
+            # a fetch may be the scope's own array (a parameter) or a view of it: hand out a
+            # copy, as fluid does, so editing a result never changes the scope
+            return [host_array(r, copy=True) for r in results]
         return [FetchedTensor(r) for r in results]
 
     def close(self):

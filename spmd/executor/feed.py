@@ -34,7 +34,8 @@ def convert_feed(var, value, xp):
         try:
             value = np.asarray(value, dtype=var.dtype)
         except (TypeError, ValueError) as e:
-            raise FeedError(f"feed '{var.name}': cannot convert to {var.dtype} array: {e}") from None
+            raise FeedError(
+                f"feed '{var.name}': cannot convert to {var.dtype} array: {e}") from None
     if np.dtype(value.dtype).name != var.dtype:
         raise FeedError(
             f"feed '{var.name}': expected dtype {var.dtype}, got {np.dtype(value.dtype).name}; "
@@ -44,7 +45,7 @@ def convert_feed(var, value, xp):
     got = tuple(value.shape)
     if var.shape and (len(got) != len(expected) or any(
             e >= 0 and e != g for e, g in zip(expected, got))):
-        shown = ["None" if d < 0 else d for d in expected]
+        shown = "[" + ", ".join("None" if d < 0 else str(d) for d in expected) + "]"
         raise FeedError(
             f"feed '{var.name}': expected shape {shown} (None = any size), got {list(got)}"
         )

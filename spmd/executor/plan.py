@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.variable import Variable
+from ..core.variable import Parameter, Variable
 from ..errors import ExecutionError, FeedError, PreconditionError
 from ..kernels.registry import get_kernel
 from ..ops.registry import get_op_def
@@ -103,16 +103,16 @@ class Plan:
                 f"op #{i} '{op.type}' failed: {type(e).__name__}: {e}\n  op: {op}\n"
                 f"  input shapes: {shapes}"
             ) from e
-        arrays = scope._arrays
         for n in self.persist_writes:
-            arrays[n] = env[n]
+            scope._assign(n, env[n])
         return [env[n] for n in self.fetch_names]
 
 
 def _uninitialized(var: Variable):
     if var.persistable:
+        kind = "parameter" if isinstance(var, Parameter) else "persistable variable"
         return PreconditionError(
-            f"variable '{var.name}' has no value in the scope: run the startup program "
+            f"{kind} '{var.name}' has no value in the scope: run the startup program "
             f"(exe.run(fluid.default_startup_program())) or load it before running this program"
         )
     return FeedError(

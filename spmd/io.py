@@ -1,0 +1,512 @@
+"""Save and load variables, inference models and checkpoints, in numpy's formats, never pickle.
+
+One `<name>.npy` file per variable, or with `filename=` all of them in one `.npz`-format file;
+programs as JSON. Loading refuses pickled data (a pickle can run code when it is read). Every
+save writes temporary files next to the targets, fsyncs them and renames them over the targets
+only once all were written, so an interrupted save leaves the previous files as they were; every
+load reads and checks all values before it changes the scope.
+
+    >>> import spmd.io
+    >>> # spmd.io.save_persistables(exe, "ckpt")            # ckpt/fc_0.w_0.npy, ...
+    >>> # spmd.io.load_persistables(exe, "ckpt", main_program)
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import zipfile
+
+import numpy as np
+
+from .core.places import array_module
+from .core.program import Program, default_main_program
+from .core.scope import global_scope, host_array
+from .core.variable import Parameter, Variable
+from .errors import InvalidArgumentError, NotFoundError, PreconditionError
+
+__all__ = [
+    "is_belong_to_optimizer", "is_parameter", "is_persistable", "load", "load_inference_model",
+    "load_params", "load_persistables", "load_vars", "save", "save_inference_model",
+    "save_params", "save_persistables", "save_vars",
+]
+
+MODEL_FILENAME = "__model__"
+_NOT_SAVED_TYPES = frozenset({"FEED_MINIBATCH", "FETCH_LIST", "READER", "RAW"})
+
+
+def is_parameter(var: Variable) -> bool:
+    """True for Parameters (weights, biases): what save_params writes."""
+    return isinstance(var, Parameter)
+
+
+def is_persistable(var: Variable) -> bool:
+    """True for variables kept in the scope between runs: what save_persistables writes."""
+    return var.persistable and var.type not in _NOT_SAVED_TYPES
+
+
+def is_belong_to_optimizer(var: Variable) -> bool:
+    """Persistables that are not parameters nor data (learning rates, moments, counters)."""
+    return is_persistable(var) and not is_parameter(var) and not var.is_data
+
+
+# -- files -------------------------------------------------------------------------------------
+class _AtomicFiles:
+    """Files written to temporaries in their target's directory and renamed over the targets
+    only when every one of them was written and fsynced; on an exception the temporaries are
+    removed and the previous files stay as they were."""
+
+    def __init__(self):
+        self._staged: list[tuple[str, str]] = []  # (temporary, target)
+
+    def write(self, path: str, writer):
+        directory, base = os.path.split(path)
+        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+        f = open(tmp, "xb")  # honours the umask, unlike mkstemp's 0600
+        self._staged.append((tmp, path))
+        with f:
+            writer(f)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def __enter__(self):
+        return self
+
+    def _discard(self):
+        for tmp, _ in self._staged:
+            with contextlib.suppress(FileNotFoundError):  # already renamed, or never made
+                os.unlink(tmp)
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self._discard()
+            return False
+        try:
+            for tmp, path in self._staged:
+                os.replace(tmp, path)
+        except BaseException:
+            self._discard()
+            raise
+        for directory in {os.path.dirname(path) for _, path in self._staged}:
+            _fsync_dir(directory)  # so the renames themselves survive a crash
+        return False
+
+
+def _fsync_dir(directory: str):
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY)
+    except OSError:
+        return  # a platform without directory fsync: the renames are still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_array(f, array: np.ndarray):
+    np.save(f, array, allow_pickle=False)
+
+
+def _npz_writer(arrays: dict):
+    """Write `arrays` as an .npz archive (what np.savez writes), named by variable, with no
+    keyword clash for variables called 'file' or 'allow_pickle'."""
+
+    def write(f):
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, array in arrays.items():
+                with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                    _write_array(member, array)
+
+    return write
+
+
+def _text_writer(text: str):
+    return lambda f: f.write(text.encode("utf-8"))
+
+
+def _var_path(dirname: str, name: str) -> str:
+    if not name or name in (".", "..") or "\0" in name or any(
+            sep and sep in name for sep in ("/", os.sep, os.altsep)):
+        raise InvalidArgumentError(
+            f"variable name {name!r} cannot be used as a file name in '{dirname}'; "
+            f"save with filename='...' to put every variable in one file"
+        )
+    return os.path.join(dirname, name + ".npy")
+
+
+def _load_error(path: str, what: str, err: Exception) -> InvalidArgumentError:
+    reason = str(err)
+    if "pickle" in reason.lower() or "object arrays" in reason.lower():
+        reason = ("it holds pickled data or an object array, which spmd refuses to load "
+                  "(unpickling can run arbitrary code); save plain arrays with spmd.io or "
+                  "np.save(..., allow_pickle=False)")
+    return InvalidArgumentError(f"cannot load {what} from '{path}': {reason}")
+
+
+def _read_npy(path: str, name: str) -> np.ndarray:
+    try:
+        with open(path, "rb") as f:
+            array = np.load(f, allow_pickle=False)
+            if not isinstance(array, np.ndarray):
+                raise ValueError("it is an .npz archive, expected one .npy array")
+            return array
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"cannot load variable '{name}': its file '{path}' does not exist; was it saved "
+            f"with filename=... (then pass the same filename) or under another name?"
+        ) from None
+    except (ValueError, OSError, EOFError) as e:
+        raise _load_error(path, f"variable '{name}'", e) from None
+
+
+def _read_npz(path: str, names: list[str]) -> dict:
+    """The arrays `names` from the .npz archive `path`; every name must be in it."""
+    try:
+        with open(path, "rb") as f:
+            archive = np.load(f, allow_pickle=False)
+            if isinstance(archive, np.ndarray):
+                raise ValueError("it is one .npy array, expected an .npz archive")
+            with archive:
+                held = sorted(archive.files)
+                missing = [n for n in names if n not in set(held)]
+                if missing:
+                    shown = held[:8] + ([f"... {len(held) - 8} more"] if len(held) > 8 else [])
+                    raise NotFoundError(
+                        f"cannot load variable(s) {missing}: not in '{path}', which holds "
+                        f"{shown}"
+                    )
+                return {n: archive[n] for n in names}
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"cannot load variable(s) {names}: the file '{path}' does not exist"
+        ) from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise _load_error(path, f"variable(s) {names}", e) from None
+
+
+# -- variables, scope --------------------------------------------------------------------------
+def _as_program(program, who: str) -> Program:
+    if program is None:
+        return default_main_program()
+    program = getattr(program, "_program", program)  # a CompiledProgram saves its program
+    if not isinstance(program, Program):
+        raise InvalidArgumentError(
+            f"{who}: main_program must be a Program, got {type(program).__name__}")
+    return program
+
+
+def _select_vars(main_program, vars, predicate, who: str) -> list[Variable]:
+    program = _as_program(main_program, who)
+    if vars is None:
+        chosen = [v for v in program.list_vars() if predicate is None or predicate(v)]
+    else:
+        items = [vars] if isinstance(vars, (Variable, str)) else list(vars)
+        chosen = [program.global_block().var(v) if isinstance(v, str) else v for v in items]
+        bad = [v for v in chosen if not isinstance(v, Variable)]
+        if bad:
+            raise InvalidArgumentError(
+                f"{who}: vars must be Variables or names, got {type(bad[0]).__name__}")
+    unique = {}
+    for v in chosen:
+        unique.setdefault(v.name, v)
+    return list(unique.values())
+
+
+def _gather(vars: list[Variable]) -> dict:
+    """Every variable's value from the global scope, as host arrays; raises before any write."""
+    scope, arrays = global_scope(), {}
+    for var in vars:
+        value = scope.get(var.name)
+        if value is None:
+            raise PreconditionError(
+                f"cannot save variable '{var.name}': it has no value in the scope; run the "
+                f"startup program (exe.run(fluid.default_startup_program())) first"
+            )
+        arrays[var.name] = host_array(value)
+    return arrays
+
+
+def _check_matches(var: Variable, array: np.ndarray, path: str):
+    got_shape, got_dtype = tuple(array.shape), array.dtype.name
+    want = var.shape
+    shape_ok = not want or (len(want) == len(got_shape) and all(
+        w < 0 or w == g for w, g in zip(want, got_shape)))
+    if shape_ok and got_dtype == var.dtype:
+        return
+    shown = "[" + ", ".join("None" if d < 0 else str(d) for d in want) + "]"
+    raise InvalidArgumentError(
+        f"variable '{var.name}' loaded from '{path}' has shape {list(got_shape)} and dtype "
+        f"{got_dtype}, but the program declares shape {shown} and dtype {var.dtype}; the "
+        f"file was saved from a different model (or another version of it)"
+    )
+
+
+def _store(executor, vars: list[Variable], arrays: dict, paths: dict):
+    """Check every array against its variable, place it, then assign all: a failure leaves the
+    scope untouched."""
+    for var in vars:
+        _check_matches(var, arrays[var.name], paths[var.name])
+    scope = global_scope()
+    placed = {v.name: _placer(executor, scope, v.name)(arrays[v.name]) for v in vars}
+    for name, array in placed.items():
+        scope._assign(name, array)
+
+
+def _placer(executor, scope, name: str):
+    """numpy or cupy `asarray`: the executor's place, else where the current value lives."""
+    if executor is not None and getattr(executor, "place", None) is not None:
+        return array_module(executor.place).asarray
+    current = scope.get(name)
+    if current is not None and not isinstance(current, np.ndarray):
+        import cupy
+
+        return cupy.asarray
+    return np.asarray
+
+
+def _stage_vars(files: _AtomicFiles, dirname: str, arrays: dict, filename: str | None):
+    if filename is None:
+        for name, array in arrays.items():
+            files.write(_var_path(dirname, name), lambda f, a=array: _write_array(f, a))
+    else:
+        files.write(os.path.join(dirname, filename), _npz_writer(arrays))
+
+
+def _read_vars(dirname: str, vars: list[Variable], filename: str | None):
+    """(arrays, paths) of `vars` saved in `dirname`, per file or in the archive `filename`."""
+    if filename is not None:
+        path = os.path.join(dirname, filename)
+        return _read_npz(path, [v.name for v in vars]), {v.name: path for v in vars}
+    paths = {v.name: _var_path(dirname, v.name) for v in vars}
+    return {n: _read_npy(p, n) for n, p in paths.items()}, paths
+
+
+def _check_dirname(dirname, who: str):
+    if not isinstance(dirname, (str, os.PathLike)) or not str(dirname):
+        raise InvalidArgumentError(f"{who}: dirname must be a directory path, got {dirname!r}")
+    return os.fspath(dirname)
+
+
+# -- fluid 1.x ---------------------------------------------------------------------------------
+def save_vars(executor, dirname: str, main_program: Program | None = None, vars=None,
+              predicate=None, filename: str | None = None) -> None:
+    """Save `vars` (or the variables of `main_program` for which `predicate` is true) from the
+    global scope: `dirname/<name>.npy` each, or all in `dirname/filename` (.npz format).
+
+    >>> # save_vars(exe, "model", prog, predicate=lambda v: v.persistable)
+    """
+    dirname = _check_dirname(dirname, "save_vars")
+    arrays = _gather(_select_vars(main_program, vars, predicate, "save_vars"))
+    os.makedirs(dirname, exist_ok=True)
+    with _AtomicFiles() as files:
+        _stage_vars(files, dirname, arrays, filename)
+
+
+def load_vars(executor, dirname: str, main_program: Program | None = None, vars=None,
+              predicate=None, filename: str | None = None) -> None:
+    """Load what save_vars wrote into the global scope, on `executor`'s place. Shapes and
+    dtypes must match the program's variables; nothing is assigned unless everything loads.
+
+    >>> # load_vars(exe, "model", prog, predicate=lambda v: v.persistable)
+    """
+    dirname = _check_dirname(dirname, "load_vars")
+    selected = _select_vars(main_program, vars, predicate, "load_vars")
+    arrays, paths = _read_vars(dirname, selected, filename)
+    _store(executor, selected, arrays, paths)
+
+
+def save_params(executor, dirname: str, main_program: Program | None = None,
+                filename: str | None = None) -> None:
+    """Save every Parameter of `main_program` (see save_vars)."""
+    save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
+
+
+def load_params(executor, dirname: str, main_program: Program | None = None,
+                filename: str | None = None) -> None:
+    """Load every Parameter of `main_program` (see load_vars)."""
+    load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
+
+
+def save_persistables(executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None) -> None:
+    """Save every persistable variable (parameters, optimizer state, counters): a checkpoint."""
+    save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+
+
+def load_persistables(executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None) -> None:
+    """Load every persistable variable of `main_program` (see load_vars)."""
+    load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+
+
+# -- inference models --------------------------------------------------------------------------
+def _name_list(items, what: str, allowed=(str,)) -> list[str]:
+    items = [items] if isinstance(items, (str, Variable)) else list(items or [])
+    names = []
+    for item in items:
+        if not isinstance(item, allowed):
+            raise InvalidArgumentError(
+                f"save_inference_model: {what} must hold "
+                f"{' or '.join(t.__name__ for t in allowed)}, got {type(item).__name__}")
+        names.append(item.name if isinstance(item, Variable) else item)
+    if not names:
+        raise InvalidArgumentError(f"save_inference_model: {what} is empty")
+    return names
+
+
+def _prune(program: Program, feeds: list[str], targets: list[str]) -> Program:
+    """Keep only the ops that compute `targets` from `feeds` and the persistables (in place)."""
+    block = program.global_block()
+    live, kept = set(targets) - set(feeds), []
+    for op in reversed(block.ops):  # backward liveness: an op is kept when it writes a live var
+        if any(n in live for n in op.output_arg_names):
+            kept.append(op)
+            live.difference_update(op.output_arg_names)
+            live.update(n for n in op.input_arg_names if n not in feeds)
+    missing = sorted(n for n in live if not block.var(n).persistable)
+    if missing:
+        raise InvalidArgumentError(
+            f"save_inference_model: computing {targets} needs {missing}, which are neither fed "
+            f"nor computed from the feeds {feeds}; add them to feeded_var_names"
+        )
+    unused = [n for n in feeds if not block.has_var(n)]
+    if unused:
+        raise InvalidArgumentError(
+            f"save_inference_model: feeded_var_names {unused} are not read when computing "
+            f"{targets}; leave them out")
+    block.ops = kept[::-1]
+    used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
+    block.vars = {n: v for n, v in block.vars.items() if n in used or n in feeds or n in targets}
+    for n in feeds:
+        block.vars[n].is_data = True  # the loaded program asks for them as feeds
+    program._bump()
+    return program
+
+
+def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
+                         main_program: Program | None = None, model_filename: str | None = None,
+                         params_filename: str | None = None, export_for_deployment: bool = True,
+                         program_only: bool = False) -> list[str]:
+    """Save the forward ops computing `target_vars` from `feeded_var_names` (the program cloned
+    for test, then pruned) as JSON in `dirname/__model__` (or model_filename), with the feed and
+    fetch names, and the persistables they read. Returns the target names.
+
+    >>> # save_inference_model("infer", ["img"], [predict], exe)
+    >>> # program, feed_names, fetch_vars = load_inference_model("infer", exe)
+    """
+    dirname = _check_dirname(dirname, "save_inference_model")
+    program = _as_program(main_program, "save_inference_model")
+    feeds = _name_list(feeded_var_names, "feeded_var_names")
+    targets = _name_list(target_vars, "target_vars", (Variable, str))
+    for n in feeds + targets:
+        program.global_block().var(n)  # NotFoundError with a suggestion
+    model_path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILENAME))
+    if export_for_deployment:
+        program = _prune(program.clone(for_test=True), feeds, targets)
+    else:
+        model_path += ".main_program"  # the whole program, under fluid's name for it
+    data = json.loads(program.to_json())  # to_json names any attribute JSON cannot hold
+    data.update(feed_names=feeds, fetch_names=targets)
+    text = json.dumps(data, sort_keys=True)
+    persistables = [v for v in program.list_vars() if is_persistable(v)]
+    arrays = {} if program_only else _gather(persistables)
+    params_name = os.path.basename(params_filename) if params_filename else None
+    os.makedirs(dirname, exist_ok=True)
+    with _AtomicFiles() as files:
+        _stage_vars(files, dirname, arrays, params_name)
+        files.write(model_path, _text_writer(text))
+    return targets
+
+
+def load_inference_model(dirname: str, executor, model_filename: str | None = None,
+                         params_filename: str | None = None, pserver_endpoints=None) -> list:
+    """Load what save_inference_model wrote: [program, feed_target_names, fetch_targets], the
+    parameters going to the global scope.
+
+    >>> # program, feeds, fetches = load_inference_model("infer", exe)
+    >>> # exe.run(program, feed={feeds[0]: img}, fetch_list=fetches)
+    """
+    dirname = _check_dirname(dirname, "load_inference_model")
+    if not os.path.isdir(dirname):
+        raise NotFoundError(f"load_inference_model: there is no directory '{dirname}'")
+    model_path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILENAME))
+    try:
+        with open(model_path, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"load_inference_model: no model file '{model_path}'; pass model_filename= if it "
+            f"was saved under another name") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidArgumentError(
+            f"load_inference_model: '{model_path}' is not an spmd model (JSON): {e}; models "
+            f"saved by PaddlePaddle itself (protobuf) cannot be read") from None
+    if not isinstance(data, dict) or "feed_names" not in data or "fetch_names" not in data:
+        raise InvalidArgumentError(
+            f"load_inference_model: '{model_path}' has no feed and fetch names; it was not "
+            f"written by save_inference_model")
+    program = Program.from_dict(data)
+    program._is_test = True
+    params_name = os.path.basename(params_filename) if params_filename else None
+    load_persistables(executor, dirname, program, params_name)
+    fetch_vars = [program.global_block().var(n) for n in data["fetch_names"]]
+    return [program, list(data["feed_names"]), fetch_vars]
+
+
+# -- paddle 2.x --------------------------------------------------------------------------------
+def _model_prefix(model_path) -> str:
+    model_path = os.fspath(model_path)
+    for suffix in (".pdparams", ".pdopt", ".pdmodel"):
+        if model_path.endswith(suffix):
+            model_path = model_path[: -len(suffix)]
+    if not os.path.basename(model_path):
+        raise InvalidArgumentError(
+            f"model_path must be 'dirname/filename', got {model_path!r} (the filename is empty)")
+    return model_path
+
+
+def save(program: Program, model_path: str, protocol: int = 4) -> None:
+    """Save `program`'s parameters to model_path + '.pdparams', its other persistables
+    (optimizer state) to '.pdopt' and the program to '.pdmodel' (JSON). The files are .npz
+    archives whatever `protocol` says (it is kept for paddle's signature).
+
+    >>> # spmd.io.save(main_program, "ckpt/step_100")
+    """
+    prefix = _model_prefix(model_path)
+    program = _as_program(program, "save")
+    params = _gather([v for v in program.list_vars() if is_parameter(v)])
+    opt = _gather([v for v in program.list_vars() if is_belong_to_optimizer(v)])
+    text = program.to_json()
+    if os.path.dirname(prefix):
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    with _AtomicFiles() as files:
+        files.write(prefix + ".pdparams", _npz_writer(params))
+        files.write(prefix + ".pdopt", _npz_writer(opt))
+        files.write(prefix + ".pdmodel", _text_writer(text))
+
+
+def load(program: Program, model_path: str, executor=None, var_list=None) -> None:
+    """Load what save wrote into the global scope; every parameter (and, when the program has
+    optimizer state, every optimizer variable) must be in the files. A directory written by
+    save_persistables / save_vars is read too (`var_list` then picks the variables).
+
+    >>> # spmd.io.load(main_program, "ckpt/step_100", exe)
+    """
+    prefix = _model_prefix(model_path)
+    program = _as_program(program, "load")
+    if not os.path.exists(prefix + ".pdparams") and os.path.isdir(model_path):
+        vars = var_list if var_list is not None else [
+            v for v in program.list_vars() if is_persistable(v)]
+        load_vars(executor, model_path, program, vars=vars)
+        return
+    params = [v for v in program.list_vars() if is_parameter(v)]
+    opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
+    arrays = _read_npz(prefix + ".pdparams", [v.name for v in params])
+    paths = {v.name: prefix + ".pdparams" for v in params}
+    if opt:
+        arrays.update(_read_npz(prefix + ".pdopt", [v.name for v in opt]))
+        paths.update({v.name: prefix + ".pdopt" for v in opt})
+    _store(executor, params + opt, arrays, paths)

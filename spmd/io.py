@@ -25,6 +25,7 @@ from .core.program import Program, default_main_program
 from .core.scope import global_scope, host_array
 from .core.variable import Parameter, Variable
 from .errors import InvalidArgumentError, NotFoundError, PreconditionError
+from .passes.prune import prune
 
 __all__ = [
     "is_belong_to_optimizer", "is_parameter", "is_persistable", "load", "load_inference_model",
@@ -357,35 +358,6 @@ def _name_list(items, what: str, allowed=(str,)) -> list[str]:
     return names
 
 
-def _prune(program: Program, feeds: list[str], targets: list[str]) -> Program:
-    """Keep only the ops that compute `targets` from `feeds` and the persistables (in place)."""
-    block = program.global_block()
-    live, kept = set(targets) - set(feeds), []
-    for op in reversed(block.ops):  # backward liveness: an op is kept when it writes a live var
-        if any(n in live for n in op.output_arg_names):
-            kept.append(op)
-            live.difference_update(op.output_arg_names)
-            live.update(n for n in op.input_arg_names if n not in feeds)
-    missing = sorted(n for n in live if not block.var(n).persistable)
-    if missing:
-        raise InvalidArgumentError(
-            f"save_inference_model: computing {targets} needs {missing}, which are neither fed "
-            f"nor computed from the feeds {feeds}; add them to feeded_var_names"
-        )
-    unused = [n for n in feeds if not block.has_var(n)]
-    if unused:
-        raise InvalidArgumentError(
-            f"save_inference_model: feeded_var_names {unused} are not read when computing "
-            f"{targets}; leave them out")
-    block.ops = kept[::-1]
-    used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
-    block.vars = {n: v for n, v in block.vars.items() if n in used or n in feeds or n in targets}
-    for n in feeds:
-        block.vars[n].is_data = True  # the loaded program asks for them as feeds
-    program._bump()
-    return program
-
-
 def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
                          main_program: Program | None = None, model_filename: str | None = None,
                          params_filename: str | None = None, export_for_deployment: bool = True,
@@ -405,7 +377,7 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
         program.global_block().var(n)  # NotFoundError with a suggestion
     model_path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILENAME))
     if export_for_deployment:
-        program = _prune(program.clone(for_test=True), feeds, targets)
+        program = prune(program.clone(for_test=True), feeds, targets)
     else:
         model_path += ".main_program"  # the whole program, under fluid's name for it
     data = json.loads(program.to_json())  # to_json names any attribute JSON cannot hold

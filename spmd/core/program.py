@@ -121,6 +121,8 @@ class Program:
         self.random_seed = 0
         self.current_role = OpRole.FORWARD
         self.grad_var_map: dict[str, str] = {}  # forward var name -> its gradient's name
+        # parameter name -> its optimizer's accumulator vars (moments, velocity, beta pows)
+        self.optimizer_state: dict[str, list[str]] = {}
         self._version = 0  # bumped on every mutation; executors key their plan caches on it
         self._uid = next(_PROGRAM_UIDS)  # unlike id(), never reused after a program is freed
         self._is_test = False
@@ -176,6 +178,7 @@ class Program:
             block.vars = {n: v for n, v in block.vars.items()
                           if n in used or v.persistable or v.is_data}
             new.grad_var_map = {}
+            new.optimizer_state = {}
             new._is_test = True
             new._bump()
         return new
@@ -186,7 +189,8 @@ class Program:
         return {"version": 1, "random_seed": self.random_seed,
                 "vars": [v.to_dict() for v in block.vars.values()],
                 "ops": [op.to_dict() for op in block.ops],
-                "grad_var_map": dict(self.grad_var_map)}
+                "grad_var_map": dict(self.grad_var_map),
+                "optimizer_state": {k: list(v) for k, v in self.optimizer_state.items()}}
 
     @staticmethod
     def from_dict(data: dict) -> Program:
@@ -208,6 +212,7 @@ class Program:
             block.ops.append(Operator(block, op["type"], inputs, outputs, _validated_attrs(op),
                                       OpRole(op["role"])))
         prog.grad_var_map = dict(data.get("grad_var_map", {}))
+        prog.optimizer_state = {k: list(v) for k, v in data.get("optimizer_state", {}).items()}
         return prog
 
     def to_json(self) -> str:

@@ -31,15 +31,3 @@ def persistable_var(main: Program, startup: Program, name: str, shape, dtype,
     return var
 
 
-def optimizer_state(program: Program) -> dict[str, list[str]]:
-    """`program.optimizer_state`: parameter name -> names of the accumulator variables its
-    update op reads and writes (velocity, moments, beta powers), in creation order.
-
-    It is the explicit map a data-parallel pass uses to give each parameter's update and state
-    to one owner rank; it is never recovered from variable names.
-    """
-    state = getattr(program, "optimizer_state", None)
-    if state is None:
-        state = {}
-        program.optimizer_state = state
-    return state

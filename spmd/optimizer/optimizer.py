@@ -32,7 +32,7 @@ from ..core.scope import global_scope
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .clip import check_grad_clip
-from .common import optimizer_state, persistable_var, tmp_var
+from .common import persistable_var, tmp_var
 from .regularizer import append_regularization_ops, check_regularizer
 
 __all__ = ["Adam", "AdamOptimizer", "Momentum", "MomentumOptimizer", "Optimizer", "SGD",
@@ -138,7 +138,7 @@ class Optimizer:
                               param.shape if shape is None else shape,
                               param.dtype if dtype is None else dtype, fill_value)
         accs[param.name] = var
-        optimizer_state(main).setdefault(param.name, []).append(var.name)
+        main.optimizer_state.setdefault(param.name, []).append(var.name)
         return var
 
     def _get_accumulator(self, program, name, param):
@@ -207,7 +207,7 @@ class Optimizer:
         live = [(p, g) for p, g in params_grads
                 if g is not None and getattr(p, "trainable", True)]
         self._create_accumulators(main, startup, [p for p, _ in live])
-        state = optimizer_state(main)
+        state = main.optimizer_state
         ops = []
         for param, grad in live:
             state.setdefault(param.name, [])

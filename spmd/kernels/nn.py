@@ -37,15 +37,15 @@ def softmax_grad(xp, ins, attrs, want):
 
 
 def _hard_labels(xp, label, n_classes: int, ignore_index: int, shape):
-    """Labels reshaped to `shape`, a mask of the ignored ones, and the labels with ignored
-    entries replaced by 0 (so they can index). Out-of-range ids are a user error."""
+    """(ids, ignored): the labels reshaped to `shape` with ignored entries replaced by 0 so
+    that they can index, and the mask of ignored entries. Out-of-range ids are a user error."""
     label = label.reshape(shape)
     ignored = label == ignore_index
     safe = xp.where(ignored, 0, label)
-    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= n_classes):
-        bad = int(safe.min()) if int(safe.min()) < 0 else int(safe.max())
+    lo, hi = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)
+    if lo < 0 or hi >= n_classes:
         raise InvalidArgumentError(
-            f"Label holds class id {bad}, expected ids in [0, {n_classes}) "
+            f"Label holds class id {lo if lo < 0 else hi}, expected ids in [0, {n_classes}) "
             f"(or ignore_index={ignore_index})")
     return safe, ignored
 
@@ -202,22 +202,25 @@ def _bn_finish(xp, res, x, want):
 def batch_norm_grad(xp, ins, attrs, want):
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
     axes, cshape = _channel_view(x, attrs["data_layout"])
-    if _bn_global_stats(attrs):
+    global_stats = _bn_global_stats(attrs)
+    if global_stats:
         mean = ins["Mean"]
         inv_std = 1.0 / xp.sqrt(ins["Variance"] + attrs["epsilon"])
     else:
         mean, inv_std = ins["SavedMean"], ins["SavedVariance"]
-    xhat = (x - mean.reshape(cshape)) * inv_std.reshape(cshape)
-    dbias = dy.sum(axis=axes)
-    dscale = (dy * xhat).sum(axis=axes)
+    # with batch statistics, X's gradient flows through the mean and variance too
+    through_stats = "X@GRAD" in want and not global_stats
     res = {}
+    xhat = (x - mean.reshape(cshape)) * inv_std.reshape(cshape)
+    dbias = dy.sum(axis=axes) if "Bias@GRAD" in want or through_stats else None
+    dscale = (dy * xhat).sum(axis=axes) if "Scale@GRAD" in want or through_stats else None
     if "X@GRAD" in want:
         k = (scale * inv_std).reshape(cshape)
-        if _bn_global_stats(attrs):
-            dx = dy * k
-        else:
+        if through_stats:
             m = x.size // scale.size
             dx = k * (dy - (dbias.reshape(cshape) + xhat * dscale.reshape(cshape)) / m)
+        else:
+            dx = dy * k
         res["X@GRAD"] = dx.astype(x.dtype, copy=False)
     if "Scale@GRAD" in want:
         res["Scale@GRAD"] = dscale.astype(scale.dtype, copy=False)
@@ -288,6 +291,7 @@ def dropout(xp, ins, attrs, want):
             res["Mask"] = xp.ones(x.shape, dtype="uint8")
         return res
     if attrs["fix_seed"] or attrs["seed"]:
+        # the op's own seed: every run draws the same mask (fluid's fix_seed)
         rng = np.random.default_rng(attrs["seed"])
     else:
         rng = attrs["_rng"]

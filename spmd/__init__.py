@@ -1,7 +1,66 @@
 """spmd: fluid-style static programs, trained data-parallel with one process per place.
 
-`import spmd as paddle` and `import spmd.fluid as fluid` both work.
+Two faces over one engine: `import spmd.fluid as fluid` (fluid 1.x) and `import spmd as paddle`
+(paddle 2.x's static mode: paddle.enable_static(), paddle.static, paddle.optimizer, ...).
+
+>>> import spmd as paddle
+>>> paddle.enable_static()
 """
 from . import kernels, ops  # noqa: F401 - fill the op and kernel tables
-from .core import *  # noqa: F401,F403
+from . import fluid, nn, optimizer, static  # noqa: F401 - the faces
+from .core import (
+    CPUPlace,
+    Parameter,
+    CUDAPinnedPlace,
+    CUDAPlace,
+    Program,
+    Scope,
+    Variable,
+    global_scope,
+    is_compiled_with_cuda,
+)
+from .errors import InvalidArgumentError
 from .executor import Executor
+from .layers.param_attr import ParamAttr
+from .layers.paddle_tensor import *  # noqa: F401,F403 - paddle.mean, paddle.matmul, ...
+from .layers.paddle_tensor import __all__ as _tensor_names
+
+__version__ = "0.1.0"
+
+
+def enable_static():
+    """spmd is static-graph only; kept so paddle 2.x scripts run unchanged."""
+
+
+def disable_static(place=None):
+    raise InvalidArgumentError(
+        "spmd runs static programs only: dynamic (eager) mode is not supported; remove "
+        "paddle.disable_static() and build the model inside a program")
+
+
+def in_dynamic_mode() -> bool:
+    return False
+
+
+def seed(value: int):
+    """Make runs reproducible: the default programs' random_seed (paddle.seed)."""
+    from .core import default_main_program, default_startup_program
+
+    default_main_program().random_seed = value
+    default_startup_program().random_seed = value
+
+
+def set_device(device: str):
+    """'cpu' or 'gpu:N': returns the place (paddle.set_device)."""
+    if device == "cpu":
+        return CPUPlace()
+    if device.startswith("gpu"):
+        return CUDAPlace(int(device.split(":")[1]) if ":" in device else 0)
+    raise InvalidArgumentError(f"set_device: expected 'cpu' or 'gpu:N', got {device!r}")
+
+
+__all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Executor", "ParamAttr", "Parameter",
+           "Program",
+           "Scope", "Variable", "disable_static", "enable_static", "fluid", "global_scope",
+           "in_dynamic_mode", "is_compiled_with_cuda", "nn", "optimizer", "seed", "set_device",
+           "static", *_tensor_names]

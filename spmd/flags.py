@@ -48,6 +48,9 @@ class Flags:
     """FLAGS_selected_gpus: comma-separated GPU ids this process may use."""
     collective_timeout_s: float
     """SPMD_COLLECTIVE_TIMEOUT: seconds a collective may wait before the job is failed."""
+    malloc_tune: bool
+    """SPMD_MALLOC_TUNE: raise glibc's mmap/trim thresholds so step temporaries are reused
+    (default on; 0 turns it off). See spmd/executor/allocator.py."""
 
 
 def flags(env=None) -> Flags:
@@ -58,4 +61,5 @@ def flags(env=None) -> Flags:
         fuse_parameter_memory_size_mb=_read_float(env, "FLAGS_fuse_parameter_memory_size", 32.0),
         selected_gpus=env.get("FLAGS_selected_gpus") or None,
         collective_timeout_s=_read_float(env, "SPMD_COLLECTIVE_TIMEOUT", 1800.0),
+        malloc_tune=_read_int(env, "SPMD_MALLOC_TUNE", 1, minimum=0) != 0,
     )

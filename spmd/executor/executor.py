@@ -8,6 +8,7 @@ from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
+from .allocator import tune_allocator
 from .plan import Plan
 
 
@@ -55,6 +56,7 @@ class Executor:
         # (program uid, feed names, fetch names) -> (program version, random seed, plan).
         # Keyed on the program's uid, not id(): an id is reused once a program is freed. One
         # entry per key, so a program edited in a loop does not accumulate stale plans.
+        tune_allocator()
         self._plans: dict = {}
         self._rngs: dict = {}
         self._closed = False

@@ -18,7 +18,9 @@ def _scalar(a, dtype):
 @kernel("sgd")
 def sgd(xp, ins, attrs, want):
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
-    return {"ParamOut": p - lr.reshape(()).astype(p.dtype) * g}
+    out = g * -lr.reshape(()).astype(p.dtype)  # one temporary, updated in place
+    out += p
+    return {"ParamOut": out}
 
 
 @kernel("momentum")

@@ -1,0 +1,56 @@
+"""fluid 1.x's face: `import spmd.fluid as fluid` and fluid scripts run unchanged.
+
+Thin re-exports only; fluid's module names are kept (fluid.layers, fluid.compiler,
+fluid.optimizer, fluid.io, ...), so `from spmd.fluid import compiler` works as in fluid.
+"""
+from .. import kernels as _kernels  # noqa: F401 - fill the kernel table
+from .. import ops as _ops  # noqa: F401 - fill the op table
+from ..autodiff import append_backward, gradients
+from ..core import (
+    CPUPlace,
+    CUDAPinnedPlace,
+    CUDAPlace,
+    Program,
+    Scope,
+    Variable,
+    cpu_places,
+    cuda_places,
+    default_main_program,
+    default_startup_program,
+    global_scope,
+    is_compiled_with_cuda,
+    program_guard,
+    scope_guard,
+    unique_name,
+)
+from ..core.variable import Parameter
+from ..executor import Executor
+from ..io import load, save
+from ..layers.io import fluid_data as data
+from ..layers.param_attr import ParamAttr
+from ..layers.static_nn import embedding
+from . import (
+    backward,
+    clip,
+    compiler,
+    core,
+    executor,
+    framework,
+    initializer,
+    io,
+    layers,
+    optimizer,
+    param_attr,
+    regularizer,
+)
+from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
+
+__all__ = [
+    "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
+    "ExecutionStrategy", "Executor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
+    "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places", "data",
+    "default_main_program", "default_startup_program", "embedding", "executor", "framework",
+    "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda", "layers", "load",
+    "optimizer", "param_attr", "program_guard", "regularizer", "save", "scope_guard",
+    "unique_name",
+]

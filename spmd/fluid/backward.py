@@ -1,0 +1,2 @@
+"""fluid.backward: append_backward and gradients."""
+from ..autodiff import append_backward, gradients  # noqa: F401

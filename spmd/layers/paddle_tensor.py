@@ -1,0 +1,186 @@
+"""paddle-level tensor functions (paddle.mean, paddle.matmul, paddle.reshape, ...) with 2.x
+argument names, as thin wrappers over the fluid builders, for static programs.
+
+>>> # y = paddle.reshape(paddle.matmul(x, w), [-1, 4, 8])
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from . import math_ops as _m
+from . import nn as _nn
+from . import tensor as _t
+from .helper import LayerHelper, check_variable
+from .tensor import cast, create_global_var, create_parameter, slice
+
+__all__ = [
+    "add", "cast", "clip", "concat", "create_global_var", "create_parameter", "divide", "exp",
+    "flatten", "full", "gather", "log", "matmul", "max", "maximum", "mean", "minimum",
+    "multiply", "ones", "ones_like", "pow", "reshape", "scale", "slice", "split", "sqrt",
+    "square", "squeeze", "subtract", "sum", "tanh", "topk", "transpose", "unsqueeze", "zeros",
+    "zeros_like",
+]
+
+exp, log, sqrt, square, tanh = _m.exp, _m.log, _m.sqrt, _m.square, _m.tanh
+scale = _m.scale
+
+
+def _axes(axis):
+    return None if axis is None else (list(axis) if isinstance(axis, (list, tuple)) else [axis])
+
+
+def mean(x, axis=None, keepdim=False, name=None):
+    """Mean over `axis` (None: all elements, shape [1] as fluid 1.8)."""
+    return _m.reduce_mean(x, dim=_axes(axis), keep_dim=keepdim, name=name)
+
+
+def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001 - paddle's name
+    if dtype is not None:
+        x = cast(x, dtype)
+    return _m.reduce_sum(x, dim=_axes(axis), keep_dim=keepdim, name=name)
+
+
+def max(x, axis=None, keepdim=False, name=None):  # noqa: A001 - paddle's name
+    return _m.reduce_max(x, dim=_axes(axis), keep_dim=keepdim, name=name)
+
+
+def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+    return _m.matmul(x, y, transpose_x=transpose_x, transpose_y=transpose_y, name=name)
+
+
+def add(x, y, name=None):
+    return _m.elementwise_add(x, y, name=name)
+
+
+def subtract(x, y, name=None):
+    return _m.elementwise_sub(x, y, name=name)
+
+
+def multiply(x, y, name=None):
+    return _m.elementwise_mul(x, y, name=name)
+
+
+def divide(x, y, name=None):
+    return _m.elementwise_div(x, y, name=name)
+
+
+def maximum(x, y, name=None):
+    return _m.elementwise_max(x, y, name=name)
+
+
+def minimum(x, y, name=None):
+    return _m.elementwise_min(x, y, name=name)
+
+
+def pow(x, y, name=None):  # noqa: A001 - paddle's name
+    """x ** y for a Python number y."""
+    if not isinstance(y, (int, float)) or isinstance(y, bool):
+        raise InvalidArgumentError(
+            f"pow: the exponent must be a Python number, got {type(y).__name__}")
+    return _m.pow(x, factor=float(y), name=name)
+
+
+def clip(x, min=None, max=None, name=None):  # noqa: A002 - paddle's argument names
+    """Clamp to [min, max]; a bound left None is the dtype's largest finite value."""
+    check_variable(x, "x", "clip")
+    big = float(np.finfo(x.dtype).max) if x.dtype.startswith("float") else float(2 ** 31 - 1)
+    return _m.clip(x, -big if min is None else min, big if max is None else max, name=name)
+
+
+def reshape(x, shape, name=None):
+    return _t.reshape(x, shape, name=name)
+
+
+def transpose(x, perm, name=None):
+    return _t.transpose(x, perm, name=name)
+
+
+def concat(x, axis=0, name=None):
+    return _t.concat(x, axis=axis, name=name)
+
+
+def split(x, num_or_sections, axis=0, name=None):
+    return _t.split(x, num_or_sections, dim=axis, name=name)
+
+
+def squeeze(x, axis=None, name=None):
+    """x without the size-1 dims in `axis` (None: every size-1 dim)."""
+    check_variable(x, "x", "squeeze")
+    axes = _axes(axis)
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    return _t.squeeze(x, axes, name=name)
+
+
+def unsqueeze(x, axis, name=None):
+    return _t.unsqueeze(x, _axes(axis), name=name)
+
+
+def flatten(x, start_axis=0, stop_axis=-1, name=None):
+    """Merge dims start_axis..stop_axis into one (as a reshape: the dims after the merged
+    range must be known)."""
+    check_variable(x, "x", "flatten")
+    rank = x.ndim
+    start, stop = start_axis % builtins.max(rank, 1), stop_axis % builtins.max(rank, 1)
+    if start > stop:
+        raise InvalidArgumentError(
+            f"flatten: start_axis={start_axis} must not come after stop_axis={stop_axis}")
+    merged = x.shape[start:stop + 1]
+    after = x.shape[stop + 1:]
+    if any(d < 0 for d in after) or (any(d < 0 for d in merged) and any(
+            d < 0 for d in x.shape[:start])):
+        raise InvalidArgumentError(
+            f"flatten: cannot flatten {x.name} {list(x.shape)} at [{start_axis}, {stop_axis}] "
+            f"with more than one unknown dim")
+    merged_dim = -1 if any(d < 0 for d in merged) else math.prod(merged)
+    shape = [0] * start + [merged_dim] + list(after)
+    return _t.reshape(x, shape, name=name)
+
+
+def zeros(shape, dtype=None, name=None):
+    return _t.fill_constant(shape, dtype or "float32", 0.0)
+
+
+def ones(shape, dtype=None, name=None):
+    return _t.fill_constant(shape, dtype or "float32", 1.0)
+
+
+def full(shape, fill_value, dtype=None, name=None):
+    return _t.fill_constant(shape, dtype or "float32", fill_value)
+
+
+def zeros_like(x, dtype=None, name=None):
+    return _fill_like(x, 0.0, dtype)
+
+
+def ones_like(x, dtype=None, name=None):
+    return _fill_like(x, 1.0, dtype)
+
+
+def _fill_like(x, value, dtype):
+    helper = LayerHelper("fill_any_like")
+    check_variable(x, "x", "fill_any_like")
+    out = helper.create_variable_for_type_inference(dtype or x.dtype, stop_gradient=True)
+    helper.append_op("fill_any_like", {"X": [x]}, {"Out": [out]},
+                     {"value": value, "dtype": dtype})
+    return out
+
+
+def gather(x, index, axis=None, name=None):
+    if axis not in (None, 0):
+        raise InvalidArgumentError(f"gather: only axis 0 is supported, got axis={axis}")
+    return _t.gather(x, index)
+
+
+def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002
+    """(values, indices) of the k largest along the last axis."""
+    check_variable(x, "x", "topk")
+    if axis is not None and axis not in (-1, x.ndim - 1):
+        raise InvalidArgumentError(f"topk: only the last axis is supported, got axis={axis}")
+    if not largest:
+        raise InvalidArgumentError("topk: largest=False is not supported")
+    return _nn.topk(x, k, name=name)

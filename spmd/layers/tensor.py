@@ -1,0 +1,275 @@
+"""fluid.layers tensor builders: creating, filling, casting, joining, splitting and reshaping.
+
+>>> # lr = create_global_var(shape=[1], value=0.1, dtype="float32", persistable=True)
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..core.dtypes import convert_dtype
+from ..core.variable import Variable
+from ..errors import InvalidArgumentError
+from ..ops.registry import OP_DEFS
+from .helper import LayerHelper, check_variable
+from .initializer import ConstantInitializer
+from .param_attr import ParamAttr
+
+__all__ = [
+    "assign", "cast", "concat", "create_global_var", "create_parameter", "fill_constant",
+    "flatten", "gather", "one_hot", "ones", "reshape", "slice", "split", "squeeze", "sums",
+    "transpose", "unsqueeze", "zeros",
+]
+
+
+def _int_list(value, arg: str, where: str) -> list[int]:
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
+        raise InvalidArgumentError(f"{where}: {arg} must be ints, got {value!r}")
+    return [int(v) for v in values]
+
+
+def _shape(shape, where: str) -> list[int]:
+    dims = _int_list(shape, "shape", where)
+    if any(d < 0 for d in dims):
+        raise InvalidArgumentError(f"{where}: shape {dims} must not have negative dims")
+    return dims
+
+
+def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
+    """A tensor of `shape` filled with `value`.
+
+    >>> # one = fill_constant(shape=[1], dtype="int64", value=1)
+    """
+    helper = LayerHelper("fill_constant", name=name)
+    dims = _shape(shape, "fill_constant")
+    dtype = convert_dtype(dtype)
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("fill_constant", {}, {"Out": [out]},
+                     {"shape": dims, "dtype": dtype, "value": float(value),
+                      "force_cpu": bool(force_cpu)})
+    out.stop_gradient = True
+    return out
+
+
+def zeros(shape, dtype, force_cpu=False):
+    return fill_constant(shape, dtype, 0.0, force_cpu)
+
+
+def ones(shape, dtype, force_cpu=False):
+    return fill_constant(shape, dtype, 1.0, force_cpu)
+
+
+def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):
+    """A global variable of `shape` set to `value` by the startup program (a learning rate, a
+    step counter).
+
+    >>> # step = create_global_var([1], 0.0, "float32", persistable=True)
+    """
+    helper = LayerHelper("global_var", name=name)
+    dims = _shape(shape, "create_global_var")
+    var = helper.create_global_variable(shape=dims, dtype=dtype, persistable=persistable,
+                                        name=name, stop_gradient=True)
+    helper.set_variable_initializer(var, ConstantInitializer(float(value), force_cpu=force_cpu))
+    return var
+
+
+def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
+                     default_initializer=None):
+    """A parameter of `shape` (initialized in the startup program by `attr.initializer`, else
+    `default_initializer`, else Xavier / Constant(0) for biases).
+
+    >>> # w = create_parameter([4, 3], "float32", attr=ParamAttr(name="w"))
+    """
+    helper = LayerHelper("create_parameter", name=name)
+    attr = ParamAttr(name=name) if attr is None else attr  # fluid: `name` only without `attr`
+    return helper.create_parameter(attr, _shape(shape, "create_parameter"), dtype, is_bias,
+                                   default_initializer)
+
+
+def assign(input, output=None):
+    """Copy a Variable (assign op) or a numpy array (assign_value op) into `output`."""
+    helper = LayerHelper("assign")
+    if isinstance(input, Variable):
+        if output is None:
+            output = helper.create_variable_for_type_inference(input.dtype)
+        helper.append_op("assign", {"X": [input]}, {"Out": [output]})
+        return output
+    if isinstance(input, (list, tuple, numbers.Number, np.ndarray)):
+        return _assign_value(helper, np.asarray(input), output)
+    raise InvalidArgumentError(
+        f"assign: input must be a Variable or a numpy array, got {type(input).__name__}")
+
+
+def _assign_value(helper, array, output):
+    if "assign_value" not in OP_DEFS:
+        raise InvalidArgumentError(
+            "assign: copying a numpy array needs the 'assign_value' op, which spmd does not "
+            "define yet; create the value with fill_constant or feed it instead")
+    dtype = convert_dtype(array.dtype)
+    values = {"float32": "fp32_values", "float64": "fp64_values", "int32": "int32_values",
+              "int64": "int64_values", "bool": "bool_values"}
+    if dtype not in values:
+        raise InvalidArgumentError(f"assign: arrays of dtype {dtype} are not supported")
+    if output is None:
+        output = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("assign_value", {}, {"Out": [output]},
+                     {"shape": list(array.shape), "dtype": dtype,
+                      values[dtype]: array.reshape(-1).tolist()})
+    return output
+
+
+def cast(x, dtype):
+    """x converted to `dtype`."""
+    helper = LayerHelper("cast")
+    check_variable(x, "x", "cast")
+    dtype = convert_dtype(dtype)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("cast", {"X": [x]}, {"Out": [out]}, {"in_dtype": x.dtype, "out_dtype": dtype})
+    return out
+
+
+def sums(input, out=None):
+    """The elementwise sum of a list of Variables."""
+    helper = LayerHelper("sum", input=input)
+    xs = helper.multiple_input("input")
+    if out is None:
+        out = helper.create_variable_for_type_inference(helper.input_dtype("input"))
+    helper.append_op("sum", {"X": xs}, {"Out": [out]})
+    return out
+
+
+def concat(input, axis=0, name=None):
+    """Join a list of Variables along `axis`."""
+    helper = LayerHelper("concat", input=input, name=name)
+    xs = helper.multiple_input("input")
+    out = helper.create_variable_for_type_inference(helper.input_dtype("input"))
+    helper.append_op("concat", {"X": xs}, {"Out": [out]}, {"axis": int(axis)})
+    return out
+
+
+def split(input, num_or_sections, dim=-1, name=None):
+    """Split `input` along `dim` into `num_or_sections` equal parts, or parts of the listed
+    sizes (one may be -1); returns the list of parts."""
+    helper = LayerHelper("split", name=name)
+    check_variable(input, "input", "split")
+    rank = input.ndim
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
+        raise InvalidArgumentError(f"split: dim={dim!r} is out of range for rank {rank}")
+    size = input.shape[dim]
+    if isinstance(num_or_sections, numbers.Integral) and not isinstance(num_or_sections, bool):
+        num, sections = int(num_or_sections), []
+        if num <= 0 or (size >= 0 and size % num):
+            raise InvalidArgumentError(
+                f"split: cannot split dim {dim} of size {size} into {num} equal parts")
+        count = num
+    else:
+        sections = _int_list(num_or_sections, "num_or_sections", "split")
+        if sections.count(-1) > 1:
+            raise InvalidArgumentError(f"split: at most one section may be -1, got {sections}")
+        known = sum(s for s in sections if s != -1)
+        if size >= 0 and (known > size or (-1 not in sections and known != size)):
+            raise InvalidArgumentError(
+                f"split: sections {sections} do not add up to dim {dim} of size {size}")
+        num, count = 0, len(sections)
+    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in range(count)]
+    helper.append_op("split", {"X": [input]}, {"Out": outs},
+                     {"num": num, "sections": sections, "axis": dim})
+    return outs
+
+
+def _with_xshape(op_type: str, layer: str, x, attrs: dict, name=None, act=None):
+    """The *2 reshaping ops: Out plus XShape (the input's shape, for the gradient)."""
+    helper = LayerHelper(layer, name=name, act=act)
+    check_variable(x, "x", layer)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    x_shape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op(op_type, {"X": [x]}, {"Out": [out], "XShape": [x_shape]}, attrs)
+    return helper.append_activation(out)
+
+
+def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
+    """x with a new shape: 0 copies the input's dim, one -1 is inferred (reshape2).
+
+    >>> # reshape(x [N, 2, 6], shape=[0, 3, -1])  -> [N, 3, 4]
+    """
+    dims = _int_list(shape, "shape", "reshape")
+    if dims.count(-1) > 1:
+        raise InvalidArgumentError(f"reshape: at most one dim may be -1, got {dims}")
+    if any(d < -1 for d in dims):
+        raise InvalidArgumentError(f"reshape: dims must be >= -1, got {dims}")
+    if actual_shape is not None:
+        raise InvalidArgumentError("reshape: actual_shape (a run-time shape) is not supported")
+    return _with_xshape("reshape2", "reshape2", x, {"shape": dims}, name, act)
+
+
+def transpose(x, perm, name=None):
+    """x with its dims permuted by `perm` (transpose2)."""
+    perm = _int_list(perm, "perm", "transpose")
+    if isinstance(x, Variable) and sorted(perm) != list(range(x.ndim)):
+        raise InvalidArgumentError(
+            f"transpose: perm {perm} is not a permutation of the {x.ndim} dims of {x.name} "
+            f"{list(x.shape)}")
+    return _with_xshape("transpose2", "transpose", x, {"axis": perm}, name)
+
+
+def flatten(x, axis=1, name=None):
+    """x as a matrix: dims before `axis` become rows, the rest columns (flatten2)."""
+    if isinstance(x, Variable) and not 0 <= axis <= x.ndim:
+        raise InvalidArgumentError(
+            f"flatten: axis={axis} must be in [0, {x.ndim}] for {x.name} {list(x.shape)}")
+    return _with_xshape("flatten2", "flatten", x, {"axis": int(axis)}, name)
+
+
+def squeeze(input, axes, name=None):
+    """input without the size-1 dims listed in `axes` (squeeze2)."""
+    return _with_xshape("squeeze2", "squeeze", input, {"axes": _int_list(axes, "axes", "squeeze")},
+                        name)
+
+
+def unsqueeze(input, axes, name=None):
+    """input with size-1 dims inserted at `axes` (unsqueeze2)."""
+    return _with_xshape("unsqueeze2", "unsqueeze", input,
+                        {"axes": _int_list(axes, "axes", "unsqueeze")}, name)
+
+
+def slice(input, axes, starts, ends):  # noqa: A001 - fluid's name
+    """input[starts:ends] along each of `axes` (negative and out-of-range bounds as numpy)."""
+    helper = LayerHelper("slice")
+    check_variable(input, "input", "slice")
+    axes = _int_list(axes, "axes", "slice")
+    starts = _int_list(starts, "starts", "slice")
+    ends = _int_list(ends, "ends", "slice")
+    if not len(axes) == len(starts) == len(ends):
+        raise InvalidArgumentError(
+            f"slice: axes {axes}, starts {starts} and ends {ends} must have equal lengths")
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("slice", {"Input": [input]}, {"Out": [out]},
+                     {"axes": axes, "starts": starts, "ends": ends},
+                     compat_attrs={"infer_flags": [1] * len(axes), "decrease_axis": []})
+    return out
+
+
+def gather(input, index, overwrite=True):
+    """Rows of `input` picked by the int `index` (1-D)."""
+    helper = LayerHelper("gather")
+    check_variable(input, "input", "gather")
+    check_variable(index, "index", "gather", dtypes={"int32", "int64"})
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("gather", {"X": [input], "Index": [index]}, {"Out": [out]},
+                     compat_attrs={"overwrite": bool(overwrite)})
+    return out
+
+
+def one_hot(input, depth, allow_out_of_range=False):
+    """int64 ids [..., 1] -> float32 one-hot rows [..., depth]."""
+    helper = LayerHelper("one_hot")
+    check_variable(input, "input", "one_hot", dtypes={"int32", "int64"})
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
+        raise InvalidArgumentError(f"one_hot: depth must be a positive int, got {depth!r}")
+    out = helper.create_variable_for_type_inference("float32", stop_gradient=True)
+    helper.append_op("one_hot", {"X": [input]}, {"Out": [out]}, {"depth": depth},
+                     compat_attrs={"allow_out_of_range": bool(allow_out_of_range)})
+    return out

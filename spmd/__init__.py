@@ -6,13 +6,12 @@ Two faces over one engine: `import spmd.fluid as fluid` (fluid 1.x) and `import 
 >>> import spmd as paddle
 >>> paddle.enable_static()
 """
-from . import kernels, ops  # noqa: F401 - fill the op and kernel tables
-from . import fluid, nn, optimizer, static  # noqa: F401 - the faces
+from . import fluid, kernels, nn, ops, optimizer, static  # noqa: F401 - fill the op and kernel tables  # noqa: F401 - the faces
 from .core import (
     CPUPlace,
-    Parameter,
     CUDAPinnedPlace,
     CUDAPlace,
+    Parameter,
     Program,
     Scope,
     Variable,
@@ -21,9 +20,9 @@ from .core import (
 )
 from .errors import InvalidArgumentError
 from .executor import Executor
-from .layers.param_attr import ParamAttr
 from .layers.paddle_tensor import *  # noqa: F401,F403 - paddle.mean, paddle.matmul, ...
 from .layers.paddle_tensor import __all__ as _tensor_names
+from .layers.param_attr import ParamAttr
 
 __version__ = "0.1.0"
 

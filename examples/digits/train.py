@@ -11,9 +11,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import spmd.fluid as fluid  # noqa: E402
 from data import batches, load_digits_split  # noqa: E402
 from models import build  # noqa: E402
+
+import spmd.fluid as fluid  # noqa: E402
 
 
 def evaluate(exe, test_program, acc, x, y, scope):

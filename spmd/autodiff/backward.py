@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..core.operator import OpRole
-from ..core.variable import Parameter, Variable
+from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
 
@@ -187,7 +187,8 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     >>> # params_grads = append_backward(avg_loss)
     """
     if not isinstance(loss, Variable):
-        raise InvalidArgumentError(f"append_backward expects the loss Variable, got {type(loss).__name__}")
+        raise InvalidArgumentError(
+            f"append_backward expects the loss Variable, got {type(loss).__name__}")
     block = loss.block
     if not any(loss.name in op.output_arg_names for op in block.ops):
         raise InvalidArgumentError(f"loss '{loss.name}' is not produced by any op of its program")
@@ -213,7 +214,10 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     inputs_list = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     block = targets[0].block
     tg = target_gradients
-    tg = [None] * len(targets) if tg is None else (list(tg) if isinstance(tg, (list, tuple)) else [tg])
+    if tg is None:
+        tg = [None] * len(targets)
+    elif not isinstance(tg, (list, tuple)):
+        tg = [tg]
     if len(tg) != len(targets):
         raise InvalidArgumentError(
             f"gradients: {len(targets)} targets but {len(tg)} target_gradients"

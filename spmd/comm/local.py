@@ -27,7 +27,7 @@ class LocalGroup:
         self._slots: list = [None] * size
         self._result = None
 
-    def communicator(self, index: int) -> "LocalCommunicator":
+    def communicator(self, index: int) -> LocalCommunicator:
         return LocalCommunicator(self, index)
 
     def _sync(self, op: str, index: int):

@@ -34,7 +34,7 @@ def make_unique_id(mpi_comm) -> tuple:
 
 
 class _StreamRequest(Request):
-    def __init__(self, comm: "NCCLCommunicator", event, result, op):
+    def __init__(self, comm: NCCLCommunicator, event, result, op):
         self._comm, self._event, self._result, self._op = comm, event, result, op
 
     def wait(self):

@@ -1,2 +1,2 @@
-"""fluid.initializer: Constant, Uniform, Normal, TruncatedNormal, Xavier, MSRA (and *Initializer)."""
+"""fluid.initializer: Constant, Uniform, Normal, TruncatedNormal, Xavier, MSRA, *Initializer."""
 from ..layers.initializer import *  # noqa: F401,F403

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-
 from ..errors import InvalidArgumentError
 from .registry import kernel
 

@@ -9,7 +9,7 @@ It returns output slot -> array (list for duplicable slots). Kernels never modif
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import NotFoundError
 

@@ -16,7 +16,8 @@ def _names(value, where: str) -> list[str]:
         return [value.name]
     if isinstance(value, str):
         return [value]
-    raise InvalidArgumentError(f"{where}: expected a Variable or a name, got {type(value).__name__}")
+    raise InvalidArgumentError(
+        f"{where}: expected a Variable or a name, got {type(value).__name__}")
 
 
 def _bind(block, slots: dict, given: dict, where: str, kind: str) -> dict[str, list[str]]:

@@ -15,8 +15,9 @@ grad maker (see spmd/autodiff).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InvalidArgumentError, NotFoundError
 
@@ -31,7 +32,7 @@ class Slot:
     optional: bool = False
 
     @staticmethod
-    def parse(spec: str) -> "Slot":
+    def parse(spec: str) -> Slot:
         if spec.endswith("*"):
             return Slot(spec[:-1], duplicable=True, optional=True)
         if spec.endswith("?"):
@@ -90,7 +91,7 @@ class OpDef:
     inputs: tuple[Slot, ...]
     outputs: tuple[Slot, ...]
     attrs: dict[str, AttrSpec]
-    infer: Callable[["InferContext"], None]
+    infer: Callable[[InferContext], None]
     grad: Any = "default"  # "default" | None | callable grad maker
     no_grad_inputs: frozenset[str] = frozenset()  # slots never differentiated (labels, ids)
     nondiff_outputs: frozenset[str] = frozenset()  # outputs whose gradient is never needed
@@ -149,7 +150,8 @@ def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
         else:
             kind, default = spec if isinstance(spec, tuple) else (spec, REQUIRED)
             if kind not in _ATTR_KINDS:
-                raise ValueError(f"attribute kind {kind!r} of '{name}' is not one of {sorted(_ATTR_KINDS)}")
+                raise ValueError(
+                    f"attribute kind {kind!r} of '{name}' is not one of {sorted(_ATTR_KINDS)}")
             parsed[name] = AttrSpec(kind, default)
     return parsed
 

@@ -168,7 +168,7 @@ def test_random_initializer_refuses_integer_variables():
 def test_equal_shapes_start_different_under_one_random_seed():
     """spmd departs from fluid 1.8 here: fluid copies random_seed into every init op, so equal
     shapes started equal."""
-    prog, startup = Program(), Program()
+    startup = Program()
     startup.random_seed = 3
     block = startup.global_block()
     a = block.create_parameter(name="a", shape=(4, 4))

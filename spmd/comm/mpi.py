@@ -56,7 +56,7 @@ def _check_contiguous(array, op: str):
 
 
 class _MPIRequest(Request):
-    def __init__(self, comm: "MPICommunicator", req, result, op: str):
+    def __init__(self, comm: MPICommunicator, req, result, op: str):
         self._comm, self._req, self._result, self._op = comm, req, result, op
 
     def wait(self):

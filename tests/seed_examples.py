@@ -1,0 +1,51 @@
+"""The code examples of ../shared/seeds/ (Paddle's own documents), extracted verbatim so tests
+run them with only the import line changed (`import paddle` -> `import spmd as paddle`, `fluid`
+-> `spmd.fluid`). Where no GPU is present, `CUDAPlace(0)` becomes `CPUPlace()` and `use_cuda =
+True` becomes False: the only other substitution."""
+from __future__ import annotations
+
+import pathlib
+import re
+import textwrap
+
+SEEDS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+IMPORTS = [
+    (r"^import paddle\.static as static$", "import spmd.static as static"),
+    (r"^import paddle\.fluid as fluid$", "import spmd.fluid as fluid"),
+    (r"^import paddle$", "import spmd as paddle"),
+    (r"^from paddle\.fluid import compiler$", "from spmd.fluid import compiler"),
+]
+CPU_ONLY = [
+    (r"paddle\.CUDAPlace\(0\)(?= #)", "paddle.CPUPlace()"),
+    (r"^use_cuda = True$", "use_cuda = False"),
+]
+
+
+def seed_text(prefix: str) -> str:
+    (path,) = sorted(SEEDS.glob(f"{prefix}_*.txt"))
+    return path.read_text()
+
+
+def paddle_api_examples(prefix: str) -> list[str]:
+    """The plain-text 'Example' sections of a paddle API page (seed 002)."""
+    text = seed_text(prefix)
+    # an example runs to the next method signature ("with_data_parallel ( ...") or the end
+    blocks = re.findall(r"\nExample\n\n(.*?)(?=\n[a-z_]+ \( |\Z)", text, re.S)
+    return [b.strip("\n") + "\n" for b in blocks]
+
+
+def rst_code_blocks(prefix: str) -> list[str]:
+    """The `.. code-block:: python` blocks of an rst page, dedented."""
+    text = seed_text(prefix)
+    blocks = []
+    for m in re.finditer(r"\.\. code-block:: python\n\n((?:[ \t]+.*\n|\n)+)", text):
+        blocks.append(textwrap.dedent(m.group(1)))
+    return blocks
+
+
+def port(code: str, cuda: bool) -> str:
+    """Change the import lines (and, without CUDA, the GPU place) and nothing else."""
+    for pattern, repl in IMPORTS + ([] if cuda else CPU_ONLY):
+        code = re.sub(pattern, repl, code, flags=re.M)
+    return code

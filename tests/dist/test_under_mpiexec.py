@@ -4,7 +4,7 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-from conftest import run_mpi
+from mpirun import run_mpi
 
 MPI_TESTS = sorted(p.name for p in (pathlib.Path(__file__).parent / "mpi").glob("test_*.py"))
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .math import unbroadcast
 from .registry import kernel
 
 # fluid's TolerableValue: -log(0) is reported as this instead of inf
@@ -346,6 +347,26 @@ def accuracy(xp, ins, attrs, want):
     return {"Accuracy": xp.asarray(acc, dtype="float32").reshape(1),
             "Correct": xp.asarray(correct, dtype="int32").reshape(1),
             "Total": xp.full((1,), total, dtype="int32")}
+
+
+@kernel("square_error_cost")
+def square_error_cost(xp, ins, attrs, want):
+    d = ins["X"] - ins["Y"]
+    d *= d
+    return {"Out": d}
+
+
+@kernel("square_error_cost_grad")
+def square_error_cost_grad(xp, ins, attrs, want):
+    g = ins["X"] - ins["Y"]
+    g *= 2.0
+    g *= ins["Out@GRAD"]
+    res = {}
+    if "Y@GRAD" in want:
+        res["Y@GRAD"] = -unbroadcast(xp, g, ins["Y"].shape)
+    if "X@GRAD" in want:
+        res["X@GRAD"] = g
+    return res
 
 
 from . import conv  # noqa: E402,F401 - registers the conv2d, depthwise_conv2d, pool2d kernels

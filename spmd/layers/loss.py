@@ -10,7 +10,6 @@ import numbers
 from ..errors import InvalidArgumentError
 from ..ops.registry import get_op_def
 from .helper import LayerHelper, check_variable
-from .math_ops import elementwise_sub, square
 from .nn import topk
 
 __all__ = ["accuracy", "cross_entropy", "softmax_with_cross_entropy", "square_error_cost"]
@@ -89,7 +88,10 @@ def square_error_cost(input, label):
     """
     check_variable(input, "input", "square_error_cost", dtypes=_FLOATS)
     check_variable(label, "label", "square_error_cost", dtypes=_FLOATS)
-    return square(elementwise_sub(input, label))
+    helper = LayerHelper("square_error_cost")
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("square_error_cost", {"X": [input], "Y": [label]}, {"Out": [out]})
+    return out
 
 
 def accuracy(input, label, k=1, correct=None, total=None):

@@ -221,4 +221,16 @@ def _accuracy(ctx):
     ctx.set_output("Total", (1,), "int32")
 
 
+@define_op("square_error_cost", inputs=["X", "Y"], outputs=["Out"], grad_uses=("X", "Y"))
+def _square_error_cost(ctx):
+    """(X - Y)^2 elementwise, Y broadcast into X right-aligned as numpy does (fluid builds it
+    from elementwise_sub + square; one op here saves a temporary)."""
+    x, y = ctx.input("X"), ctx.input("Y")
+    ctx.check(len(y.shape) <= len(x.shape) and all(
+        b in (a, 1) or -1 in (a, b) for a, b in zip(x.shape[::-1], y.shape[::-1])),
+        f"Y{list(y.shape)} does not broadcast into X{list(x.shape)}")
+    ctx.check(x.dtype == y.dtype, f"X is {x.dtype} but Y is {y.dtype}")
+    ctx.set_output("Out", x.shape, x.dtype)
+
+
 from . import conv  # noqa: E402,F401 - registers conv2d, depthwise_conv2d, pool2d

@@ -180,6 +180,10 @@ P = dict(low=0.1, high=1.0)  # probabilities for cross_entropy
 LAB_IGN = np.array([[0], [3], [1], [3]], dtype=np.int64)  # two rows ignored with ignore_index=3
 
 CASES = [
+    OpCase("square_error_cost", {"X": rand(4, 3), "Y": rand(4, 3)},
+           lambda X, Y: {"Out": (X - Y) ** 2}),
+    OpCase("square_error_cost", {"X": rand(4, 3), "Y": rand(3)}, name="square_error_bcast",
+           ref=lambda X, Y: {"Out": (X - Y) ** 2}),
     OpCase("softmax", {"X": rand(3, 5)}, softmax_ref),
     OpCase("softmax", {"X": rand(2, 3, 4)}, softmax_ref, attrs={"axis": 1}, name="softmax_ax1"),
     OpCase("cross_entropy", {"X": rand(4, 5, **P), "Label": labels(4, 1, classes=5)},

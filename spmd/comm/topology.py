@@ -76,9 +76,23 @@ def check_paddle_env(rank: int, size: int, env) -> tuple[list, str | None]:
     return endpoints, current
 
 
+_detected: Topology | None = None
+
+
 def detect(env=None) -> Topology:
-    """The topology of this process, from MPI when launched by an MPI process manager."""
-    env = os.environ if env is None else env
+    """The topology of this process, from MPI when launched by an MPI process manager.
+
+    Asking MPI is a collective (Split_type), so the answer for the process's own environment is
+    kept: every later call returns it without communicating."""
+    global _detected
+    if env is None:
+        if _detected is None:
+            _detected = _detect(os.environ)
+        return _detected
+    return _detect(env)
+
+
+def _detect(env) -> Topology:
     if not launched_by_mpi(env):
         trainer_id, trainers_num, endpoints, current = _paddle_env(env)
         if (trainers_num or 1) > 1:

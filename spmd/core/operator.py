@@ -36,13 +36,16 @@ class Operator:
     """
 
     def __init__(self, block, type: str, inputs: dict, outputs: dict, attrs: dict,
-                 role: OpRole = OpRole.FORWARD):
+                 role: OpRole = OpRole.FORWARD, owner: int | None = None):
         self.block = block
         self.type = type
         self.inputs = inputs
         self.outputs = outputs
         self.attrs = attrs
         self.role = role
+        # Data parallelism in Reduce mode: the one rank that runs this op (a parameter's update
+        # and its optimizer state live on its owner only); None means every rank runs it.
+        self.owner = owner
 
     def input(self, slot: str) -> list[str]:
         return list(self.inputs.get(slot, []))
@@ -93,8 +96,11 @@ class Operator:
         return self.block.ops.index(self)
 
     def to_dict(self) -> dict:
-        return {"type": self.type, "inputs": self.inputs, "outputs": self.outputs,
-                "attrs": self.attrs, "role": self.role.value}
+        d = {"type": self.type, "inputs": self.inputs, "outputs": self.outputs,
+             "attrs": self.attrs, "role": self.role.value}
+        if self.owner is not None:
+            d["owner"] = self.owner
+        return d
 
     def __repr__(self):
         def slots(d):
@@ -103,6 +109,8 @@ class Operator:
         attrs = ", ".join(f"{k}={v!r}" for k, v in sorted(self.attrs.items())
                           if not k.startswith("op_"))
         role = "" if self.role is OpRole.FORWARD else f"  # {self.role.value}"
+        if self.owner is not None:
+            role += f" @rank {self.owner}"
         return f"{{{slots(self.outputs)}}} = {self.type}({slots(self.inputs)}" + (
             f"; {attrs}" if attrs else "") + f"){role}"
 

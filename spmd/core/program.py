@@ -210,7 +210,7 @@ class Program:
             inputs = {k: list(v) for k, v in op["inputs"].items()}
             outputs = {k: list(v) for k, v in op["outputs"].items()}
             block.ops.append(Operator(block, op["type"], inputs, outputs, _validated_attrs(op),
-                                      OpRole(op["role"])))
+                                      OpRole(op["role"]), op.get("owner")))
         prog.grad_var_map = dict(data.get("grad_var_map", {}))
         prog.optimizer_state = {k: list(v) for k, v in data.get("optimizer_state", {}).items()}
         return prog

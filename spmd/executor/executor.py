@@ -9,6 +9,7 @@ from ..core.scope import global_scope, host_array
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .allocator import tune_allocator
+from .comm_context import world_context
 from .plan import Plan
 
 
@@ -74,7 +75,8 @@ class Executor:
         stamp = (program._version, program.random_seed)  # a new seed needs a new generator
         entry = self._plans.get(key)
         if entry is None or entry[0] != stamp:
-            entry = (stamp, Plan(program, feed_names, fetch_names, self._rng(program)))
+            entry = (stamp, Plan(program, feed_names, fetch_names, self._rng(program),
+                                 comm=world_context(self.place)))
             self._plans[key] = entry
         return entry[1]
 

@@ -50,3 +50,46 @@ def convert_feed(var, value, xp):
             f"feed '{var.name}': expected shape {shown} (None = any size), got {list(got)}"
         )
     return xp.ascontiguousarray(value)
+
+
+def split_feed(feed, num_places: int, tag: str = "") -> list[dict]:
+    """fluid's data-parallel feeding: a dict is split along dim 0 over the places (the
+    remainder going to the later places); a list of per-place dicts is used as it is."""
+    if isinstance(feed, (list, tuple)):
+        if len(feed) != num_places:
+            raise FeedError(
+                f"{tag}a list feed needs one dict per place: {num_places} place(s), got "
+                f"{len(feed)} dict(s)")
+        return [dict(f) for f in feed]
+    if num_places == 1:
+        return [feed]
+    shards: list[dict] = [{} for _ in range(num_places)]
+    for name, value in feed.items():
+        array = value if hasattr(value, "shape") else np.asarray(value)
+        n = array.shape[0] if array.ndim else 0
+        if n < num_places:
+            raise FeedError(
+                f"{tag}feed '{name}' has a batch of {n} but there are {num_places} places: "
+                f"each place needs at least one sample; feed a batch of at least {num_places} "
+                f"or use fewer places (CPU_NUM / places=)")
+        base, extra = divmod(n, num_places)
+        start = 0
+        for i in range(num_places):
+            size = base + (1 if i >= num_places - extra else 0)
+            shards[i][name] = array[start:start + size]
+            start += size
+    return shards
+
+
+def merge_fetches(per_place: list[list], merged: bool) -> list:
+    """Fetched values over the places: concatenated along dim 0 (0-d values stacked), or with
+    merged=False a list per fetch with one array per place."""
+    out = []
+    for values in zip(*per_place):
+        if not merged:
+            out.append(list(values))
+        elif values[0].ndim == 0:
+            out.append(np.stack(values))
+        else:
+            out.append(np.concatenate(values, axis=0))
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.variable import Parameter, Variable
-from ..errors import ExecutionError, FeedError, PreconditionError
+from ..errors import CommunicationError, ExecutionError, FeedError, PreconditionError
 from ..kernels.registry import get_kernel
 from ..ops.registry import get_op_def
 from .feed import check_feed_names, convert_feed
@@ -28,53 +28,74 @@ def _bindings(slots: dict, opdef_slots: dict):
 
 
 class Plan:
-    """Compiled for one (program version, feed names, fetch names)."""
+    """Compiled for one (program version, feed names, fetch names), on one rank.
 
-    def __init__(self, program, feed_names, fetch_names, rng):
+    Data parallelism in Reduce mode marks some ops with an owner rank: a plan for `rank` skips
+    ops owned by others. A value only another rank's ops write reads as zeros here: the one
+    place that happens is a sum of per-parameter partial results (global-norm clipping), whose
+    owned terms this rank then adds up and allreduces.
+    """
+
+    def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None):
         block = program.global_block()
         self.block = block
+        self.comm = comm
         self.fetch_names = list(fetch_names)
         for n in self.fetch_names:
             block.var(n)  # raises NotFoundError naming the variable
+        ops = [(i, op) for i, op in enumerate(block.ops)
+               if rank is None or op.owner is None or op.owner == rank]
+        foreign = {n for op in block.ops if rank is not None and op.owner not in (None, rank)
+                   for n in op.output_arg_names}
         written: set[str] = set()
         reads_before_write: list[str] = []
+        zero_reads: list[str] = []
         last_use: dict[str, int] = {}
-        for i, op in enumerate(block.ops):
+        for k, (_, op) in enumerate(ops):
             for n in op.input_arg_names:
-                if n not in written and n not in reads_before_write:
-                    reads_before_write.append(n)
-                last_use[n] = i
+                if n not in written and n not in reads_before_write and n not in zero_reads:
+                    if n in foreign and not block.vars[n].persistable:
+                        zero_reads.append(n)
+                    else:
+                        reads_before_write.append(n)
+                last_use[n] = k
             for n in op.output_arg_names:
                 written.add(n)
-                last_use[n] = max(last_use.get(n, i), i)
+                last_use[n] = max(last_use.get(n, k), k)
+        self.zero_reads = [_zeros_spec(block.vars[n]) for n in zero_reads]
         feed_set = set(feed_names)
-        needed = [n for n in reads_before_write if block.vars[n].is_data
-                  and not block.vars[n].persistable]
-        self._needed_feeds = needed
+        self._needed_feeds = [n for n in reads_before_write if block.vars[n].is_data
+                              and not block.vars[n].persistable]
         self.scope_reads = [n for n in reads_before_write if n not in feed_set]
         self.fetch_from_scope = [n for n in self.fetch_names
                                  if n not in written and n not in feed_set]
         keep = set(self.fetch_names) | {n for n, v in block.vars.items() if v.persistable}
         frees_at: dict[int, list[str]] = {}
-        for n, i in last_use.items():
+        for n, k in last_use.items():
             if n not in keep:
-                frees_at.setdefault(i, []).append(n)
+                frees_at.setdefault(k, []).append(n)
         self.persist_writes = sorted(n for n in written if block.vars[n].persistable)
         self.steps = []
-        for i, op in enumerate(block.ops):
+        self.has_collectives = False
+        for k, (i, op) in enumerate(ops):
             opdef = get_op_def(op.type)
             attrs = dict(op.attrs)
             if opdef.random:
                 attrs["_rng"] = rng
+            if opdef.collective:
+                attrs["_comm"] = comm
+                self.has_collectives = True
             self.steps.append(Step(get_kernel(op.type), _bindings(op.inputs, opdef.input_slots),
                                    _bindings(op.outputs, opdef.output_slots), attrs,
-                                   frozenset(op.outputs), tuple(frees_at.get(i, ())),
+                                   frozenset(op.outputs), tuple(frees_at.get(k, ())),
                                    (i, op)))
 
     def run(self, scope, feed: dict, xp, place):
         block = self.block
         check_feed_names(block, feed, self._needed_feeds)
         env = {name: convert_feed(block.vars[name], value, xp) for name, value in feed.items()}
+        for name, shape, dtype in self.zero_reads:
+            env[name] = xp.zeros(shape, dtype=dtype)
         for n in self.scope_reads + self.fetch_from_scope:
             value = scope.get(n)
             if value is None:
@@ -95,7 +116,13 @@ class Plan:
                         env[names[0]] = res[slot]
                 for n in step.frees:
                     del env[n]
+            if self.has_collectives:
+                self.comm.wait_all()  # outputs of collectives are complete before the commit
         except Exception as e:  # noqa: BLE001 - re-raised with the op named
+            if self.has_collectives:
+                _drain(self.comm)
+            if isinstance(e, CommunicationError):
+                raise  # already names the rank and the collective
             i, op = step.where
             shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
                       if n in env and hasattr(env[n], "shape")}
@@ -106,6 +133,23 @@ class Plan:
         for n in self.persist_writes:
             scope._assign(n, env[n])
         return [env[n] for n in self.fetch_names]
+
+
+def _zeros_spec(var: Variable):
+    if any(d < 0 for d in var.shape):
+        raise PreconditionError(
+            f"'{var.name}' is computed only on another rank but read here, and its shape "
+            f"{list(var.shape)} is not fully known, so it cannot stand in as zeros")
+    return var.name, tuple(var.shape), var.dtype
+
+
+def _drain(comm):
+    """After a failure, let collectives already issued finish, so nothing runs behind the
+    error; their own failures are secondary to the one being raised."""
+    try:
+        comm.wait_all()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _uninitialized(var: Variable):

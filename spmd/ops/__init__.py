@@ -1,6 +1,6 @@
 """Op definitions. Importing this package registers every op in OP_DEFS."""
 from ..core.operator import install_op_schema
-from . import math, nn, optim, tensor  # noqa: F401 - registration side effects
+from . import collective, math, nn, optim, tensor  # noqa: F401 - registration side effects
 from .build import build_operator
 from .registry import OP_DEFS, REQUIRED, define_op, get_op_def, grad_var_name
 

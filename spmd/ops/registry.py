@@ -97,6 +97,7 @@ class OpDef:
     nondiff_outputs: frozenset[str] = frozenset()  # outputs whose gradient is never needed
     grad_uses: tuple[str, ...] | None = None  # forward slots the grad op reads; None = all
     random: bool = False  # kernel draws from the program's random generator
+    collective: bool = False  # kernel talks to other ranks through attrs["_comm"]
     forward_type: str | None = None  # set on generated *_grad defs
     input_slots: dict[str, Slot] = field(init=False)
     output_slots: dict[str, Slot] = field(init=False)
@@ -157,7 +158,7 @@ def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
 
 
 def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_grad_inputs=(),
-              nondiff_outputs=(), grad_uses=None, random=False):
+              nondiff_outputs=(), grad_uses=None, random=False, collective=False):
     """Decorator registering an op whose shape inference is the decorated function."""
 
     def register(infer):
@@ -166,7 +167,8 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
         opdef = OpDef(type, tuple(Slot.parse(s) for s in inputs),
                       tuple(Slot.parse(s) for s in outputs), _parse_attrs(attrs), infer, grad,
                       frozenset(no_grad_inputs), frozenset(nondiff_outputs),
-                      tuple(grad_uses) if grad_uses is not None else None, random)
+                      tuple(grad_uses) if grad_uses is not None else None, random,
+                      collective)
         OP_DEFS[type] = opdef
         if grad == "default":
             _define_default_grad(opdef)

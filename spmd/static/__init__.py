@@ -21,12 +21,12 @@ from ..core import (
 from ..core.variable import Parameter
 from ..executor import Executor
 from ..executor.compiled import CompiledProgram
-from ..executor.strategy import BuildStrategy, ExecutionStrategy
 from ..io import load, load_inference_model, save, save_inference_model
 from ..layers import static_nn as nn
 from ..layers.io import static_data as data
 from ..layers.param_attr import ParamAttr
 from ..layers.tensor import create_global_var, create_parameter
+from ..passes.strategy import BuildStrategy, ExecutionStrategy
 
 __all__ = [
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",

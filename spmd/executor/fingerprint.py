@@ -1,0 +1,44 @@
+"""Before the first data-parallel step every process checks it compiled the same program, so a
+rank that built a different model fails at once, naming the first differing op, instead of
+hanging in a collective that the others never reach."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from ..errors import PreconditionError
+
+
+def _op_digests(program) -> np.ndarray:
+    ops = program.to_dict()["ops"]
+    return np.array([int.from_bytes(hashlib.sha256(json.dumps(op, sort_keys=True, default=str)
+                                                   .encode()).digest()[:8], "little", signed=True)
+                     for op in ops], dtype=np.int64)
+
+
+def check_same_program(program, mpi) -> None:
+    """Compare `program` across the processes of `mpi` (an MPICommunicator); raise on every
+    rank when any differs."""
+    mine = np.frombuffer(bytes.fromhex(program.fingerprint()), dtype=np.uint8).copy()
+    everyone = mpi.allgather(mine)
+    if (everyone == everyone[0]).all():
+        return
+    digests = _op_digests(program)
+    counts = mpi.allgather(np.array([len(digests)], dtype=np.int64))[:, 0]
+    width = int(counts.max())
+    padded = np.full(width + 1, -1, dtype=np.int64)
+    padded[:len(digests)] = digests
+    table = mpi.allgather(padded)
+    differs = np.nonzero((table != table[0]).any(axis=0))[0]
+    first = int(differs[0]) if len(differs) else width
+    ops = program.global_block().ops
+    text = str(ops[first]) if first < len(ops) else "(no op: the program ends here)"
+    encoded = np.frombuffer(text.encode()[:400].ljust(400), dtype=np.uint8).copy()
+    texts = [bytes(row).decode(errors="replace").rstrip() for row in mpi.allgather(encoded)]
+    listing = "\n".join(f"    rank {r} ({int(counts[r])} ops): {t}" for r, t in enumerate(texts))
+    raise PreconditionError(
+        f"{mpi.describe()} the ranks compiled different programs, so their collectives would "
+        f"not match (every rank must build the same model from the same script): first "
+        f"difference at op #{first}:\n{listing}")

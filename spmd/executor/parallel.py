@@ -1,0 +1,165 @@
+"""Data-parallel execution: the compiled data-parallel program run on every place of this
+process (one thread per place when there are several), each place with its own scope and
+communicator; processes meet in the collectives the passes inserted.
+
+A process with several places reduces across them in shared memory first, then across
+processes (comm/local.py's HierarchicalCommunicator). Global rank of local place i is
+process_rank * places + i.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..comm.base import SelfCommunicator
+from ..comm.local import HierarchicalCommunicator, LocalGroup
+from ..comm.topology import detect
+from ..core.scope import Scope
+from ..errors import CommunicationError, InvalidArgumentError, PreconditionError
+from ..flags import flags
+from ..passes.broadcast_params import broadcast_program
+from ..passes.data_parallel import build_data_parallel
+from .comm_context import CommContext, world_context
+from .feed import merge_fetches, split_feed
+from .fingerprint import check_same_program
+from .plan import Plan, as_numpy
+
+
+class DataParallelRunner:
+    def __init__(self, program, build_strategy, loss_name, places, scope, share_from=None):
+        self.topology = detect()
+        self.places = list(places)
+        self.tag = self.topology.tag()
+        nplaces, nprocs = len(self.places), self.topology.size
+        self._check_trainers(build_strategy, nprocs)
+        if self.places[0].is_gpu and nplaces > 1:
+            raise InvalidArgumentError(
+                f"{self.tag} {nplaces} GPU places in one process: spmd runs one process per "
+                f"GPU (launch one rank per GPU with mpirun / paddle-launch)")
+        self.num_devices = nplaces * nprocs
+        self.program, self.owners = build_data_parallel(
+            program, build_strategy, self.num_devices, loss_name,
+            flags().fuse_parameter_memory_size_mb)
+        self.ranks = [self.topology.rank * nplaces + i for i in range(nplaces)]
+        if share_from is not None:
+            self.scopes, self.contexts = share_from.scopes, share_from.contexts
+            self._group = share_from._group
+        else:
+            self.scopes = [scope] + [Scope() for _ in range(nplaces - 1)]
+            self._group, self.contexts = self._make_contexts()
+        self._share_from = share_from
+        seed = program.random_seed
+        self._rngs = [np.random.default_rng([seed, r]) if seed else np.random.default_rng()
+                      for r in self.ranks]
+        self._plans: dict = {}
+        self._initialized = False
+
+    def _check_trainers(self, strategy, nprocs):
+        if strategy.num_trainers not in (1, nprocs):
+            raise InvalidArgumentError(
+                f"{self.tag} num_trainers={strategy.num_trainers} but {nprocs} process(es) run "
+                f"this job; start one process per trainer (mpirun -n {strategy.num_trainers})")
+        if strategy.num_trainers > 1 and strategy.trainer_id != self.topology.rank:
+            raise InvalidArgumentError(
+                f"{self.tag} trainer_id={strategy.trainer_id} but this process is MPI rank "
+                f"{self.topology.rank}; pass trainer_id=<MPI rank>")
+
+    def _make_contexts(self):
+        nplaces = len(self.places)
+        if nplaces == 1:
+            if self.topology.size == 1:
+                return None, [CommContext(SelfCommunicator)]
+            return None, [world_context(self.places[0])]
+        group = LocalGroup(nplaces)
+        # the cross-process communicator is made here, on the main thread, once
+        outer = world_context(self.places[0]).comm if self.topology.size > 1 else None
+
+        def maker(i):
+            local = group.communicator(i)
+            return lambda: HierarchicalCommunicator(local, outer) if outer else local
+
+        return group, [CommContext(maker(i), name=f"spmd-comm-{i}") for i in range(nplaces)]
+
+    # -- first run -----------------------------------------------------------------------------
+    def _initialize(self):
+        """Check every process compiled the same program, then give every place rank 0's
+        parameters; in Reduce mode drop optimizer state this rank does not own."""
+        if self._share_from is not None:
+            if not self._share_from._initialized:
+                raise PreconditionError(
+                    f"{self.tag} share_vars_from: the CompiledProgram it names has not run yet; "
+                    f"run the training program once before the one sharing its variables")
+            self._initialized = True
+            return
+        if self.topology.size > 1:
+            from ..comm.mpi import MPICommunicator
+
+            check_same_program(self.program, MPICommunicator())
+        first = self.scopes[0]
+        for other in self.scopes[1:]:
+            for name in first.local_var_names():
+                other._arrays[name] = first._arrays[name].copy()
+        if self.num_devices > 1:
+            bcast = broadcast_program(self.program)
+            self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i])
+                                .run(self.scopes[i], {}, self._xp(), self.places[i]))
+        for i, rank in enumerate(self.ranks):
+            foreign = [s for p, owner in self.owners.items() if owner != rank
+                       for s in self.program.optimizer_state.get(p, [])]
+            self.scopes[i].erase(foreign)
+        self._initialized = True
+
+    def _xp(self):
+        from ..core.places import array_module
+
+        return array_module(self.places[0])
+
+    # -- every run -----------------------------------------------------------------------------
+    def run(self, feed, fetch_names, return_numpy: bool, return_merged: bool):
+        if not self._initialized:
+            self._initialize()
+        shards = split_feed(feed, len(self.places), tag=f"{self.tag} ")
+        key = (tuple(sorted(shards[0])), tuple(fetch_names))
+        plans = self._plans.get(key)
+        if plans is None:
+            plans = [Plan(self.program, list(shards[0]), fetch_names, self._rngs[i],
+                          comm=self.contexts[i], rank=self.ranks[i])
+                     for i in range(len(self.places))]
+            self._plans[key] = plans
+        xp = self._xp()
+        results = self._run_on_places(
+            lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
+        per_place = [[as_numpy(a) for a in r] for r in results]
+        if not return_numpy:
+            return per_place[0] if len(per_place) == 1 else merge_fetches(per_place, False)
+        return merge_fetches(per_place, return_merged)
+
+    def _run_on_places(self, fn):
+        """fn(place index) on every place; several places run on threads, and one place's
+        failure wakes the others instead of leaving them waiting in a collective."""
+        if len(self.places) == 1:
+            return [fn(0)]
+        results, errors = [None] * len(self.places), [None] * len(self.places)
+
+        def work(i):
+            try:
+                results[i] = fn(i)
+            except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
+                errors[i] = e
+                self._group.abort()
+
+        threads = [threading.Thread(target=work, args=(i,), name=f"spmd-place-{i}")
+                   for i in range(len(self.places))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # the root cause, not the places that were woken by the abort
+        failed = [e for e in errors if e is not None]
+        first = next((e for e in failed if not isinstance(e, CommunicationError)),
+                     failed[0] if failed else None)
+        if first is not None:
+            self._group.reset()
+            raise first
+        return results

@@ -1,0 +1,39 @@
+"""Op definitions: collectives inserted by the data-parallel passes and the nccl2 transpiler.
+
+Each moves arrays between ranks through the communicator the executor hands the kernel
+(attrs["_comm"]); none has a gradient. A collective with several variables is a fused bucket:
+the kernel packs them into one contiguous buffer and issues one call.
+"""
+from __future__ import annotations
+
+from .registry import define_op
+
+
+def _same_as_inputs(ctx):
+    ctx.set_output_like("Out", "X")
+
+
+_RING = {"ring_id": ("int", 0), "use_calc_stream": ("bool", False)}
+
+define_op("c_allreduce_sum", inputs=["X*"], outputs=["Out*"], attrs=_RING, grad=None,
+          collective=True)(_same_as_inputs)
+define_op("c_reduce_sum", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
+          attrs={**_RING, "root_id": ("int", 0)})(_same_as_inputs)
+define_op("c_broadcast", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
+          attrs={**_RING, "root": ("int", 0)})(_same_as_inputs)
+# Waits for every collective this rank has issued so far: placed before the first op that
+# reads a reduced gradient, so communication overlaps the rest of the backward pass.
+define_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
+          grad=None, collective=True)(_same_as_inputs)
+
+
+@define_op("c_comm_init", grad=None, collective=True,
+           attrs={"ring_id": ("int", 0), "nranks": ("int", 1), "rank": ("int", 0),
+                  "endpoints": ("strs", []), "current_endpoint": ("str", "")})
+def _c_comm_init(ctx):
+    """nccl2 mode's communicator init, run by the startup program: checks the endpoints against
+    the MPI world, then makes the communicator (NCCL: the unique id made on rank 0 and broadcast
+    over MPI; CPU: MPI)."""
+    ctx.check(ctx.attr("nranks") >= 1, f"nranks must be >= 1, got {ctx.attr('nranks')}")
+    ctx.check(0 <= ctx.attr("rank") < ctx.attr("nranks"),
+              f"rank {ctx.attr('rank')} is not in [0, nranks={ctx.attr('nranks')})")

@@ -1,0 +1,47 @@
+"""ReduceStrategy.AllReduce: a sum-allreduce of every gradient right after its last producer,
+one per gradient, or with fuse_all_reduce_ops one per bucket of gradients packed contiguously
+(buckets of FLAGS_fuse_parameter_memory_size MB, filled in the order the backward pass finishes
+gradients, one dtype per bucket). A c_sync_comm_stream before the first optimize op waits for
+them, so communication overlaps the rest of the backward pass."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..core.operator import OpRole
+from .common import first_index, last_writer, make_op, place_after
+
+
+def buckets(params_grads, block, bucket_bytes: float) -> list[list[str]]:
+    """Gradient names grouped into buckets of about `bucket_bytes`, in finishing order."""
+    out, current, size, dtype = [], [], 0, None
+    for _, grad in params_grads:
+        var = block.vars[grad]
+        nbytes = int(np.prod(var.shape)) * np.dtype(var.dtype).itemsize
+        if current and (size + nbytes > bucket_bytes or var.dtype != dtype):
+            out.append(current)
+            current, size = [], 0
+        current.append(grad)
+        size += nbytes
+        dtype = var.dtype
+    if current:
+        out.append(current)
+    return out
+
+
+def insert_allreduce(program, params_grads, fuse: bool, bucket_mb: float):
+    block = program.global_block()
+    last = last_writer(block)
+    groups = (buckets(params_grads, block, bucket_mb * 1024 * 1024) if fuse
+              else [[g] for _, g in params_grads])
+    after = defaultdict(list)
+    for group in groups:
+        op = make_op(block, "c_allreduce_sum", {"X": group}, {"Out": group}, {},
+                     OpRole.COMMUNICATE)
+        after[max(last[g] for g in group)].append(op)
+    grads = [g for _, g in params_grads]
+    sync = make_op(block, "c_sync_comm_stream", {"X": grads}, {"Out": grads}, {},
+                   OpRole.COMMUNICATE)
+    after[first_index(block, OpRole.OPTIMIZE) - 1].append(sync)
+    place_after(block, after)

@@ -1,0 +1,57 @@
+"""What the data-parallel passes share: the trained (param, grad) pairs in the order the
+backward pass finishes them, and placing new ops right after a given op."""
+from __future__ import annotations
+
+from ..core.operator import Operator, OpRole
+from ..core.variable import Parameter
+
+
+def trained_params_grads(program) -> list[tuple[Parameter, str]]:
+    """(parameter, gradient name) for every parameter an optimize op updates from its gradient,
+    ordered by when the backward pass writes the gradient for the last time (so buckets fill,
+    and their collectives start, as early as possible)."""
+    block = program.global_block()
+    optimize_reads = {n for op in block.ops if op.role is OpRole.OPTIMIZE
+                      for n in op.input_arg_names}
+    pairs = []
+    for name, grad in program.grad_var_map.items():
+        var = block.vars.get(name)
+        if isinstance(var, Parameter) and var.trainable and grad in optimize_reads:
+            pairs.append((var, grad))
+    last = last_writer(block)
+    return sorted(pairs, key=lambda pg: (last.get(pg[1], -1), pg[0].name))
+
+
+def last_writer(block) -> dict[str, int]:
+    """var name -> index of the last op that writes it."""
+    last = {}
+    for i, op in enumerate(block.ops):
+        for n in op.output_arg_names:
+            last[n] = i
+    return last
+
+
+def first_index(block, role: OpRole) -> int:
+    """Index of the first op with `role`, or len(ops) when there is none."""
+    return next((i for i, op in enumerate(block.ops) if op.role is role), len(block.ops))
+
+
+def make_op(block, type_: str, inputs: dict, outputs: dict, attrs: dict, role: OpRole,
+            owner=None) -> Operator:
+    """A validated op that is not yet placed in block.ops (see place_after)."""
+    op = block.append_op(type_, inputs, outputs, attrs, role=role)
+    block.ops.pop()
+    op.owner = owner
+    return op
+
+
+def place_after(block, after: dict[int, list[Operator]], before_end: list[Operator] = ()):
+    """Rebuild block.ops with after[i] placed right after op i (-1: at the start) and
+    before_end at the end."""
+    ops = list(after.get(-1, []))
+    for i, op in enumerate(block.ops):
+        ops.append(op)
+        ops.extend(after.get(i, []))
+    ops.extend(before_end)
+    block.ops = ops
+    block.program._bump()

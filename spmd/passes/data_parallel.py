@@ -1,0 +1,32 @@
+"""The data-parallel rewrite: BuildStrategy picks and orders the passes; the result is one
+program that every rank compiles identically (collectives in one fixed order)."""
+from __future__ import annotations
+
+from ..core.program import Program
+from .allreduce import insert_allreduce
+from .common import trained_params_grads
+from .reduce_mode import apply_reduce_mode
+from .scale_loss_grad import scale_loss_grad
+from .strategy import BuildStrategy, ReduceStrategy
+
+
+def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: int,
+                        loss_name: str | None, bucket_mb: float) -> tuple[Program, dict]:
+    """Return (data-parallel copy of `program`, parameter -> owner rank (Reduce mode only)).
+
+    `num_devices` counts every place of every process. A program without a loss (a test
+    program) only runs forward on each place's shard: nothing to rewrite."""
+    program = program.clone()
+    owners: dict = {}
+    if loss_name is None:
+        return program, owners
+    scale_loss_grad(program, loss_name, strategy.gradient_scale_strategy, num_devices)
+    params_grads = trained_params_grads(program)
+    if num_devices == 1 or not params_grads:
+        return program, owners
+    if strategy.reduce_strategy == ReduceStrategy.Reduce:
+        owners = apply_reduce_mode(program, params_grads, num_devices,
+                                   strategy.fuse_broadcast_ops)
+    else:
+        insert_allreduce(program, params_grads, strategy.fuse_all_reduce_ops, bucket_mb)
+    return program, owners

@@ -42,11 +42,20 @@ from . import (
     optimizer,
     param_attr,
     regularizer,
+    transpiler,
 )
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
+from .parallel_executor import ParallelExecutor
+from .transpiler import (
+    DistributeTranspiler,
+    DistributeTranspilerConfig,
+    memory_optimize,
+    release_memory,
+)
 
 __all__ = [
-    "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
+    "BuildStrategy", "CPUPlace", "DistributeTranspiler", "DistributeTranspilerConfig",
+    "ParallelExecutor", "memory_optimize", "release_memory", "transpiler", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
     "ExecutionStrategy", "Executor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
     "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places", "data",
     "default_main_program", "default_startup_program", "embedding", "executor", "framework",

@@ -1,0 +1,112 @@
+"""The core invariant: N ranks, each fed its 1/N of the batch, give the parameters of one
+process fed the whole batch; and after every step all ranks hold bitwise the same parameters.
+
+The single-process reference is computed on every rank (no communication), so expected values
+come from the script itself, at any rank count."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from dp_models import batches, build, params, shard
+
+import spmd.fluid as fluid
+from spmd.comm.mpi import MPICommunicator
+from spmd.comm.topology import detect
+from spmd.errors import PreconditionError
+
+pytestmark = pytest.mark.mpi(min_size=1)
+STEPS = 5
+TOLERANCE = {"float64": 1e-10, "float32": 1e-5}
+
+
+def reference(model, opt, dtype, data):
+    main, startup, loss = build(model, opt, dtype)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    for x, y in data:
+        exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
+    return params(scope, main)
+
+
+def digest(values: dict) -> np.ndarray:
+    h = hashlib.sha256()
+    for name in sorted(values):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(values[name]).tobytes())
+    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
+
+
+@pytest.mark.parametrize("places", [1, 2])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("opt", ["sgd", "momentum", "adam"])
+@pytest.mark.parametrize("fuse", [False, True])
+@pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_n_ranks_equal_one_process(model, mode, fuse, opt, dtype, places):
+    t = detect()
+    mpi = MPICommunicator()
+    data = batches(dtype, STEPS)
+    want = reference(model, opt, dtype, data)
+
+    main, startup, loss = build(model, opt, dtype)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    strategy = fluid.BuildStrategy()
+    strategy.reduce_strategy = getattr(fluid.BuildStrategy.ReduceStrategy, mode)
+    strategy.fuse_all_reduce_ops = fuse
+    strategy.fuse_broadcast_ops = fuse
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, build_strategy=strategy, places=[fluid.CPUPlace()] * places)
+    for x, y in data:
+        (losses,) = exe.run(compiled, feed={"x": shard(x, t.rank, t.size),
+                                            "y": shard(y, t.rank, t.size)},
+                            fetch_list=[loss], scope=scope)
+        assert losses.shape == (places,)
+        got = params(scope, main)
+        everyone = mpi.allgather(digest(got))
+        assert (everyone == everyone[0]).all(), "ranks hold different parameters"
+    runner = compiled._runner
+    for i in range(1, places):  # every local place holds the same values as place 0
+        assert (digest(params(runner.scopes[i], main)) == digest(got)).all()
+    for name, value in want.items():  # relative to each tensor's scale
+        tol = TOLERANCE[dtype]
+        np.testing.assert_allclose(got[name], value, rtol=tol,
+                                   atol=tol * float(np.abs(value).max()), err_msg=name)
+
+
+def test_reduce_mode_keeps_optimizer_state_on_owners_only():
+    t = detect()
+    main, startup, loss = build("mlp", "adam", "float64")
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    strategy = fluid.BuildStrategy()
+    strategy.reduce_strategy = fluid.BuildStrategy.ReduceStrategy.Reduce
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                              build_strategy=strategy)
+    x, y = batches("float64", 1)[0]
+    exe.run(compiled, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
+            fetch_list=[loss], scope=scope)
+    owners = compiled._runner.owners
+    state = main.optimizer_state
+    held = {s for s in scope.local_var_names() if any(s in v for v in state.values())}
+    mine = {s for p, names in state.items() for s in names if owners.get(p, 0) == t.rank}
+    assert held == mine
+    total = MPICommunicator().allreduce(np.array([len(held)], dtype=np.int64))[0]
+    assert total == sum(len(v) for v in state.values())  # each state var on exactly one rank
+
+
+def test_different_programs_fail_fast_on_every_rank():
+    t = detect()
+    if t.size == 1:
+        pytest.skip("one rank cannot disagree with itself")
+    main, startup, loss = build("mlp" if t.rank == 0 else "cnn", "sgd", "float64")
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    x, y = batches("float64", 1)[0]
+    with pytest.raises(PreconditionError, match=r"\[rank \d+/\d+\] the ranks compiled different "
+                                                r"programs.*first difference at op #\d+"):
+        exe.run(compiled, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
+                fetch_list=[loss], scope=scope)

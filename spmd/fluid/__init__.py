@@ -54,12 +54,12 @@ from .transpiler import (
 )
 
 __all__ = [
-    "BuildStrategy", "CPUPlace", "DistributeTranspiler", "DistributeTranspilerConfig",
-    "ParallelExecutor", "memory_optimize", "release_memory", "transpiler", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
-    "ExecutionStrategy", "Executor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
-    "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places", "data",
-    "default_main_program", "default_startup_program", "embedding", "executor", "framework",
-    "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda", "layers", "load",
-    "optimizer", "param_attr", "program_guard", "regularizer", "save", "scope_guard",
-    "unique_name",
+    "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
+    "DistributeTranspiler", "DistributeTranspilerConfig", "ExecutionStrategy", "Executor",
+    "ParallelExecutor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
+    "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places",
+    "data", "default_main_program", "default_startup_program", "embedding", "executor",
+    "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",
+    "layers", "load", "memory_optimize", "optimizer", "param_attr", "program_guard",
+    "regularizer", "release_memory", "save", "scope_guard", "transpiler", "unique_name",
 ]

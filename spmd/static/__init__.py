@@ -21,6 +21,7 @@ from ..core import (
 from ..core.variable import Parameter
 from ..executor import Executor
 from ..executor.compiled import CompiledProgram
+from ..executor.parallel_executor import ParallelExecutor
 from ..io import load, load_inference_model, save, save_inference_model
 from ..layers import static_nn as nn
 from ..layers.io import static_data as data
@@ -30,7 +31,8 @@ from ..passes.strategy import BuildStrategy, ExecutionStrategy
 
 __all__ = [
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
-    "ExecutionStrategy", "Executor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
+    "ExecutionStrategy", "Executor", "ParallelExecutor", "ParamAttr", "Parameter", "Program",
+    "Scope", "Variable",
     "append_backward", "cpu_places", "create_global_var", "create_parameter", "cuda_places",
     "data", "default_main_program", "default_startup_program", "global_scope", "gradients",
     "load", "load_inference_model", "nn", "program_guard", "save", "save_inference_model",

@@ -1,7 +1,8 @@
 """The code examples of ../shared/seeds/ (Paddle's own documents), extracted verbatim so tests
 run them with only the import line changed (`import paddle` -> `import spmd as paddle`, `fluid`
 -> `spmd.fluid`). Where no GPU is present, `CUDAPlace(0)` becomes `CPUPlace()` and `use_cuda =
-True` becomes False: the only other substitution."""
+True` becomes False: the only other substitution. Fragments that use names they never define
+(`loss`, `feed_dict`, ...) get those from a preamble the test writes; the fragment is unchanged."""
 from __future__ import annotations
 
 import pathlib
@@ -19,6 +20,7 @@ IMPORTS = [
 CPU_ONLY = [
     (r"paddle\.CUDAPlace\(0\)(?= #)", "paddle.CPUPlace()"),
     (r"^use_cuda = True$", "use_cuda = False"),
+    (r"use_cuda=True", "use_cuda=False"),
 ]
 
 
@@ -39,9 +41,25 @@ def rst_code_blocks(prefix: str) -> list[str]:
     """The `.. code-block:: python` blocks of an rst page, dedented."""
     text = seed_text(prefix)
     blocks = []
-    for m in re.finditer(r"\.\. code-block:: python\n\n((?:[ \t]+.*\n|\n)+)", text):
-        blocks.append(textwrap.dedent(m.group(1)))
+    for m in re.finditer(r"\.\.\s+code-block:: python\n\n((?:[ \t]+.*\n|\n)+)", text):
+        blocks.append(textwrap.dedent(m.group(1).expandtabs(8)))
     return blocks
+
+
+def compiled_program_guide() -> str:
+    """Seed 000's example. Paddle's document rebinds `loss` to the fetched list
+    (`loss = exe.run(...)`) and then uses `loss.name`, which fails in fluid itself; the first
+    result is named `loss_value` here, the one change."""
+    return rst_code_blocks("000")[0].replace("loss = exe.run(fluid.default_main_program(),",
+                                             "loss_value = exe.run(fluid.default_main_program(),")
+
+
+def nccl2_example() -> str:
+    """Seed 004's nccl2-mode fragment. Paddle's document has a typo that is a syntax error,
+    `trainers.split(",)`; it is the one character fixed here."""
+    block = rst_code_blocks("004")[0]
+    fragment = block[block.index("# for nccl2 mode"):]
+    return fragment.replace('trainers.split(",)', 'trainers.split(",")')
 
 
 def port(code: str, cuda: bool) -> str:

@@ -51,6 +51,11 @@ class Flags:
     malloc_tune: bool
     """SPMD_MALLOC_TUNE: raise glibc's mmap/trim thresholds so step temporaries are reused
     (default on; 0 turns it off). See spmd/executor/allocator.py."""
+    status_file: str | None = None
+    """SPMD_STATUS_FILE: where a worker started by paddle-launch records its life (start, the
+    collective it waits in, its error, how it ended) for the launcher; see spmd/run.py."""
+    worker_log: str | None = None
+    """SPMD_WORKER_LOG: the file a worker started by paddle-launch writes its output to."""
 
 
 def flags(env=None) -> Flags:
@@ -62,4 +67,6 @@ def flags(env=None) -> Flags:
         selected_gpus=env.get("FLAGS_selected_gpus") or None,
         collective_timeout_s=_read_float(env, "SPMD_COLLECTIVE_TIMEOUT", 1800.0),
         malloc_tune=_read_int(env, "SPMD_MALLOC_TUNE", 1, minimum=0) != 0,
+        status_file=env.get("SPMD_STATUS_FILE") or None,
+        worker_log=env.get("SPMD_WORKER_LOG") or None,
     )

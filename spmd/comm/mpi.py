@@ -86,6 +86,9 @@ class MPICommunicator(Communicator):
             return
         deadline = time.monotonic() + self.timeout_s
         spin_until = time.monotonic() + 0.002  # short collectives finish within a spin
+        # A wait this long goes into paddle-launch's status file (SPMD_STATUS_FILE), so a
+        # failure report can say which op each rank was waiting in; shorter ones cost nothing.
+        note_at, status_file = time.monotonic() + 0.1, None
         while not req.Test():
             now = time.monotonic()
             if now > deadline:
@@ -93,8 +96,17 @@ class MPICommunicator(Communicator):
                     f"{self.describe()} {op} did not complete within {self.timeout_s:g} s: "
                     f"another rank never reached it (crashed, hung, or runs a different "
                     f"program); raise SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower")
+            if status_file is None and now > note_at:
+                from ..flags import flags
+                from ..run import append_event
+
+                status_file = flags().status_file or ""
+                if status_file:
+                    append_event(status_file, "wait", op)
             if now > spin_until:
                 time.sleep(0.0002)
+        if status_file:
+            append_event(status_file, "done", op)
 
     def iallreduce(self, array) -> Request:
         _check_contiguous(array, "allreduce")
@@ -138,6 +150,31 @@ class MPICommunicator(Communicator):
 
     def barrier(self):
         self._wait(self.comm.Ibarrier(), "barrier")
+
+    def untimed(self, op: str):
+        """MPICH's blocking collectives pick faster algorithms than their non-blocking forms
+        (measured: Iallreduce about 20% slower on 2.7 MB); no timeout of their own."""
+        MPI = self._MPI
+
+        def allreduce(array):
+            _check_contiguous(array, "allreduce")
+            self.comm.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
+            return array
+
+        def reduce(array, root):
+            _check_contiguous(array, "reduce")
+            if self.rank == root:
+                self.comm.Reduce(MPI.IN_PLACE, array, op=MPI.SUM, root=root)
+            else:
+                self.comm.Reduce(array, None, op=MPI.SUM, root=root)
+            return array
+
+        def broadcast(array, root):
+            _check_contiguous(array, "broadcast")
+            self.comm.Bcast(array, root=root)
+            return array
+
+        return {"allreduce": allreduce, "reduce": reduce, "broadcast": broadcast}[op]
 
     def bcast_bytes(self, data: bytes | None, root: int = 0) -> bytes:
         """Broadcast raw bytes (length first, then the buffer): no pickle."""

@@ -2,17 +2,89 @@
 that runs its collectives so communication overlaps the rest of the backward pass.
 
 All collectives of a context run on one thread in the order the program issues them, which is
-the same on every rank, so ranks never disagree about which collective comes next. A kernel
-returns at once; `wait_all` (the c_sync_comm_stream op, and the end of every run) waits for them
-and re-raises the first failure, a CommunicationError naming the rank and the op.
+the same on every rank, so ranks never disagree about which collective comes next. That thread
+uses the communicator's fastest blocking calls; a kernel returns at once, and `wait_all` (the
+c_sync_comm_stream op, and the end of every run) waits with the collective timeout and raises a
+CommunicationError naming the rank and the op when one does not complete in time.
+
+A collective with nothing to overlap (the passes mark it `use_calc_stream`: no compute op lies
+between it and its wait) runs inline on the calling thread instead, after the ones before it,
+sparing two thread hand-offs. A watchdog ends the job if an inline collective outlives the
+timeout, printing the rank and the op: a blocking MPI call cannot be interrupted any other way.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import queue
+import sys
 import threading
+import time
 
 from ..comm.base import Communicator, SelfCommunicator
 from ..errors import CommunicationError, InvalidArgumentError
+from ..flags import flags
+
+
+class _Worker:
+    """One daemon thread running submitted calls in order. A daemon, so a collective stuck past
+    its timeout (the job is being torn down) never keeps the interpreter from exiting."""
+
+    def __init__(self, name: str):
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn, *args) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _loop(self):
+        while True:
+            future, fn, args = self._queue.get()
+            if fn is None:
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the waiter
+                future.set_exception(e)
+
+    def stop(self):
+        self._queue.put((None, None, None))
+
+
+class _Watchdog:
+    """Ends the job when an inline collective runs past the timeout (see module doc)."""
+
+    def __init__(self, describe):
+        self._describe = describe
+        self.op: str | None = None
+        self.deadline = 0.0
+        threading.Thread(target=self._loop, name="spmd-comm-watchdog", daemon=True).start()
+
+    def _loop(self):
+        while True:
+            time.sleep(1.0)
+            op, deadline = self.op, self.deadline
+            if op is not None and time.monotonic() > deadline:
+                sys.stderr.write(
+                    f"{self._describe()} {op} did not complete within "
+                    f"{flags().collective_timeout_s:g} s: another rank never reached it "
+                    f"(crashed, hung, or runs a different program); ending the job. Raise "
+                    f"SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower.\n")
+                sys.stderr.flush()
+                _abort_job()
+
+
+def _abort_job():
+    try:
+        if "mpi4py.MPI" in sys.modules:
+            from mpi4py import MPI
+
+            MPI.COMM_WORLD.Abort(1)
+    finally:
+        os._exit(1)
 
 
 class CommContext:
@@ -23,9 +95,10 @@ class CommContext:
         self._comm: Communicator | None = None
         self._overlap = overlap
         self._name = name
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: list[concurrent.futures.Future] = []
+        self._worker: _Worker | None = None
+        self._pending: list[tuple[concurrent.futures.Future, str]] = []
         self._lock = threading.RLock()
+        self._watchdog: _Watchdog | None = None
 
     @property
     def comm(self) -> Communicator:
@@ -58,32 +131,54 @@ class CommContext:
                 f"{tag} current_endpoint {current_endpoint} is not entry {rank} of the trainer "
                 f"endpoints {endpoints}")
 
-    def _run(self, fn, *args):
-        if not self._overlap or isinstance(self.comm, SelfCommunicator):
-            fn(*args)
+    def _run(self, op: str, *args, inline: bool = False):
+        comm = self.comm
+        if not self._overlap or isinstance(comm, SelfCommunicator):
+            getattr(comm, op)(*args)  # timed by the communicator itself
             return
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=self._name)
+        if inline:
+            self.wait_all()  # the ones issued before go first, as on every rank
+            if self._watchdog is None:
+                self._watchdog = _Watchdog(comm.describe)
+            self._watchdog.deadline = time.monotonic() + flags().collective_timeout_s
+            self._watchdog.op = op
+            try:
+                comm.untimed(op)(*args)
+            finally:
+                self._watchdog.op = None
+            return
         with self._lock:
-            self._pending.append(self._pool.submit(fn, *args))
+            if self._worker is None:
+                self._worker = _Worker(self._name)
+            self._pending.append((self._worker.submit(comm.untimed(op), *args), op))
 
-    def allreduce(self, buf):
-        self._run(self.comm.allreduce, buf)
+    def allreduce(self, buf, inline: bool = False):
+        self._run("allreduce", buf, inline=inline)
 
-    def reduce(self, buf, root: int):
-        self._run(self.comm.reduce, buf, root)
+    def reduce(self, buf, root: int, inline: bool = False):
+        self._run("reduce", buf, root, inline=inline)
 
-    def broadcast(self, buf, root: int):
-        self._run(self.comm.broadcast, buf, root)
+    def broadcast(self, buf, root: int, inline: bool = False):
+        self._run("broadcast", buf, root, inline=inline)
 
     def wait_all(self):
-        """Wait for every collective issued so far; re-raise the first failure."""
+        """Wait for every collective issued so far, at most the collective timeout; re-raise the
+        first failure."""
         with self._lock:
             pending, self._pending = self._pending, []
+        if not pending:
+            return
+        timeout = flags().collective_timeout_s
+        deadline = time.monotonic() + timeout
         error = None
-        for future in pending:
+        for future, op in pending:
             try:
-                future.result()
+                future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except concurrent.futures.TimeoutError:
+                raise CommunicationError(
+                    f"{self.comm.describe()} {op} did not complete within {timeout:g} s: another "
+                    f"rank never reached it (crashed, hung, or runs a different program); raise "
+                    f"SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower") from None
             except Exception as e:  # noqa: BLE001 - keep waiting for the rest, then raise
                 error = error or e
         if error is not None:
@@ -93,9 +188,9 @@ class CommContext:
                 f"{self.comm.describe()} collective failed: {error}") from error
 
     def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
 
 
 _world_contexts: dict = {}

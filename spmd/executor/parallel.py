@@ -15,7 +15,7 @@ import numpy as np
 from ..comm.base import SelfCommunicator
 from ..comm.local import HierarchicalCommunicator, LocalGroup
 from ..comm.topology import detect
-from ..core.scope import Scope
+from ..core.scope import Scope, host_array
 from ..errors import CommunicationError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..passes.broadcast_params import broadcast_program
@@ -23,7 +23,7 @@ from ..passes.data_parallel import build_data_parallel
 from .comm_context import CommContext, world_context
 from .feed import merge_fetches, split_feed
 from .fingerprint import check_same_program
-from .plan import Plan, as_numpy
+from .plan import Plan
 
 
 class DataParallelRunner:
@@ -130,7 +130,8 @@ class DataParallelRunner:
         xp = self._xp()
         results = self._run_on_places(
             lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
-        per_place = [[as_numpy(a) for a in r] for r in results]
+        # copies: a fetched gradient may be a view of a bucket the next step reuses
+        per_place = [[host_array(a, copy=True) for a in r] for r in results]
         if not return_numpy:
             return per_place[0] if len(per_place) == 1 else merge_fetches(per_place, False)
         return merge_fetches(per_place, return_merged)

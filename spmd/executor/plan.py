@@ -12,6 +12,7 @@ from ..core.variable import Parameter, Variable
 from ..errors import CommunicationError, ExecutionError, FeedError, PreconditionError
 from ..kernels.registry import get_kernel
 from ..ops.registry import get_op_def
+from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
 
 
@@ -89,6 +90,8 @@ class Plan:
                                    _bindings(op.outputs, opdef.output_slots), attrs,
                                    frozenset(op.outputs), tuple(frees_at.get(k, ())),
                                    (i, op)))
+        if self.has_collectives:
+            attach_buckets(self.steps, block)
 
     def run(self, scope, feed: dict, xp, place):
         block = self.block

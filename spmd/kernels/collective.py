@@ -34,11 +34,22 @@ def _check_one_dtype(arrays, op):
         raise TypeError(f"{op}: a fused bucket must hold one dtype, got {sorted(map(str, dtypes))}")
 
 
+def _fill_bucket(xp, bucket, arrays):
+    """The plan's persistent bucket, holding `arrays`: those their producer already wrote into
+    their slot are not copied again."""
+    buf, views = bucket.get(xp)
+    for a, view in zip(arrays, views):
+        if a is not view:
+            view[...] = a
+    return buf, views
+
+
 @kernel("c_allreduce_sum")
 def c_allreduce_sum(xp, ins, attrs, want):
     _check_one_dtype(ins["X"], "c_allreduce_sum")
-    buf, views = _pack(xp, ins["X"])
-    attrs["_comm"].allreduce(buf)
+    bucket = attrs.get("_bucket")
+    buf, views = _fill_bucket(xp, bucket, ins["X"]) if bucket else _pack(xp, ins["X"])
+    attrs["_comm"].allreduce(buf, inline=attrs["use_calc_stream"])
     return {"Out": views}
 
 
@@ -46,7 +57,7 @@ def c_allreduce_sum(xp, ins, attrs, want):
 def c_reduce_sum(xp, ins, attrs, want):
     _check_one_dtype(ins["X"], "c_reduce_sum")
     buf, views = _pack(xp, ins["X"])
-    attrs["_comm"].reduce(buf, attrs["root_id"])
+    attrs["_comm"].reduce(buf, attrs["root_id"], inline=attrs["use_calc_stream"])
     return {"Out": views}
 
 
@@ -54,7 +65,7 @@ def c_reduce_sum(xp, ins, attrs, want):
 def c_broadcast(xp, ins, attrs, want):
     _check_one_dtype(ins["X"], "c_broadcast")
     buf, views = _pack(xp, ins["X"])
-    attrs["_comm"].broadcast(buf, attrs["root"])
+    attrs["_comm"].broadcast(buf, attrs["root"], inline=attrs["use_calc_stream"])
     return {"Out": views}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InvalidArgumentError
-from .registry import kernel
+from .registry import kernel, out_buffer
 
 # -- sum, scale, mul ---------------------------------------------------------------------------
 
@@ -64,7 +64,12 @@ def mul_grad(xp, ins, attrs, want):
     if "X@GRAD" in want:
         res["X@GRAD"] = (d2 @ y2.T).reshape(x.shape)
     if "Y@GRAD" in want:
-        res["Y@GRAD"] = (x2.T @ d2).reshape(y.shape)
+        out = out_buffer(xp, attrs, "Y@GRAD")
+        if out is not None:  # straight into its slot of a gradient bucket
+            xp.matmul(x2.T, d2, out=out.reshape(y2.shape))
+            res["Y@GRAD"] = out
+        else:
+            res["Y@GRAD"] = (x2.T @ d2).reshape(y.shape)
     return res
 
 

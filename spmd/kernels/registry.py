@@ -16,6 +16,18 @@ from ..errors import NotFoundError
 KERNELS: dict[str, Callable] = {}
 
 
+def out_buffer(xp, attrs, slot: str):
+    """The preallocated array the plan wants output `slot` written into, or None.
+
+    The plan offers one for a gradient that a fused collective will reduce: writing it in place
+    saves packing it into the bucket (spmd/executor/buckets.py). A kernel that uses it returns
+    that very array as the output."""
+    target = attrs.get("_out")
+    if target is None or slot not in target:
+        return None
+    return target[slot](xp)
+
+
 def kernel(*types: str):
     """Register the decorated function as the kernel of each op type in `types`."""
 

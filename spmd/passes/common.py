@@ -45,6 +45,20 @@ def make_op(block, type_: str, inputs: dict, outputs: dict, attrs: dict, role: O
     return op
 
 
+def mark_inline_collectives(block):
+    """Set use_calc_stream on every collective with no compute op between it and the next
+    c_sync_comm_stream (or the end of the program): nothing could overlap it, so it runs
+    inline rather than on the communication thread."""
+    inline = True  # walking backwards: no compute op seen since the last sync / the end
+    for op in reversed(block.ops):
+        if op.type == "c_sync_comm_stream":
+            inline = True
+        elif op.role is OpRole.COMMUNICATE and "use_calc_stream" in op.attrs:
+            op.attrs["use_calc_stream"] = inline
+        else:
+            inline = False
+
+
 def place_after(block, after: dict[int, list[Operator]], before_end: list[Operator] = ()):
     """Rebuild block.ops with after[i] placed right after op i (-1: at the start) and
     before_end at the end."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.program import Program
 from .allreduce import insert_allreduce
-from .common import trained_params_grads
+from .common import mark_inline_collectives, trained_params_grads
 from .reduce_mode import apply_reduce_mode
 from .scale_loss_grad import scale_loss_grad
 from .strategy import BuildStrategy, ReduceStrategy
@@ -29,4 +29,5 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
                                    strategy.fuse_broadcast_ops)
     else:
         insert_allreduce(program, params_grads, strategy.fuse_all_reduce_ops, bucket_mb)
+    mark_inline_collectives(program.global_block())
     return program, owners

@@ -1,0 +1,315 @@
+"""`python -m spmd.run script.py [args...]`: run a user script so that one crash ends every rank.
+
+As with `python -m mpi4py script.py`, an uncaught exception (or a non-zero `sys.exit`) on any
+rank prints its traceback and aborts the whole MPI job, instead of leaving the other ranks
+waiting in a collective forever::
+
+    mpiexec -n 4 python -m spmd.run train.py --epochs 3
+    python -m spmd.run -m mypackage.train           # a module instead of a file
+
+Started by paddle-launch (which sets SPMD_STATUS_FILE and SPMD_WORKER_LOG), a worker also
+
+- writes its stdout and stderr to its log, SPMD_WORKER_LOG;
+- runs under a small supervisor, a fork made before MPI starts, that records how the worker
+  ended (exit code, or the signal that killed it: only a parent can see a SIGKILL);
+- records its life in the status file, one event a line (see `append_event`), which the
+  launcher reads while the job runs;
+- dumps its Python stack to `stack_path(status file)` on `STACK_SIGNAL`, which the launcher
+  sends to the ranks still running before it stops a failed job;
+- leaves stopping the other ranks to the launcher, so it can ask them where they were first.
+
+This module imports nothing from spmd but spmd.flags: paddle-launch reads the status files with
+`read_status` and must not pay for the engine.
+"""
+from __future__ import annotations
+
+import faulthandler
+import os
+import runpy
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+STACK_SIGNAL = signal.SIGUSR2
+"""The signal on which a worker started by paddle-launch dumps its Python stack. Not SIGUSR1:
+MPICH's Hydra sends that to the surviving ranks when one fails."""
+
+_USAGE = "usage: python -m spmd.run [-m module | script.py] [args...]"
+_stack_file = None  # kept open: faulthandler writes to it from its signal handler
+
+
+def stack_path(status_file: str) -> str:
+    """Where the worker with this status file dumps its stack on STACK_SIGNAL."""
+    return status_file + ".stack"
+
+
+def append_event(path: str, event: str, detail: str = "") -> None:
+    """Append `<unix time> <event> <detail>` to a status file.
+
+    One write on an O_APPEND descriptor, so lines from the supervisor, the worker and its
+    threads never interleave. Events: `start pid=P supervisor=S host=H`, `wait <op>` and
+    `done <op>` (a collective waited in; spmd.comm.mpi), `error <Type: message>`,
+    `ended code=N` or `ended signal=N` (written by the supervisor).
+    """
+    line = f"{time.time():.6f} {event} {detail}".rstrip().replace("\n", " ") + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class WorkerStatus:
+    """What a status file says about one worker; fields are None until their event is seen."""
+
+    pid: int | None = None
+    supervisor_pid: int | None = None
+    host: str | None = None
+    started: float | None = None
+    waiting: list = field(default_factory=list)
+    """(op, since) of each collective entered and not left, oldest first."""
+    error: str | None = None
+    error_time: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    ended: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Ended with a non-zero exit code or by a signal."""
+        return self.signal is not None or (self.exit_code is not None and self.exit_code != 0)
+
+    @property
+    def failed_at(self) -> float | None:
+        """When it failed: its error if it recorded one, else the supervisor's record."""
+        if not self.failed:
+            return None
+        return self.error_time if self.error_time is not None else self.ended
+
+
+def read_status(path: str) -> WorkerStatus:
+    """Parse a status file (missing file: an empty status)."""
+    status = WorkerStatus()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return status
+    for line in lines:
+        parts = line.split(" ", 2)
+        if len(parts) < 2:
+            continue  # a line being written
+        try:
+            when = float(parts[0])
+        except ValueError:
+            continue
+        event, detail = parts[1], parts[2] if len(parts) > 2 else ""
+        _apply(status, when, event, detail)
+    return status
+
+
+def _apply(status: WorkerStatus, when: float, event: str, detail: str) -> None:
+    if event == "start":
+        values = dict(kv.split("=", 1) for kv in detail.split() if "=" in kv)
+        status.pid = int(values.get("pid", 0)) or None
+        status.supervisor_pid = int(values.get("supervisor", 0)) or None
+        status.host, status.started = values.get("host"), when
+    elif event == "wait":
+        status.waiting.append((detail, when))
+    elif event == "done":
+        for i, (op, _) in enumerate(status.waiting):
+            if op == detail:
+                del status.waiting[i]
+                break
+    elif event == "error" and status.error is None:
+        status.error, status.error_time = detail, when
+    elif event == "ended":
+        key, _, value = detail.partition("=")
+        if key == "signal":
+            status.signal = int(value)
+        else:
+            status.exit_code = int(value)
+        status.ended = when
+
+
+def _parse(argv: list[str]) -> tuple[str, str, list[str]]:
+    """('path' | 'module', target, sys.argv for the script); bad usage exits 2."""
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_USAGE, file=sys.stderr if not argv else sys.stdout)
+        raise SystemExit(2 if not argv else 0)
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            print(f"spmd.run: error: -m needs a module name; {_USAGE}", file=sys.stderr)
+            raise SystemExit(2)
+        return "module", argv[1], [argv[1], *argv[2:]]
+    if argv[0].startswith("-"):
+        print(f"spmd.run: error: unknown option {argv[0]}; {_USAGE}", file=sys.stderr)
+        raise SystemExit(2)
+    if not os.path.isfile(argv[0]):
+        print(f"spmd.run: error: script {argv[0]!r} not found (working directory "
+              f"{os.getcwd()}); pass the path of a Python file", file=sys.stderr)
+        raise SystemExit(2)
+    return "path", argv[0], list(argv)
+
+
+def _redirect_output(path: str) -> None:
+    """Send fds 1 and 2 to the worker's log; a file, not a pipe, keeps every line even when
+    the process is killed."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout.reconfigure(line_buffering=True)
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the supervisor dies, so killing it never orphans the worker."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _supervise(status_file: str) -> None:
+    """Fork; the child returns and becomes the worker, the parent waits for it, records how it
+    ended and exits the same way, so the process manager sees the worker's own status."""
+    parent = os.getpid()
+    child = os.fork()
+    if child == 0:
+        _die_with_parent()
+        if os.getppid() != parent:  # the supervisor died before PDEATHSIG was armed
+            os._exit(1)
+        return
+
+    def forward(signum, frame):
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STACK_SIGNAL):
+        signal.signal(sig, forward)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # see _prepare_worker
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        append_event(status_file, "ended", f"signal={sig}")
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL and SIGSTOP cannot be caught, so they are already default
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    code = os.WEXITSTATUS(status)
+    append_event(status_file, "ended", f"code={code}")
+    os._exit(code)
+
+
+def _prepare_worker(status_file: str) -> None:
+    global _stack_file
+    # Hydra tells the surviving ranks of a failure with SIGUSR1 when the launcher has it leave
+    # the job alone (-disable-auto-cleanup); SIGUSR1's default would kill them before the
+    # launcher asks where they were. The launcher stops them.
+    if signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    # A crash in C code (SIGSEGV, SIGABRT) leaves its Python traceback in the worker's log.
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    _stack_file = open(stack_path(status_file), "w")  # noqa: SIM115 - must outlive this call
+    faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True, chain=False)
+    # Announced only now: the launcher sends STACK_SIGNAL to the pids it reads here, and before
+    # the handler is in place that signal would kill the worker.
+    append_event(status_file, "start",
+                 f"pid={os.getpid()} supervisor={os.getppid()} host={socket.gethostname()}")
+
+
+def _abort_mpi(code: int) -> None:
+    """Abort the MPI job when this script used MPI with other ranks (as mpi4py's run does)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return
+    try:
+        if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
+            mpi.COMM_WORLD.Abort(code)
+    except Exception:  # noqa: BLE001 - already failing; never mask the original error
+        pass
+
+
+def _fail(code: int, summary: str, status_file: str | None) -> None:
+    """End this rank after an error, making sure every other rank ends too."""
+    if status_file:
+        append_event(status_file, "error", summary)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not status_file:
+        _abort_mpi(code)
+    # No MPI_Finalize: it would wait for ranks that may be stuck in a collective. Under the
+    # launcher, the launcher stops them (after asking where they were); otherwise Abort did.
+    os._exit(code)
+
+
+def _exit_code(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)  # sys.exit("message"): Python prints it and exits 1
+    return 1
+
+
+def _print_user_traceback(error: BaseException) -> None:
+    """The traceback as `python script.py` would print it: without this module's and runpy's
+    frames above the script's."""
+    tb = error.__traceback__
+    while tb is not None and (tb.tb_frame.f_code.co_filename in (__file__, "<frozen runpy>")
+                              or "runpy" in os.path.basename(tb.tb_frame.f_code.co_filename)):
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb or error.__traceback__)
+
+
+def run(kind: str, target: str, argv: list[str], status_file: str | None = None) -> None:
+    """Run a script (kind 'path') or module (kind 'module') as __main__ with `argv`; on an
+    error, print the traceback and end the job as the module docstring says."""
+    sys.argv = argv
+    try:
+        if kind == "path":
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+            runpy.run_path(target, run_name="__main__")
+        else:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        code = _exit_code(e.code)
+        if code != 0:
+            _fail(code, f"SystemExit: exit code {code}", status_file)
+    except BaseException as e:  # noqa: BLE001 - any error of the script ends the job
+        _print_user_traceback(e)
+        message = str(e).strip().splitlines()
+        _fail(1, type(e).__name__ + (f": {message[0]}" if message else ""), status_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of `python -m spmd.run`."""
+    kind, target, script_argv = _parse(sys.argv[1:] if argv is None else argv)
+    from .flags import flags
+
+    settings = flags()
+    if settings.worker_log:
+        _redirect_output(settings.worker_log)
+    if settings.status_file:
+        _supervise(settings.status_file)  # returns in the worker only
+        _prepare_worker(settings.status_file)
+    run(kind, target, script_argv, settings.status_file)
+
+
+if __name__ == "__main__":
+    main()

@@ -38,6 +38,14 @@ def _read_float(env, name: str, default: float) -> float:
         ) from None
 
 
+def _read_choice(env, name: str, default: str, choices: tuple) -> str:
+    raw = (env.get(name) or default).strip().lower()
+    if raw not in choices:
+        raise InvalidArgumentError(
+            f"environment variable {name}={raw!r}: expected one of {list(choices)}")
+    return raw
+
+
 @dataclass(frozen=True)
 class Flags:
     cpu_num: int
@@ -48,6 +56,9 @@ class Flags:
     """FLAGS_selected_gpus: comma-separated GPU ids this process may use."""
     collective_timeout_s: float
     """SPMD_COLLECTIVE_TIMEOUT: seconds a collective may wait before the job is failed."""
+    gpu_comm: str
+    """SPMD_GPU_COMM: "nccl" (default; one rank per GPU) or "mpi" (GPU arrays staged through
+    host memory; chosen anyway when more ranks than GPUs share a node)."""
     malloc_tune: bool
     """SPMD_MALLOC_TUNE: raise glibc's mmap/trim thresholds so step temporaries are reused
     (default on; 0 turns it off). See spmd/executor/allocator.py."""
@@ -66,6 +77,7 @@ def flags(env=None) -> Flags:
         fuse_parameter_memory_size_mb=_read_float(env, "FLAGS_fuse_parameter_memory_size", 32.0),
         selected_gpus=env.get("FLAGS_selected_gpus") or None,
         collective_timeout_s=_read_float(env, "SPMD_COLLECTIVE_TIMEOUT", 1800.0),
+        gpu_comm=_read_choice(env, "SPMD_GPU_COMM", "nccl", ("nccl", "mpi")),
         malloc_tune=_read_int(env, "SPMD_MALLOC_TUNE", 1, minimum=0) != 0,
         status_file=env.get("SPMD_STATUS_FILE") or None,
         worker_log=env.get("SPMD_WORKER_LOG") or None,

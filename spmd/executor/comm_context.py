@@ -216,8 +216,22 @@ def _make_world_comm(place) -> Communicator:
     from ..comm.mpi import MPICommunicator
 
     mpi = MPICommunicator()
-    if place.is_gpu:
-        from ..comm.nccl import NCCLCommunicator
+    if not place.is_gpu:
+        return mpi
+    if _gpus_shared(topology):
+        from ..comm.staged import HostStagedCommunicator
 
-        return NCCLCommunicator(place.device_id, mpi)
-    return mpi
+        return HostStagedCommunicator(mpi)
+    from ..comm.nccl import NCCLCommunicator
+
+    return NCCLCommunicator(place.device_id, mpi)
+
+
+def _gpus_shared(topology) -> bool:
+    """NCCL needs one rank per GPU: with more ranks on this node than GPUs (or
+    SPMD_GPU_COMM=mpi), GPU arrays go through MPI, staged in host memory."""
+    if flags().gpu_comm == "mpi":
+        return True
+    import cupy
+
+    return topology.local_size > cupy.cuda.runtime.getDeviceCount()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+collect_ignore = ["mpi"]  # run only inside test_gpu_data_parallel.py's mpiexec launches
+
 
 def _cuda_unavailable_reason() -> str | None:
     try:

@@ -84,6 +84,10 @@ class CompiledProgram:
 
             share = None
             if self._share_vars_from is not None:
+                if not self._share_vars_from._data_parallel:
+                    raise InvalidArgumentError(
+                        "share_vars_from names a CompiledProgram that is not data parallel: "
+                        "call with_data_parallel on it too")
                 share = self._share_vars_from._runner
                 if share is None:
                     raise PreconditionError(

@@ -23,6 +23,15 @@ def _fetch_name(item) -> str:
     )
 
 
+def _feed_by_name(feed):
+    """Feed keys may be Variables or names; a list feed holds one dict per place."""
+    if isinstance(feed, dict):
+        return {(k.name if isinstance(k, Variable) else k): v for k, v in feed.items()}
+    if isinstance(feed, (list, tuple)):
+        return [_feed_by_name(f) if isinstance(f, dict) else f for f in feed]
+    return feed
+
+
 class FetchedTensor:
     """What `run(..., return_numpy=False)` returns per fetch: `numpy.array(t)` reads it."""
 
@@ -88,9 +97,7 @@ class Executor:
             raise PreconditionError("this Executor was closed; create a new one")
         program = default_main_program() if program is None else program
         scope = global_scope() if scope is None else scope
-        feed = {} if feed is None else feed
-        if isinstance(feed, (list, tuple)):
-            feed = feed[0] if len(feed) == 1 else feed
+        feed = _feed_by_name({} if feed is None else feed)
         fetch_list = [] if fetch_list is None else fetch_list
         if not isinstance(fetch_list, (list, tuple)):
             fetch_list = [fetch_list]
@@ -102,13 +109,14 @@ class Executor:
             raise InvalidArgumentError(
                 f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
             )
+        if isinstance(feed, list) and len(feed) == 1:
+            feed = feed[0]  # fluid accepts a one-place list for a plain program
         if not isinstance(feed, dict):
             raise InvalidArgumentError(
                 f"feed must be a dict name -> array, got {type(feed).__name__}")
         return self._run_program(program, feed, fetch_names, scope, return_numpy)
 
     def _run_program(self, program, feed, fetch_names, scope, return_numpy):
-        feed = {(k.name if isinstance(k, Variable) else k): v for k, v in feed.items()}
         plan = self._plan(program, list(feed), fetch_names)
         results = plan.run(scope, feed, array_module(self.place), self.place)
         if return_numpy:

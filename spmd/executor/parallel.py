@@ -43,6 +43,11 @@ class DataParallelRunner:
             flags().fuse_parameter_memory_size_mb)
         self.ranks = [self.topology.rank * nplaces + i for i in range(nplaces)]
         if share_from is not None:
+            if len(share_from.places) != nplaces:
+                raise InvalidArgumentError(
+                    f"{self.tag} share_vars_from: the program it names runs on "
+                    f"{len(share_from.places)} place(s) but this one on {nplaces}; give both "
+                    f"with_data_parallel calls the same places")
             self.scopes, self.contexts = share_from.scopes, share_from.contexts
             self._group = share_from._group
         else:

@@ -67,14 +67,18 @@ def _assign_optimize_ops(program, params_grads, owners, after):
         deps[g] = deps[p.name] = mine
         for state in program.optimizer_state.get(p.name, []):
             deps[state] = mine
+    owned_outputs: set[str] = set()  # values only their owner computes (zeros elsewhere)
     for i, op in enumerate(block.ops):
         if op.role is not OpRole.OPTIMIZE:
             continue
         d = frozenset().union(*(deps.get(n, frozenset()) for n in op.input_arg_names))
         if len(d) == 1:
             op.owner = owners[next(iter(d))]
+            owned_outputs.update(op.output_arg_names)
         elif len(d) > 1:
-            if op.type != "sum":
+            # a sum of terms each computed on its owner only adds up to the whole once
+            # allreduced; any other input (a raw gradient, the same on no two ranks) would not
+            if op.type != "sum" or not set(op.input("X")) <= owned_outputs:
                 raise InvalidArgumentError(
                     f"Reduce mode cannot split op #{i} '{op.type}' across owners: it mixes the "
                     f"gradients of {sorted(d)[:4]}{'...' if len(d) > 4 else ''}; only a sum of "

@@ -167,10 +167,10 @@ def measure_rank(rounds, steps):
         main, startup, loss = build("adam")
         scope = fluid.Scope()
         exe.run(startup, scope=scope)
-        exe.run(compiled(main, loss, reduce=mode == "Reduce"), feed=feed, fetch_list=[loss],
-                scope=scope)
-        held = [s for names_ in main.optimizer_state.values() for s in names_
-                if scope.find_var(s) is not None]
+        prog = compiled(main, loss, reduce=mode == "Reduce")
+        exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+        state = prog._runner.program.optimizer_state  # Reduce mode: chunk state included
+        held = [s for names_ in state.values() for s in names_ if scope.find_var(s) is not None]
         state_bytes[mode] = int(sum(np.array(scope.find_var(s).get_tensor()).nbytes
                                     for s in held))
     per_rank_reduce = comm.gather(state_bytes["Reduce"], root=0)  # a few ints, setup only

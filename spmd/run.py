@@ -46,15 +46,16 @@ def stack_path(status_file: str) -> str:
     return status_file + ".stack"
 
 
-def append_event(path: str, event: str, detail: str = "") -> None:
-    """Append `<unix time> <event> <detail>` to a status file.
+def append_event(path: str, event: str, detail: str = "", when: float | None = None) -> None:
+    """Append `<unix time> <event> <detail>` to a status file (time: `when`, default now).
 
     One write on an O_APPEND descriptor, so lines from the supervisor, the worker and its
     threads never interleave. Events: `start pid=P supervisor=S host=H`, `wait <op>` and
     `done <op>` (a collective waited in; spmd.comm.mpi), `error <Type: message>`,
     `ended code=N` or `ended signal=N` (written by the supervisor).
     """
-    line = f"{time.time():.6f} {event} {detail}".rstrip().replace("\n", " ") + "\n"
+    when = time.time() if when is None else when
+    line = f"{when:.6f} {event} {detail}".rstrip().replace("\n", " ") + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode("utf-8", "replace"))
@@ -183,7 +184,10 @@ def _die_with_parent() -> None:
 
 def _supervise(status_file: str) -> None:
     """Fork; the child returns and becomes the worker, the parent waits for it, records how it
-    ended and exits the same way, so the process manager sees the worker's own status."""
+    ended and exits with its code, or 128 + the signal that killed it (as a shell reports it).
+
+    Not by the same signal: Hydra kills every rank at once when one dies of a signal, even when
+    told to leave cleanup to the launcher, which wants to ask them where they were first."""
     parent = os.getpid()
     child = os.fork()
     if child == 0:
@@ -205,11 +209,6 @@ def _supervise(status_file: str) -> None:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         append_event(status_file, "ended", f"signal={sig}")
-        try:
-            signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass  # SIGKILL and SIGSTOP cannot be caught, so they are already default
-        os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     code = os.WEXITSTATUS(status)
     append_event(status_file, "ended", f"code={code}")

@@ -101,8 +101,9 @@ class MPICommunicator(Communicator):
                 from ..run import append_event
 
                 status_file = flags().status_file or ""
-                if status_file:
-                    append_event(status_file, "wait", op)
+                if status_file:  # stamped with when the wait began
+                    began = time.time() - (now - (deadline - self.timeout_s))
+                    append_event(status_file, "wait", op, when=began)
             if now > spin_until:
                 time.sleep(0.0002)
         if status_file:

@@ -26,6 +26,18 @@ from .fingerprint import check_same_program
 from .plan import Plan
 
 
+def _place_optimizer_state(scope, rank: int, layout):
+    """Reduce mode: keep only the optimizer state this rank owns, cutting a chunk's state from
+    the state the startup program made for the whole parameter."""
+    arrays = scope._arrays
+    for chunk, (whole, rows) in layout.state_source.items():
+        if layout.state_owner[chunk] == rank:
+            value = arrays[whole]
+            arrays[chunk] = value[rows[0]:rows[1]].copy() if rows else value.copy()
+    scope.erase({whole for whole, _ in layout.state_source.values()})
+    scope.erase([var for var, owner in layout.state_owner.items() if owner != rank])
+
+
 class DataParallelRunner:
     def __init__(self, program, build_strategy, loss_name, places, scope, share_from=None):
         self.topology = detect()
@@ -38,7 +50,7 @@ class DataParallelRunner:
                 f"{self.tag} {nplaces} GPU places in one process: spmd runs one process per "
                 f"GPU (launch one rank per GPU with mpirun / paddle-launch)")
         self.num_devices = nplaces * nprocs
-        self.program, self.owners = build_data_parallel(
+        self.program, self.layout = build_data_parallel(
             program, build_strategy, self.num_devices, loss_name,
             flags().fuse_parameter_memory_size_mb)
         self.ranks = [self.topology.rank * nplaces + i for i in range(nplaces)]
@@ -109,10 +121,9 @@ class DataParallelRunner:
             bcast = broadcast_program(self.program)
             self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i])
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))
-        for i, rank in enumerate(self.ranks):
-            foreign = [s for p, owner in self.owners.items() if owner != rank
-                       for s in self.program.optimizer_state.get(p, [])]
-            self.scopes[i].erase(foreign)
+        if self.layout is not None:
+            for scope, rank in zip(self.scopes, self.ranks):
+                _place_optimizer_state(scope, rank, self.layout)
         self._initialized = True
 
     def _xp(self):

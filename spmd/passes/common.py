@@ -59,6 +59,24 @@ def mark_inline_collectives(block):
             inline = False
 
 
+def check_waits(block):
+    """Every value an asynchronous collective writes is read only after a c_sync_comm_stream
+    (or the end of the run): a pass that breaks this would read a half-reduced buffer."""
+    in_flight: set[str] = set()
+    for i, op in enumerate(block.ops):
+        if op.type == "c_sync_comm_stream":
+            in_flight.clear()
+        elif op.role is OpRole.COMMUNICATE and "use_calc_stream" in op.attrs:
+            if not op.attrs["use_calc_stream"]:
+                in_flight.update(op.output_arg_names)
+        else:
+            early = in_flight.intersection(op.input_arg_names)
+            if early:
+                raise AssertionError(
+                    f"data-parallel rewrite error: op #{i} '{op.type}' reads {sorted(early)} "
+                    f"before the collective writing it is waited for")
+
+
 def place_after(block, after: dict[int, list[Operator]], before_end: list[Operator] = ()):
     """Rebuild block.ops with after[i] placed right after op i (-1: at the start) and
     before_end at the end."""

@@ -4,30 +4,32 @@ from __future__ import annotations
 
 from ..core.program import Program
 from .allreduce import insert_allreduce
-from .common import mark_inline_collectives, trained_params_grads
-from .reduce_mode import apply_reduce_mode
+from .common import check_waits, mark_inline_collectives, trained_params_grads
+from .reduce_mode import ReduceLayout, apply_reduce_mode
 from .scale_loss_grad import scale_loss_grad
 from .strategy import BuildStrategy, ReduceStrategy
 
 
 def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: int,
-                        loss_name: str | None, bucket_mb: float) -> tuple[Program, dict]:
-    """Return (data-parallel copy of `program`, parameter -> owner rank (Reduce mode only)).
+                        loss_name: str | None, bucket_mb: float
+                        ) -> tuple[Program, ReduceLayout | None]:
+    """Return (data-parallel copy of `program`, where optimizer state lives (Reduce mode only)).
 
     `num_devices` counts every place of every process. A program without a loss (a test
     program) only runs forward on each place's shard: nothing to rewrite."""
     program = program.clone()
-    owners: dict = {}
+    layout = None
     if loss_name is None:
-        return program, owners
+        return program, layout
     scale_loss_grad(program, loss_name, strategy.gradient_scale_strategy, num_devices)
     params_grads = trained_params_grads(program)
     if num_devices == 1 or not params_grads:
-        return program, owners
+        return program, layout
     if strategy.reduce_strategy == ReduceStrategy.Reduce:
-        owners = apply_reduce_mode(program, params_grads, num_devices,
+        layout = apply_reduce_mode(program, params_grads, num_devices,
                                    strategy.fuse_broadcast_ops)
     else:
         insert_allreduce(program, params_grads, strategy.fuse_all_reduce_ops, bucket_mb)
     mark_inline_collectives(program.global_block())
-    return program, owners
+    check_waits(program.global_block())
+    return program, layout

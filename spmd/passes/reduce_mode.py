@@ -1,17 +1,25 @@
-"""ReduceStrategy.Reduce: every parameter gets an owner rank; its gradient is reduced to the
-owner, only the owner runs its update (and regularization, clipping) and holds its optimizer
-state, then the owner broadcasts the updated parameter.
+"""ReduceStrategy.Reduce: every parameter, or every row chunk of a large one, gets an owner rank;
+its gradient is reduced to the owner, only the owner runs its update (with its regularization
+and clipping terms) and holds its optimizer state, then the owner broadcasts the result.
 
-Owners are assigned greedily by bytes (largest first, ties by name, to the least loaded rank,
-ties to the lowest rank): deterministic, so every rank compiles the same graph. Ops are given
-owners by data flow: an optimize op that depends on one parameter's gradient, value or state
-belongs to that parameter's owner. The one op allowed to mix parameters is a `sum` of
-per-parameter terms (global-norm clipping's squared norms): each rank adds its owned terms (the
-others read as zeros, see executor/plan.py) and an allreduce completes the sum.
+Owners: a parameter holding more than 1/(2N) of all parameter bytes (and at least N rows) is cut
+into N row chunks; chunks and whole parameters go greedily by bytes (largest first, ties by
+name) to the least loaded rank (ties to the lowest), so optimizer state per rank is about 1/N
+however unequal the parameters are. All of it is deterministic: every rank compiles the same
+graph.
+
+Ops get owners by data flow: an optimize op that depends on one parameter's gradient, value or
+state belongs to that parameter's owner; for a chunked parameter the op is cloned once per chunk
+onto the chunk's slices (`name@SHARDc`) and each clone belongs to the chunk's owner. The one op
+allowed to mix parameters is a `sum` of terms each computed on its owner only (global-norm
+clipping's squared norms): other ranks read those terms as zeros (see executor/plan.py), and an
+allreduce of the sum completes it. At the end each owner broadcasts what it updated, and the
+chunks of a parameter are concatenated back into it on every rank.
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,70 +28,159 @@ from ..errors import InvalidArgumentError
 from .common import first_index, last_writer, make_op, place_after
 
 
-def assign_owners(params, nranks: int) -> dict[str, int]:
-    load = [0] * nranks
-    owners = {}
-    for p in sorted(params, key=lambda p: (-_nbytes(p), p.name)):
-        rank = min(range(nranks), key=lambda r: (load[r], r))
-        owners[p.name] = rank
-        load[rank] += _nbytes(p)
-    return owners
+@dataclass(frozen=True)
+class Shard:
+    """Rows [start, stop) of a parameter (rows None: all of it), owned by `owner`."""
+
+    param: str
+    index: int
+    rows: tuple | None
+    owner: int
+
+    def name(self, var: str) -> str:
+        return var if self.rows is None else f"{var}@SHARD{self.index}"
+
+
+@dataclass
+class ReduceLayout:
+    """What the runner needs to place optimizer state: owner rank of every state variable, and
+    how a chunk's state is cut from the state the startup program made for the whole."""
+
+    state_owner: dict = field(default_factory=dict)  # state var -> owner rank
+    state_source: dict = field(default_factory=dict)  # chunk state var -> (whole var, rows)
+    shards: dict = field(default_factory=dict)  # param -> [Shard]
 
 
 def _nbytes(var) -> int:
     return int(np.prod(var.shape)) * np.dtype(var.dtype).itemsize
 
 
-def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) -> dict:
-    """Rewrite `program` in place; returns parameter name -> owner rank."""
+def plan_shards(params, nranks: int) -> dict[str, list[Shard]]:
+    total = sum(_nbytes(p) for p in params)
+    items = []  # (bytes, param, chunk index, rows)
+    for p in params:
+        rows = p.shape[0] if p.shape else 0
+        if nranks > 1 and rows >= nranks and _nbytes(p) * 2 * nranks > total:
+            bounds = np.linspace(0, rows, nranks + 1).round().astype(int)
+            for c in range(nranks):
+                a, b = int(bounds[c]), int(bounds[c + 1])
+                items.append((_nbytes(p) * (b - a) // rows, p.name, c, (a, b)))
+        else:
+            items.append((_nbytes(p), p.name, 0, None))
+    load = [0] * nranks
+    shards: dict[str, list[Shard]] = defaultdict(list)
+    for nbytes, name, c, rows in sorted(items, key=lambda it: (-it[0], it[1], it[2])):
+        rank = min(range(nranks), key=lambda r: (load[r], r))
+        load[rank] += nbytes
+        shards[name].append(Shard(name, c, rows, rank))
+    return {name: sorted(s, key=lambda sh: sh.index) for name, s in shards.items()}
+
+
+def assign_owners(params, nranks: int) -> dict[str, int]:
+    """Owner of every parameter that is not cut into chunks."""
+    return {name: s[0].owner for name, s in plan_shards(params, nranks).items()
+            if s[0].rows is None}
+
+
+def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) -> ReduceLayout:
+    """Rewrite `program` in place; returns where its optimizer state lives."""
     block = program.global_block()
-    owners = assign_owners([p for p, _ in params_grads], nranks)
+    shards = plan_shards([p for p, _ in params_grads], nranks)
+    layout = ReduceLayout(shards=shards)
     last = last_writer(block)
     after = defaultdict(list)
+    reduced = []
     for p, g in params_grads:
-        after[last[g]].append(make_op(block, "c_reduce_sum", {"X": [g]}, {"Out": [g]},
-                                      {"root_id": owners[p.name]}, OpRole.COMMUNICATE))
-    grads = [g for _, g in params_grads]
-    after[first_index(block, OpRole.OPTIMIZE) - 1].append(
-        make_op(block, "c_sync_comm_stream", {"X": grads}, {"Out": grads}, {},
-                OpRole.COMMUNICATE))
-    _assign_optimize_ops(program, params_grads, owners, after)
-    params = [p.name for p, _ in params_grads]
-    if fuse_broadcast:
-        groups = [([n for n in params if owners[n] == r], r) for r in range(nranks)]
-    else:
-        groups = [([n], owners[n]) for n in params]
-    broadcasts = [make_op(block, "c_broadcast", {"X": names}, {"Out": names}, {"root": root},
-                          OpRole.COMMUNICATE) for names, root in groups if names]
-    place_after(block, after, before_end=broadcasts)
-    return owners
+        for s in shards[p.name]:
+            if s.rows is not None:
+                _declare_chunk(block, g, s)
+                after[last[g]].append(_slice(block, g, s, OpRole.BACKWARD, owner=None))
+            after[last[g]].append(make_op(block, "c_reduce_sum", {"X": [s.name(g)]},
+                                          {"Out": [s.name(g)]}, {"root_id": s.owner},
+                                          OpRole.COMMUNICATE))
+            reduced.append(s.name(g))
+    start = first_index(block, OpRole.OPTIMIZE) - 1
+    after[start].append(make_op(block, "c_sync_comm_stream", {"X": reduced}, {"Out": reduced},
+                                {}, OpRole.COMMUNICATE))
+    for p, _ in params_grads:  # each owner starts from its rows of the parameter
+        for s in shards[p.name]:
+            if s.rows is not None:
+                _declare_chunk(block, p.name, s)
+                after[start].append(_slice(block, p.name, s, OpRole.OPTIMIZE, owner=s.owner))
+    removed = _assign_optimize_ops(program, params_grads, shards, layout, after)
+    place_after(block, after, before_end=_gather_params(block, params_grads, shards,
+                                                        fuse_broadcast))
+    block.ops = [op for op in block.ops if id(op) not in removed]
+    return layout
 
 
-def _assign_optimize_ops(program, params_grads, owners, after):
+def _declare_chunk(block, name: str, s: Shard, persistable=False):
+    var = block.vars[name]
+    a, b = s.rows
+    block.create_var(name=s.name(name), shape=(b - a,) + tuple(var.shape[1:]), dtype=var.dtype,
+                     persistable=persistable)
+
+
+def _slice(block, name, s: Shard, role, owner):
+    a, b = s.rows
+    return make_op(block, "slice", {"Input": [name]}, {"Out": [s.name(name)]},
+                   {"axes": [0], "starts": [a], "ends": [b]}, role, owner=owner)
+
+
+def _assign_optimize_ops(program, params_grads, shards, layout, after) -> set:
+    """Give owners to optimize ops (cloning those of chunked parameters); returns the ids of
+    the ops the clones replace."""
     block = program.global_block()
     deps: dict[str, frozenset] = {}
+    state_of = {}
     for p, g in params_grads:
         mine = frozenset([p.name])
         deps[g] = deps[p.name] = mine
         for state in program.optimizer_state.get(p.name, []):
             deps[state] = mine
+            state_of[state] = p
+    chunked = {}  # var -> its per-chunk names (the gradient, the parameter, chain values)
+    for p, g in params_grads:
+        if shards[p.name][0].rows is not None:
+            chunked[g] = [s.name(g) for s in shards[p.name]]
+            chunked[p.name] = [s.name(p.name) for s in shards[p.name]]
     owned_outputs: set[str] = set()  # values only their owner computes (zeros elsewhere)
+    removed: set[int] = set()
     for i, op in enumerate(block.ops):
         if op.role is not OpRole.OPTIMIZE:
             continue
         d = frozenset().union(*(deps.get(n, frozenset()) for n in op.input_arg_names))
         if len(d) == 1:
-            op.owner = owners[next(iter(d))]
-            owned_outputs.update(op.output_arg_names)
+            (pname,) = d
+            pshards = shards[pname]
+            if pshards[0].rows is None:
+                op.owner = pshards[0].owner
+                owned_outputs.update(op.output_arg_names)
+                for n in op.input_arg_names + op.output_arg_names:
+                    if n in state_of:
+                        layout.state_owner[n] = op.owner
+            else:
+                removed.add(id(op))
+                for s in pshards:
+                    clone = _clone_for_chunk(block, op, s, pname, state_of, chunked, layout)
+                    after[i].append(clone)
+                    owned_outputs.update(clone.output_arg_names)
+                for n in op.output_arg_names:
+                    chunked[n] = [s.name(n) for s in pshards]
         elif len(d) > 1:
+            inputs = [c for n in op.input("X") for c in chunked.get(n, [n])]
             # a sum of terms each computed on its owner only adds up to the whole once
             # allreduced; any other input (a raw gradient, the same on no two ranks) would not
-            if op.type != "sum" or not set(op.input("X")) <= owned_outputs:
+            if op.type != "sum" or not set(inputs) <= owned_outputs:
                 raise InvalidArgumentError(
                     f"Reduce mode cannot split op #{i} '{op.type}' across owners: it mixes the "
                     f"gradients of {sorted(d)[:4]}{'...' if len(d) > 4 else ''}; only a sum of "
                     f"per-parameter terms can be (use ReduceStrategy.AllReduce for this model)")
             out = op.output("Out")
+            if inputs != op.input("X"):
+                removed.add(id(op))
+                after[i].append(make_op(block, "sum", {"X": inputs}, {"Out": out}, {},
+                                        OpRole.OPTIMIZE))
             after[i].append(make_op(block, "c_allreduce_sum", {"X": out}, {"Out": out}, {},
                                     OpRole.COMMUNICATE))
             after[i].append(make_op(block, "c_sync_comm_stream", {"X": out}, {"Out": out}, {},
@@ -91,3 +188,69 @@ def _assign_optimize_ops(program, params_grads, owners, after):
             d = frozenset()  # complete after the allreduce: the same on every rank
         for n in op.output_arg_names:
             deps[n] = d
+    program.optimizer_state = {p: _state_names(program, p, layout)
+                               for p in program.optimizer_state}
+    return removed
+
+
+def _state_names(program, param, layout) -> list[str]:
+    names = []
+    for var in program.optimizer_state[param]:
+        chunks = [n for n, (src, _) in layout.state_source.items() if src == var]
+        names.extend(sorted(chunks) if chunks else [var])
+    return names
+
+
+def _clone_for_chunk(block, op, s: Shard, pname, state_of, chunked, layout):
+    """`op` rewritten onto chunk `s` of parameter `pname`: the parameter, its gradient, its
+    state and the values its earlier ops made for this chunk become the chunk's."""
+    param = block.vars[pname]
+
+    def rename(n):
+        if n in chunked:
+            return chunked[n][s.index]
+        if n in state_of and state_of[n].name == pname:
+            chunk = s.name(n)
+            if not block.has_var(chunk):
+                var = block.vars[n]
+                whole_rows = tuple(var.shape) == tuple(param.shape)
+                if whole_rows:
+                    _declare_chunk(block, n, s, persistable=True)
+                else:  # per-parameter scalars (Adam's beta powers): one copy per chunk
+                    block.create_var(name=chunk, shape=var.shape, dtype=var.dtype,
+                                     persistable=True)
+                layout.state_source[chunk] = (n, s.rows if whole_rows else None)
+                layout.state_owner[chunk] = s.owner
+            return chunk
+        return n
+
+    ins = {slot: [rename(n) for n in names] for slot, names in op.inputs.items()}
+    outs = {slot: [rename(n) if n in state_of or n in chunked else s.name(n) for n in names]
+            for slot, names in op.outputs.items()}
+    return make_op(block, op.type, ins, outs, dict(op.attrs), OpRole.OPTIMIZE, owner=s.owner)
+
+
+def _gather_params(block, params_grads, shards, fuse_broadcast):
+    """Broadcast every updated parameter or chunk from its owner, then put chunked parameters
+    back together on every rank."""
+    pieces = [(s.name(p.name), s.owner, p.dtype) for p, _ in params_grads
+              for s in shards[p.name]]
+    if fuse_broadcast:
+        groups = defaultdict(list)
+        for name, owner, dtype in pieces:
+            groups[(owner, dtype)].append(name)
+        batches = [(names, owner) for (owner, _), names in sorted(groups.items())]
+    else:
+        batches = [([name], owner) for name, owner, _ in pieces]
+    ops = [make_op(block, "c_broadcast", {"X": names}, {"Out": names}, {"root": root},
+                   OpRole.COMMUNICATE) for names, root in batches]
+    chunks = [name for p, _ in params_grads if shards[p.name][0].rows is not None
+              for name in (s.name(p.name) for s in shards[p.name])]
+    if chunks:  # the concats read what the broadcasts write
+        ops.append(make_op(block, "c_sync_comm_stream", {"X": chunks}, {"Out": chunks}, {},
+                           OpRole.COMMUNICATE))
+    for p, _ in params_grads:
+        if shards[p.name][0].rows is not None:
+            ops.append(make_op(block, "concat", {"X": [s.name(p.name) for s in shards[p.name]]},
+                               {"Out": [p.name]}, {"axis": 0}, OpRole.OPTIMIZE))
+    return ops

@@ -88,13 +88,21 @@ def test_reduce_mode_keeps_optimizer_state_on_owners_only():
     x, y = batches("float64", 1)[0]
     exe.run(compiled, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
             fetch_list=[loss], scope=scope)
-    owners = compiled._runner.owners
-    state = main.optimizer_state
-    held = {s for s in scope.local_var_names() if any(s in v for v in state.values())}
-    mine = {s for p, names in state.items() for s in names if owners.get(p, 0) == t.rank}
-    assert held == mine
-    total = MPICommunicator().allreduce(np.array([len(held)], dtype=np.int64))[0]
-    assert total == sum(len(v) for v in state.values())  # each state var on exactly one rank
+    runner = compiled._runner
+    state = runner.program.optimizer_state  # chunk state in place of a chunked param's whole
+    every = {s for names in state.values() for s in names}
+    held = every & set(scope.local_var_names())
+    if t.size == 1:
+        assert runner.layout is None and held == every
+        return
+    assert held == {s for s, r in runner.layout.state_owner.items() if r == t.rank}
+    assert not set(main.optimizer_state["fc_0.w_0"]) & set(scope.local_var_names())  # chunked
+    nbytes = sum(np.array(scope.find_var(s).get_tensor()).nbytes for s in held)
+    mpi = MPICommunicator()
+    counts = mpi.allgather(np.array([len(held), nbytes], dtype=np.int64))
+    assert counts[:, 0].sum() == len(every)  # each state variable on exactly one rank
+    share = counts[:, 1] / counts[:, 1].sum()
+    assert (abs(share - 1 / t.size) < 0.2 / t.size).all(), share  # about 1/N each
 
 
 def test_different_programs_fail_fast_on_every_rank():

@@ -55,12 +55,22 @@ def _nbytes(var) -> int:
     return int(np.prod(var.shape)) * np.dtype(var.dtype).itemsize
 
 
-def plan_shards(params, nranks: int) -> dict[str, list[Shard]]:
+# Ops that act on each row of a parameter (or its gradient, its state) independently: a chain
+# of them gives the same rows whether run on the whole or on a chunk.
+ROW_SEPARABLE = frozenset({
+    "sgd", "momentum", "adam", "scale", "sum", "assign", "cast", "sign", "clip",
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+    "elementwise_max", "elementwise_min"})
+
+
+def plan_shards(params, nranks: int, splittable=None) -> dict[str, list[Shard]]:
+    """`splittable`: names of parameters that may be cut (default: all)."""
     total = sum(_nbytes(p) for p in params)
     items = []  # (bytes, param, chunk index, rows)
     for p in params:
         rows = p.shape[0] if p.shape else 0
-        if nranks > 1 and rows >= nranks and _nbytes(p) * 2 * nranks > total:
+        allowed = splittable is None or p.name in splittable
+        if allowed and nranks > 1 and rows >= nranks and _nbytes(p) * 2 * nranks > total:
             bounds = np.linspace(0, rows, nranks + 1).round().astype(int)
             for c in range(nranks):
                 a, b = int(bounds[c]), int(bounds[c + 1])
@@ -85,7 +95,8 @@ def assign_owners(params, nranks: int) -> dict[str, int]:
 def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) -> ReduceLayout:
     """Rewrite `program` in place; returns where its optimizer state lives."""
     block = program.global_block()
-    shards = plan_shards([p for p, _ in params_grads], nranks)
+    shards = plan_shards([p for p, _ in params_grads], nranks,
+                         _row_separable(program, params_grads))
     layout = ReduceLayout(shards=shards)
     last = last_writer(block)
     after = defaultdict(list)
@@ -112,6 +123,36 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) 
                                                         fuse_broadcast))
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
+
+
+def _row_separable(program, params_grads) -> set[str]:
+    """Parameters whose optimize ops may run chunk by chunk: each is ROW_SEPARABLE, or a
+    squared_l2_norm whose result only feeds a sum across parameters (global-norm clipping,
+    where chunks' partial squares add up). clip_by_norm, say, needs the whole gradient."""
+    block = program.global_block()
+    deps: dict[str, frozenset] = {}
+    for p, g in params_grads:
+        mine = frozenset([p.name])
+        deps[g] = deps[p.name] = mine
+        for state in program.optimizer_state.get(p.name, []):
+            deps[state] = mine
+    readers: dict[str, list] = defaultdict(list)
+    for op in block.ops:
+        for n in op.input_arg_names:
+            readers[n].append(op)
+    ok = {p.name for p, _ in params_grads}
+    for op in block.ops:
+        if op.role is not OpRole.OPTIMIZE:
+            continue
+        d = frozenset().union(*(deps.get(n, frozenset()) for n in op.input_arg_names))
+        if len(d) == 1:
+            partial_sum = op.type == "squared_l2_norm" and all(
+                r.type == "sum" for n in op.output_arg_names for r in readers[n])
+            if op.type not in ROW_SEPARABLE and not partial_sum:
+                ok -= d
+        for n in op.output_arg_names:
+            deps[n] = d if len(d) == 1 else frozenset()
+    return ok
 
 
 def _declare_chunk(block, name: str, s: Shard, persistable=False):

@@ -1,6 +1,7 @@
 """Data parallelism over several places of one process (no mpiexec): feed splitting, fetch
 merging, equivalence with one place on the whole batch, share_vars_from, ParallelExecutor,
-strategy checking, misuse errors and Reduce mode's per-owner optimizer state."""
+strategy checking, misuse errors and Reduce mode's optimizer state: on its owner only, a cut
+parameter's cut from the state the startup program made."""
 from __future__ import annotations
 
 import numpy as np
@@ -229,6 +230,11 @@ def test_k_places_equal_one_place_on_the_whole_batch(mode, fuse, opt, k):
         assert not np.array_equal(got[name], initial[name]), f"{name} was not trained"
     runner = compiled._runner
     assert len(runner.scopes) == k and runner.scopes[0] is dp_scope
+    if mode == "Reduce":  # the large weights are cut into chunks: those are checked too
+        cut = {p for p, shards in runner.layout.shards.items() if shards[0].rows is not None}
+        assert cut == {"fc_0.w_0", "fc_1.w_0"}
+    else:
+        assert runner.layout is None
     for scope in runner.scopes[1:]:
         for name, value in params(scope, main).items():
             np.testing.assert_array_equal(value, got[name], err_msg=name)
@@ -456,28 +462,130 @@ def test_allreduce_mode_sum_of_gradients_matches_one_place():
 
 
 # -- Reduce mode: optimizer state on owners only -----------------------------------------------
-def test_reduce_mode_keeps_each_places_optimizer_state_on_its_owner():
+@pytest.mark.parametrize("k", [2, 3])
+def test_reduce_mode_keeps_each_places_optimizer_state_on_its_owner(k):
     main, startup, loss, _ = build("adam")
     scope = started(startup)
     compiled = fluid.CompiledProgram(main).with_data_parallel(
-        loss_name=loss.name, build_strategy=strategy("Reduce"), places=places(2))
+        loss_name=loss.name, build_strategy=strategy("Reduce"), places=places(k))
     exe = fluid.Executor(fluid.CPUPlace())
     for feed in batches(2):
         exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
     runner = compiled._runner
-    assert runner.ranks == [0, 1]
-    assert set(runner.owners.values()) == {0, 1}
-    state = main.optimizer_state
-    all_state = {s for names in state.values() for s in names}
+    layout = runner.layout
+    block = runner.program.global_block()
+    assert runner.ranks == list(range(k))
+    assert set(layout.state_owner.values()) == set(range(k))
+    assert {p for p, shards in layout.shards.items() if shards[0].rows is not None}
+    all_state = set(layout.state_owner)
+    assert all_state == {s for names in runner.program.optimizer_state.values() for s in names}
+    whole_state = {s for names in main.optimizer_state.values() for s in names}
     held = []
     for rank, place_scope in zip(runner.ranks, runner.scopes):
-        mine = {s for p, names in state.items() for s in names if runner.owners[p] == rank}
-        held.append({s for s in place_scope.local_var_names() if s in all_state})
+        mine = {s for s, owner in layout.state_owner.items() if owner == rank}
+        # exactly its own state: no other rank's, and no whole state of a cut parameter
+        held.append(set(place_scope.local_var_names()) & (all_state | whole_state))
         assert held[-1] == mine
-        for s in mine:  # the owner's Adam state was really updated (beta1 pow below 1)
+        size = 0
+        for s in mine:
+            value = np.array(place_scope.find_var(s).get_tensor())
+            assert value.shape == tuple(block.vars[s].shape), s
+            size += value.nbytes
+            # the owner really updated it: two steps from the startup program's 0.9 / 0.999
             if "beta1_pow" in s:
-                assert float(np.array(place_scope.find_var(s).get_tensor())[0]) < 1.0
-    assert held[0].isdisjoint(held[1]) and held[0] | held[1] == all_state
+                assert float(value[0]) == pytest.approx(0.9 ** 3, rel=1e-12)
+            if "beta2_pow" in s:
+                assert float(value[0]) == pytest.approx(0.999 ** 3, rel=1e-12)
+        assert size == sum(int(np.prod(block.vars[s].shape)) * 8 for s in mine)
+    for i in range(k):
+        for j in range(i + 1, k):
+            assert held[i].isdisjoint(held[j])
+    assert set().union(*held) == all_state
     first = params(runner.scopes[0], main)
-    for name, value in params(runner.scopes[1], main).items():
-        np.testing.assert_array_equal(value, first[name], err_msg=name)
+    for place_scope in runner.scopes[1:]:
+        for name, value in params(place_scope, main).items():
+            np.testing.assert_array_equal(value, first[name], err_msg=name)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k):
+    """State that is not the startup program's default (as after loading a checkpoint) trains
+    on k places in Reduce mode exactly as on one: each owner starts from its rows of it."""
+    main, startup, loss, _ = build("adam")
+    ref_scope = started(startup)
+    rng = np.random.default_rng(4)
+    for names in main.optimizer_state.values():
+        for s in names:
+            value = np.array(ref_scope.find_var(s).get_tensor())
+            if "moment1" in s:
+                value = 0.1 * rng.standard_normal(value.shape)
+            elif "moment2" in s:
+                value = rng.uniform(0.01, 0.1, value.shape)
+            else:  # beta powers: as if some steps were taken already
+                value = value * rng.uniform(0.3, 0.9)
+            ref_scope.var(s).get_tensor().set(value)
+    dp_scope = copy_scope(ref_scope)
+    exe = fluid.Executor(fluid.CPUPlace())
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, build_strategy=strategy("Reduce"), places=places(k))
+    for feed in batches():
+        exe.run(main, feed=feed, fetch_list=[loss], scope=ref_scope)
+        exe.run(compiled, feed=feed, fetch_list=[loss], scope=dp_scope)
+    for name, value in params(ref_scope, main).items():
+        np.testing.assert_allclose(params(dp_scope, main)[name], value, rtol=1e-10,
+                                   atol=1e-12, err_msg=name)
+    # and every piece of state is the one place's state, or its rows of it
+    runner = compiled._runner
+    layout = runner.layout
+    assert any(rows is not None for _, rows in layout.state_source.values())
+    scope_of = dict(zip(runner.ranks, runner.scopes))
+    for var, owner in layout.state_owner.items():
+        whole, rows = layout.state_source.get(var, (var, None))
+        want = np.array(ref_scope.find_var(whole).get_tensor())
+        if rows is not None:
+            want = want[rows[0]:rows[1]]
+        got = np.array(scope_of[owner].find_var(var).get_tensor())
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14, err_msg=var)
+
+
+def _clipped_by_norm(clip_norm: float):
+    """build("sgd") with each gradient clipped to norm `clip_norm` (clip_by_norm, per
+    parameter) instead of by the global norm."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 11
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 6], "float64")
+        y = fluid.data("y", [None, 1], "float64")
+        h = fluid.layers.fc(x, 10, act="tanh")
+        h = fluid.layers.fc(h, 5, act="tanh")
+        pred = fluid.layers.fc(h, 1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        fluid.optimizer.SGD(0.1, grad_clip=fluid.clip.GradientClipByNorm(clip_norm)).minimize(
+            loss)
+    return main, startup, loss
+
+
+@pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
+def test_clip_by_norm_matches_one_place_or_is_rejected(mode):
+    clip_norm = 0.01
+    main, startup, loss = _clipped_by_norm(clip_norm)
+    data = batches()
+    ref_scope = started(startup)
+    dp_scope = copy_scope(ref_scope)
+    exe = fluid.Executor(fluid.CPUPlace())
+    grads = [main.grad_var_map[name] for name in ("fc_0.w_0", "fc_1.w_0")]
+    for step, feed in enumerate(data):
+        values = exe.run(main, feed=feed, fetch_list=grads, scope=ref_scope)
+        if step == 0:  # the clipping really bites on the weights that Reduce mode cuts
+            assert all(np.linalg.norm(v) > 10 * clip_norm for v in values)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, build_strategy=strategy(mode), places=places(2))
+    try:
+        for feed in data:
+            exe.run(compiled, feed=feed, fetch_list=[loss], scope=dp_scope)
+    except InvalidArgumentError as e:  # rejected, naming the op: acceptable
+        assert mode == "Reduce" and "clip_by_norm" in str(e)
+        return
+    for name, value in params(ref_scope, main).items():
+        np.testing.assert_allclose(params(dp_scope, main)[name], value, rtol=1e-10,
+                                   atol=1e-12, err_msg=name)

@@ -25,29 +25,9 @@ import pathlib  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-SIZES = (784, 512, 512, 10)
-BATCH, LR = 128, 0.01
-
-
-def build(opt="sgd"):
-    import spmd.fluid as fluid
-
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 1
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.data("x", [None, SIZES[0]], "float32")
-        y = fluid.data("y", [None, 1], "int64")
-        h = x
-        for size in SIZES[1:-1]:
-            h = fluid.layers.fc(h, size, act="relu")
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(
-            fluid.layers.fc(h, SIZES[-1]), y))
-        (fluid.optimizer.SGD(LR) if opt == "sgd" else fluid.optimizer.Adam(LR)).minimize(loss)
-    return main, startup, loss
+from mlp import BATCH, SIZES, build, numpy_grads, params_of, sgd, timed, write_report  # noqa: E402
 
 
 def compiled(main, loss, reduce=False):
@@ -62,35 +42,12 @@ def compiled(main, loss, reduce=False):
 
 
 def reference_step(params, x, y, comm, MPI):
-    """The step by hand: forward, backward, grads packed into one buffer, one Allreduce,
-    averaged, SGD."""
-    (w1, b1), (w2, b2), (w3, b3) = params
-    h1 = np.maximum(x @ w1 + b1, 0)
-    h2 = np.maximum(h1 @ w2 + b2, 0)
-    logits = h2 @ w3 + b3
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p = e / e.sum(axis=1, keepdims=True)
-    rows = np.arange(len(y))
-    d3 = p
-    d3[rows, y[:, 0]] -= 1
-    d3 /= len(y) * comm.size
-    d2 = (d3 @ w3.T) * (h2 > 0)
-    d1 = (d2 @ w2.T) * (h1 > 0)
-    grads = [x.T @ d1, d1.sum(0), h1.T @ d2, d2.sum(0), h2.T @ d3, d3.sum(0)]
+    """The step by hand: forward, backward, grads packed into one buffer, one Allreduce, SGD."""
+    _, grads = numpy_grads(params, x, y, len(y) * comm.size)
     flat = np.concatenate([g.ravel() for g in grads])
     comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
-    start = 0
-    for param in (w1, b1, w2, b2, w3, b3):
-        n = param.size
-        param -= LR * flat[start:start + n].reshape(param.shape)
-        start += n
-
-
-def timed(fn, steps):
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    return (time.perf_counter() - t0) / steps
+    sizes = np.cumsum([0] + [g.size for g in grads])
+    sgd(params, [flat[a:b].reshape(g.shape) for a, b, g in zip(sizes, sizes[1:], grads)])
 
 
 def measure_rank(rounds, steps):
@@ -114,9 +71,8 @@ def measure_rank(rounds, steps):
     prog = compiled(main, loss)
     feed = {"x": x, "y": y}
     exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)  # compile, broadcast
+    params = params_of(scope)
     names = [(f"fc_{i}.w_0", f"fc_{i}.b_0") for i in range(3)]
-    params = [(np.array(scope.find_var(w).get_tensor()), np.array(scope.find_var(b).get_tensor()))
-              for w, b in names]
 
     def spmd_run():
         exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
@@ -230,11 +186,7 @@ def main():
         if MPI.COMM_WORLD.rank == 0:
             print(json.dumps(result), flush=True)
         return
-    text = report([launch(n, args) for n in (1, 2)], args)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        pathlib.Path(args.out).write_text(text + "\n")
+    write_report(report([launch(n, args) for n in (1, 2)], args), args.out)
 
 
 if __name__ == "__main__":

@@ -16,71 +16,29 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from mlp import BATCH, SIZES, build, numpy_grads, params_of, sgd, timed, write_report  # noqa: E402
 
 import spmd.fluid as fluid  # noqa: E402
-
-SIZES = (784, 512, 512, 10)
-BATCH, LR = 128, 0.01
-
-
-def build_spmd():
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 1
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.data("x", [None, SIZES[0]], "float32")
-        y = fluid.data("y", [None, 1], "int64")
-        h = x
-        for size in SIZES[1:-1]:
-            h = fluid.layers.fc(h, size, act="relu")
-        logits = fluid.layers.fc(h, SIZES[-1])
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
-        fluid.optimizer.SGD(learning_rate=LR).minimize(loss)
-    return main, startup, loss
 
 
 def numpy_step(params, x, y):
     """The same step by hand: forward, softmax cross-entropy, backward, SGD."""
-    (w1, b1), (w2, b2), (w3, b3) = params
-    h1 = np.maximum(x @ w1 + b1, 0)
-    h2 = np.maximum(h1 @ w2 + b2, 0)
-    logits = h2 @ w3 + b3
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p = e / e.sum(axis=1, keepdims=True)
-    rows = np.arange(len(y))
-    loss = -np.log(p[rows, y[:, 0]]).mean()
-    d3 = p
-    d3[rows, y[:, 0]] -= 1
-    d3 /= len(y)
-    d2 = (d3 @ w3.T) * (h2 > 0)
-    d1 = (d2 @ w2.T) * (h1 > 0)
-    grads = [(x.T @ d1, d1.sum(0)), (h1.T @ d2, d2.sum(0)), (h2.T @ d3, d3.sum(0))]
-    for (w, b), (gw, gb) in zip(params, grads):
-        w -= LR * gw
-        b -= LR * gb
+    loss, grads = numpy_grads(params, x, y, len(y))
+    sgd(params, grads)
     return loss
-
-
-def timed(fn, steps):
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    return (time.perf_counter() - t0) / steps
 
 
 def bench_step(rounds, steps):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, SIZES[0])).astype("float32")
     y = rng.integers(0, SIZES[-1], size=(BATCH, 1)).astype("int64")
-    main, startup, loss = build_spmd()
+    main, startup, loss = build()
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
-    names = [(f"fc_{i}.w_0", f"fc_{i}.b_0") for i in range(3)]
-    params = [(np.array(scope.find_var(w).get_tensor()), np.array(scope.find_var(b).get_tensor()))
-              for w, b in names]
+    params = params_of(scope)
     feed = {"x": x, "y": y}
 
     # same start, same data: the two must agree, or the comparison means nothing
@@ -155,11 +113,7 @@ def main():
         f"| numpy call alone | {numpy_op:.2f} |",
         f"| **dispatch overhead** | **{per_op - numpy_op:.2f}** |",
     ])
-    print(report)
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(report + "\n")
+    write_report(report, args.out)
 
 
 if __name__ == "__main__":

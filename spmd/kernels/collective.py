@@ -44,27 +44,31 @@ def _fill_bucket(xp, bucket, arrays):
     return buf, views
 
 
+def _buffer(xp, ins, attrs, op):
+    """The one contiguous buffer a collective works on, and its per-variable views."""
+    arrays = ins["X"]
+    _check_one_dtype(arrays, op)
+    bucket = attrs.get("_bucket")
+    return _fill_bucket(xp, bucket, arrays) if bucket else _pack(xp, arrays)
+
+
 @kernel("c_allreduce_sum")
 def c_allreduce_sum(xp, ins, attrs, want):
-    _check_one_dtype(ins["X"], "c_allreduce_sum")
-    bucket = attrs.get("_bucket")
-    buf, views = _fill_bucket(xp, bucket, ins["X"]) if bucket else _pack(xp, ins["X"])
+    buf, views = _buffer(xp, ins, attrs, "c_allreduce_sum")
     attrs["_comm"].allreduce(buf, inline=attrs["use_calc_stream"])
     return {"Out": views}
 
 
 @kernel("c_reduce_sum")
 def c_reduce_sum(xp, ins, attrs, want):
-    _check_one_dtype(ins["X"], "c_reduce_sum")
-    buf, views = _pack(xp, ins["X"])
+    buf, views = _buffer(xp, ins, attrs, "c_reduce_sum")
     attrs["_comm"].reduce(buf, attrs["root_id"], inline=attrs["use_calc_stream"])
     return {"Out": views}
 
 
 @kernel("c_broadcast")
 def c_broadcast(xp, ins, attrs, want):
-    _check_one_dtype(ins["X"], "c_broadcast")
-    buf, views = _pack(xp, ins["X"])
+    buf, views = _buffer(xp, ins, attrs, "c_broadcast")
     attrs["_comm"].broadcast(buf, attrs["root"], inline=attrs["use_calc_stream"])
     return {"Out": views}
 

@@ -54,37 +54,75 @@ class _Worker:
         self._queue.put((None, None, None))
 
 
+def _status(event: str, detail: str = "", when: float | None = None):
+    """Tell paddle-launch (when it started this worker) which collective this rank waits in."""
+    status_file = flags().status_file
+    if status_file:
+        from ..run import append_event
+
+        append_event(status_file, event, detail, when=when)
+
+
 class _Watchdog:
-    """Ends the job when an inline collective runs past the timeout (see module doc)."""
+    """Ends the job when an inline collective runs past the timeout (see module doc), and
+    records a long wait for the launcher's report."""
 
     def __init__(self, describe):
         self._describe = describe
         self.op: str | None = None
+        self.began = 0.0  # time.time() when the current op started
         self.deadline = 0.0
         threading.Thread(target=self._loop, name="spmd-comm-watchdog", daemon=True).start()
 
     def _loop(self):
+        noted = None
         while True:
             time.sleep(1.0)
-            op, deadline = self.op, self.deadline
-            if op is not None and time.monotonic() > deadline:
-                sys.stderr.write(
-                    f"{self._describe()} {op} did not complete within "
-                    f"{flags().collective_timeout_s:g} s: another rank never reached it "
-                    f"(crashed, hung, or runs a different program); ending the job. Raise "
-                    f"SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower.\n")
+            op, began, deadline = self.op, self.began, self.deadline
+            if op is None:
+                if noted is not None:
+                    _status("done", noted)
+                noted = None
+                continue
+            if noted != op:
+                _status("wait", op, when=began)
+                noted = op
+            if time.monotonic() > deadline:
+                message = (f"{self._describe()} {op} did not complete within "
+                           f"{flags().collective_timeout_s:g} s: another rank never reached it "
+                           f"(crashed, hung, or runs a different program)")
+                sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if "
+                                 "a step is legitimately slower.\n")
                 sys.stderr.flush()
-                _abort_job()
+                _end_job(message)
 
 
-def _abort_job():
+def _end_job(message: str):
+    """Under paddle-launch: record the error and exit, so the launcher can still ask the other
+    ranks for their stacks before it stops them. Otherwise MPI_Abort ends every rank."""
     try:
-        if "mpi4py.MPI" in sys.modules:
+        if flags().status_file:
+            _status("error", f"CommunicationError: {message}")
+        elif "mpi4py.MPI" in sys.modules:
             from mpi4py import MPI
 
             MPI.COMM_WORLD.Abort(1)
     finally:
         os._exit(1)
+
+
+def _wait_noting(future, op: str, deadline: float):
+    """future.result() until `deadline`; a wait longer than 0.1 s is recorded for the launcher
+    (the op this rank is stuck in, if it never completes)."""
+    try:
+        return future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+    except concurrent.futures.TimeoutError:
+        if time.monotonic() >= deadline:
+            raise
+    _status("wait", op, when=time.time() - 0.1)
+    result = future.result(timeout=max(0.0, deadline - time.monotonic()))
+    _status("done", op)
+    return result
 
 
 class CommContext:
@@ -141,6 +179,7 @@ class CommContext:
             if self._watchdog is None:
                 self._watchdog = _Watchdog(comm.describe)
             self._watchdog.deadline = time.monotonic() + flags().collective_timeout_s
+            self._watchdog.began = time.time()
             self._watchdog.op = op
             try:
                 comm.untimed(op)(*args)
@@ -173,7 +212,7 @@ class CommContext:
         error = None
         for future, op in pending:
             try:
-                future.result(timeout=max(0.0, deadline - time.monotonic()))
+                _wait_noting(future, op, deadline)
             except concurrent.futures.TimeoutError:
                 raise CommunicationError(
                     f"{self.comm.describe()} {op} did not complete within {timeout:g} s: another "

@@ -17,7 +17,8 @@ from spmd.comm.mpi import MPICommunicator
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--mode", choices=["ok", "raise", "kill", "hang", "exit"], default="ok")
+    p.add_argument("--mode", choices=["ok", "raise", "kill", "hang", "exit", "abort"],
+                   default="ok")
     p.add_argument("--rank", type=int, default=0, help="the failing rank; -1: the last")
     p.add_argument("--step", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
@@ -39,6 +40,10 @@ def main():
                 raise SystemExit(3)
             if args.mode == "hang":
                 time.sleep(600)
+            if args.mode == "abort":  # what a library does on a fatal error
+                from mpi4py import MPI
+
+                MPI.COMM_WORLD.Abort(4)
         grad = comm.allreduce(2 * x.T @ (x @ w - y) / len(x)) / comm.size
         w -= 0.1 * grad
         loss = float(np.mean((x @ w - y) ** 2))

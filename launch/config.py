@@ -1,0 +1,205 @@
+"""LaunchConfig: everything a launch needs, resolved and validated in one place.
+
+`resolve_config` turns the command line's values into a LaunchConfig: it reads the scheduler
+(SLURM fills in nodes and processes per node), checks GPUs, picks free ports and finds the MPI.
+Every mistake a person can make raises UsageError with one line that says what to change.
+
+>>> cfg = LaunchConfig("train.py", nproc_per_node=2, log_dir="/tmp/log")
+>>> cfg.world_size, cfg.endpoints
+(2, ['127.0.0.1:6170', '127.0.0.1:6171'])
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from . import scheduler as sched
+from .mpi import MPIInfo, MPINotFound, find_mpi
+
+DEFAULT_PORT = 6170  # fluid's: used across nodes, where free ports cannot be checked
+
+
+class UsageError(ValueError):
+    """A launch the user asked for cannot work; the message is one line with the fix."""
+
+
+@dataclass
+class LaunchConfig:
+    """A resolved launch: `world_size = len(cluster_node_ips) * nproc_per_node` workers, rank
+    `node_index * nproc_per_node + local_rank`, each running `python -m spmd.run
+    training_script *training_script_args`."""
+
+    training_script: str
+    training_script_args: list = field(default_factory=list)
+    nproc_per_node: int = 1
+    selected_gpus: list | None = None
+    """GPU ids (CUDA_VISIBLE_DEVICES numbering), one per local rank; None for a CPU run."""
+    cluster_node_ips: list = field(default_factory=lambda: ["127.0.0.1"])
+    node_ip: str = "127.0.0.1"
+    started_port: int | None = None
+    ports: list = field(default_factory=list)
+    """One port per local rank; empty: started_port (or DEFAULT_PORT) onwards."""
+    log_dir: str = "log"
+    print_config: bool = True
+    collective_timeout: float | None = None
+    """Seconds; None: the workers' SPMD_COLLECTIVE_TIMEOUT, or spmd's default."""
+    scheduler: str = sched.LOCAL
+    mpi: MPIInfo | None = None
+    python: str = sys.executable
+
+    @property
+    def world_size(self) -> int:
+        return len(self.cluster_node_ips) * self.nproc_per_node
+
+    @property
+    def endpoints(self) -> list[str]:
+        """PADDLE_TRAINER_ENDPOINTS, in rank order."""
+        ports = self.ports or [(self.started_port or DEFAULT_PORT) + i
+                               for i in range(self.nproc_per_node)]
+        return [f"{node}:{port}" for node in self.cluster_node_ips for port in ports]
+
+    @property
+    def local_ranks(self) -> list[int]:
+        """The ranks that run on this machine (node_ip)."""
+        first = self.cluster_node_ips.index(self.node_ip) * self.nproc_per_node
+        return list(range(first, first + self.nproc_per_node))
+
+    def rank_log(self, rank: int) -> str:
+        return os.path.join(self.log_dir, f"workerlog.{rank}")
+
+    def rank_status(self, rank: int) -> str:
+        return os.path.join(self.log_dir, f"workerstatus.{rank}")
+
+
+def _parse_gpus(text: str) -> list[int]:
+    try:
+        gpus = [int(g) for g in text.split(",") if g.strip()]
+    except ValueError:
+        raise UsageError(
+            f"--selected_gpus {text!r} is not a comma-separated list of GPU ids; "
+            f"write e.g. --selected_gpus 0,1") from None
+    if not gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
+        raise UsageError(f"--selected_gpus {text!r} must list distinct GPU ids >= 0, "
+                         f"e.g. --selected_gpus 0,1")
+    return gpus
+
+
+def _resolve_gpus(selected: str | None, nproc: int | None,
+                  env: Mapping[str, str]) -> tuple[list | None, int]:
+    """(selected GPUs or None for a CPU run, processes per node)."""
+    if nproc is not None and nproc < 1:
+        raise UsageError(f"--nproc_per_node must be at least 1, got {nproc}")
+    if selected is None:
+        return None, nproc or 1
+    gpus = _parse_gpus(selected)
+    count = sched.visible_gpu_count(env)
+    missing = [g for g in gpus if g >= count]
+    if missing:
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        where = f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""
+        raise UsageError(
+            f"--selected_gpus names GPU {missing[0]}, which does not exist: {count} GPU(s) "
+            f"visible{where}; choose ids below {count}"
+            + ("" if count else ", or use --nproc_per_node N for a CPU run"))
+    if nproc is not None and nproc != len(gpus):
+        raise UsageError(
+            f"--nproc_per_node {nproc} but --selected_gpus lists {len(gpus)} GPU(s): one worker "
+            f"per GPU; drop --nproc_per_node or make the two agree")
+    return gpus, len(gpus)
+
+
+def _resolve_nodes(cluster: str | None, node_ip: str | None, env: Mapping[str, str],
+                   scheduler: str) -> tuple[list[str], str]:
+    if cluster is None and scheduler == sched.SLURM:
+        nodes = sched.expand_hostlist(env["SLURM_JOB_NODELIST"])
+        here = env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+        return nodes, node_ip or (here if here in nodes else nodes[0])
+    nodes = [n.strip() for n in (cluster or node_ip or "127.0.0.1").split(",") if n.strip()]
+    if not nodes or len(set(nodes)) != len(nodes):
+        raise UsageError(f"--cluster_node_ips {cluster!r} must list distinct node addresses, "
+                         f"e.g. --cluster_node_ips 10.0.0.1,10.0.0.2")
+    if node_ip is None:
+        if len(nodes) == 1:
+            return nodes, nodes[0]
+        mine = [n for n in nodes if n in sched.local_addresses()]
+        if len(mine) != 1:
+            raise UsageError(
+                f"--node_ip is needed: {'none' if not mine else 'several'} of "
+                f"--cluster_node_ips {','.join(nodes)} are addresses of this machine; pass "
+                f"--node_ip with this machine's entry")
+        return nodes, mine[0]
+    if node_ip not in nodes:
+        raise UsageError(
+            f"--node_ip {node_ip} is not in --cluster_node_ips {','.join(nodes)}; pass this "
+            f"machine's entry of that list (or add {node_ip} to it)")
+    return nodes, node_ip
+
+
+def resolve_config(training_script: str | None, training_script_args: list | None = None, *,
+                   nproc_per_node: int | None = None, selected_gpus: str | None = None,
+                   cluster_node_ips: str | None = None, node_ip: str | None = None,
+                   started_port: int | None = None, log_dir: str = "log",
+                   print_config: bool = True, collective_timeout: float | None = None,
+                   env: Mapping[str, str] | None = None, find_mpi_fn=find_mpi) -> LaunchConfig:
+    """Validate the command line's values and resolve the launch; raises UsageError."""
+    env = os.environ if env is None else env
+    if not training_script:
+        raise UsageError("no training script given: paddle-launch [options] train.py [args]")
+    if not os.path.isfile(training_script):
+        raise UsageError(f"training script {training_script!r} not found (working directory "
+                         f"{os.getcwd()}); pass the path of a Python file")
+    if collective_timeout is not None and not collective_timeout > 0:
+        raise UsageError(f"--collective_timeout must be a positive number of seconds, "
+                         f"got {collective_timeout:g}")
+    if started_port is not None and not 1 <= started_port <= 65535:
+        raise UsageError(f"--started_port must be a TCP port (1-65535), got {started_port}")
+    scheduler = sched.detect_scheduler(env)
+    if nproc_per_node is None and selected_gpus is None and scheduler == sched.SLURM:
+        nproc_per_node = sched.slurm_tasks_per_node(env)
+    if nproc_per_node is None and selected_gpus is None and sched.visible_gpu_count(env):
+        selected_gpus = ",".join(map(str, range(sched.visible_gpu_count(env))))
+    gpus, nproc = _resolve_gpus(selected_gpus, nproc_per_node, env)
+    nodes, here = _resolve_nodes(cluster_node_ips, node_ip, env, scheduler)
+    ports: list[int] = []
+    if started_port is None and len(nodes) == 1 and scheduler != sched.MPI:
+        ports = sched.free_ports(nproc)
+    mpi = None
+    if scheduler != sched.MPI:  # under an MPI process manager the launcher becomes a worker
+        try:
+            mpi = find_mpi_fn()
+        except MPINotFound as e:
+            raise UsageError(str(e)) from None
+    return LaunchConfig(
+        training_script=training_script, training_script_args=list(training_script_args or []),
+        nproc_per_node=nproc, selected_gpus=gpus, cluster_node_ips=nodes, node_ip=here,
+        started_port=started_port, ports=ports, log_dir=os.path.abspath(log_dir),
+        print_config=print_config, collective_timeout=collective_timeout, scheduler=scheduler,
+        mpi=mpi, python=sys.executable)
+
+
+def format_config(config: LaunchConfig) -> str:
+    """The resolved configuration, printed once at the start of a launch."""
+    gpus = ",".join(map(str, config.selected_gpus)) if config.selected_gpus else "none (CPU)"
+    timeout = (f"{config.collective_timeout:g} s (--collective_timeout)"
+               if config.collective_timeout is not None
+               else "SPMD_COLLECTIVE_TIMEOUT, else 1800 s")
+    rows = [
+        ("training script", " ".join([config.training_script, *config.training_script_args])),
+        ("workers", f"{config.world_size} = {len(config.cluster_node_ips)} node(s) x "
+                    f"{config.nproc_per_node} (nproc_per_node)"),
+        ("selected_gpus", gpus),
+        ("cluster_node_ips", ",".join(config.cluster_node_ips)),
+        ("node_ip", config.node_ip),
+        ("endpoints", ",".join(config.endpoints)),
+        ("log_dir", f"{config.log_dir} (workerlog.N; rank 0 also on this console)"),
+        ("collective_timeout", timeout),
+        ("scheduler", config.scheduler),
+        ("mpi", config.mpi.describe() if config.mpi else "the process manager that started "
+                                                          "this process"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(["paddle-launch configuration:"]
+                     + [f"  {k:<{width}} : {v}" for k, v in rows])

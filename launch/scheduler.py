@@ -1,0 +1,132 @@
+"""Where paddle-launch runs: the scheduler (an MPI process manager, a SLURM allocation, or
+nothing), and the facts about this machine a launch needs: its addresses, its GPUs, free ports.
+
+>>> detect_scheduler({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]"})
+'slurm'
+>>> expand_hostlist("n[01-02,5],login")
+['n01', 'n02', 'n5', 'login']
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Mapping
+
+LOCAL = "local"
+SLURM = "slurm"
+MPI = "mpi"
+
+# Set in every process an MPI process manager starts: MPICH/Hydra and srun's PMI/PMI2
+# (PMI_RANK), Open MPI (OMPI_COMM_WORLD_RANK), PMIx (PMIX_RANK).
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")
+
+
+def detect_scheduler(env: Mapping[str, str]) -> str:
+    """'mpi' when this process was started by an MPI process manager (the launcher then becomes
+    the worker itself), 'slurm' inside a SLURM allocation, else 'local'."""
+    if any(v in env for v in _RANK_VARS):
+        return MPI
+    if env.get("SLURM_JOB_ID") and env.get("SLURM_JOB_NODELIST"):
+        return SLURM
+    return LOCAL
+
+
+def mpi_rank_size(env: Mapping[str, str]) -> tuple[int, int]:
+    """(rank, size) given by the process manager that started this process."""
+    rank = next((env[v] for v in _RANK_VARS if v in env), "0")
+    size = next((env[v] for v in _SIZE_VARS if v in env), env.get("SLURM_NTASKS", "1"))
+    return int(rank), int(size)
+
+
+def mpi_local_rank(env: Mapping[str, str]) -> int | None:
+    """This process's rank among those on its node, when the process manager says it."""
+    for name in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
+                 "SLURM_LOCALID"):
+        if env.get(name, "").isdigit():
+            return int(env[name])
+    return None
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """SLURM's compressed host list (`node[01-03,7],gpu[1-2]`) as host names, in order."""
+    hosts: list[str] = []
+    for prefix, ranges, _suffix in re.findall(r"([^,\[\]]+)(?:\[([^\]]*)\])?(,|$)", hostlist):
+        if not ranges:
+            hosts.append(prefix)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            if not hi:
+                hosts.append(prefix + lo)
+                continue
+            width = len(lo) if lo.startswith("0") else 0
+            hosts.extend(f"{prefix}{i:0{width}d}" for i in range(int(lo), int(hi) + 1))
+    return hosts
+
+
+def slurm_tasks_per_node(env: Mapping[str, str]) -> int | None:
+    """Tasks per node of the allocation: SLURM_NTASKS_PER_NODE, else the first count of
+    SLURM_TASKS_PER_NODE (`2(x3),1`), else None."""
+    for name in ("SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"):
+        match = re.match(r"\d+", env.get(name, ""))
+        if match:
+            return int(match.group())
+    return None
+
+
+def local_addresses() -> set[str]:
+    """Names and IP addresses that mean this machine."""
+    names = {"127.0.0.1", "localhost", "::1", socket.gethostname(),
+             socket.gethostname().split(".")[0]}
+    try:
+        names.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    except OSError:
+        pass
+    hostname = shutil.which("hostname")
+    if hostname:
+        try:
+            out = subprocess.run([hostname, "-I"], capture_output=True, text=True, timeout=5)
+            names.update(out.stdout.split())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return names
+
+
+def visible_gpu_count(env: Mapping[str, str]) -> int:
+    """GPUs this process can use, without loading CUDA: CUDA_VISIBLE_DEVICES when set, else the
+    NVIDIA driver's device list, else `nvidia-smi -L`."""
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v for v in visible.split(",") if v.strip()]
+        # CUDA stops at the first invalid entry ("-1" is the usual way to hide every GPU).
+        return next((i for i, v in enumerate(ids) if v.strip().startswith("-")), len(ids))
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10)
+            return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return 0
+
+
+def free_ports(count: int, host: str = "") -> list[int]:
+    """`count` distinct TCP ports free on this machine now (the OS picks them)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()

@@ -137,6 +137,8 @@ class CommContext:
         self._pending: list[tuple[concurrent.futures.Future, str]] = []
         self._lock = threading.RLock()
         self._watchdog: _Watchdog | None = None
+        self._untimed: dict = {}  # op -> the communicator's blocking call, looked up once
+        self._timeout = flags().collective_timeout_s
 
     @property
     def comm(self) -> Communicator:
@@ -174,22 +176,27 @@ class CommContext:
         if not self._overlap or isinstance(comm, SelfCommunicator):
             getattr(comm, op)(*args)  # timed by the communicator itself
             return
+        call = self._untimed.get(op)
+        if call is None:
+            call = self._untimed[op] = comm.untimed(op)
         if inline:
-            self.wait_all()  # the ones issued before go first, as on every rank
-            if self._watchdog is None:
-                self._watchdog = _Watchdog(comm.describe)
-            self._watchdog.deadline = time.monotonic() + flags().collective_timeout_s
-            self._watchdog.began = time.time()
-            self._watchdog.op = op
+            if self._pending:
+                self.wait_all()  # the ones issued before go first, as on every rank
+            watchdog = self._watchdog
+            if watchdog is None:
+                watchdog = self._watchdog = _Watchdog(comm.describe)
+            watchdog.deadline = time.monotonic() + self._timeout
+            watchdog.began = time.time()
+            watchdog.op = op
             try:
-                comm.untimed(op)(*args)
+                call(*args)
             finally:
-                self._watchdog.op = None
+                watchdog.op = None
             return
         with self._lock:
             if self._worker is None:
                 self._worker = _Worker(self._name)
-            self._pending.append((self._worker.submit(comm.untimed(op), *args), op))
+            self._pending.append((self._worker.submit(call, *args), op))
 
     def allreduce(self, buf, inline: bool = False):
         self._run("allreduce", buf, inline=inline)
@@ -207,7 +214,7 @@ class CommContext:
             pending, self._pending = self._pending, []
         if not pending:
             return
-        timeout = flags().collective_timeout_s
+        timeout = self._timeout
         deadline = time.monotonic() + timeout
         error = None
         for future, op in pending:

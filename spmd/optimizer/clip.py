@@ -77,17 +77,7 @@ class GradientClipByValue(GradientClipBase):
             raise InvalidArgumentError(f"{where}: min ({self.min}) must be <= max ({self.max})")
 
     def _static_clip(self, params_grads):
-        result = []
-        for param, grad in params_grads:
-            if grad is None or not self._needs_clip(param):
-                result.append((param, grad))
-                continue
-            block = grad.block
-            out = tmp_var(block, f"{param.name}_grad_clip", grad.shape, grad.dtype)
-            block.append_op("clip", inputs={"X": [grad]}, outputs={"Out": [out]},
-                            attrs={"min": self.min, "max": self.max})
-            result.append((param, out))
-        return result
+        return _clip_each(self, params_grads, "clip", {"min": self.min, "max": self.max})
 
     def __str__(self):
         return f"Clip Gradient By Value, min = {self.min:f}, max={self.max:f}"
@@ -108,17 +98,7 @@ class GradientClipByNorm(GradientClipBase):
                 f"{type(self).__name__}: clip_norm must be > 0, got {self.clip_norm}")
 
     def _static_clip(self, params_grads):
-        result = []
-        for param, grad in params_grads:
-            if grad is None or not self._needs_clip(param):
-                result.append((param, grad))
-                continue
-            block = grad.block
-            out = tmp_var(block, f"{param.name}_grad_clip", grad.shape, grad.dtype)
-            block.append_op("clip_by_norm", inputs={"X": [grad]}, outputs={"Out": [out]},
-                            attrs={"max_norm": self.clip_norm})
-            result.append((param, out))
-        return result
+        return _clip_each(self, params_grads, "clip_by_norm", {"max_norm": self.clip_norm})
 
     def __str__(self):
         return f"Gradient Clip By Norm, clip_norm={self.clip_norm:f}"
@@ -201,3 +181,16 @@ def check_grad_clip(value, where: str):
             f"GradientClipByGlobalNorm (paddle: ClipGradBy*), got {value!r}"
         )
     return value
+
+
+def _clip_each(clip: GradientClipBase, params_grads, op_type: str, attrs: dict):
+    """One `op_type` op per gradient that needs clipping, each writing a new variable."""
+    result = []
+    for param, grad in params_grads:
+        if grad is None or not clip._needs_clip(param):
+            result.append((param, grad))
+            continue
+        out = tmp_var(grad.block, f"{param.name}_grad_clip", grad.shape, grad.dtype)
+        grad.block.append_op(op_type, inputs={"X": [grad]}, outputs={"Out": [out]}, attrs=attrs)
+        result.append((param, out))
+    return result

@@ -51,7 +51,11 @@ class LocalGroup:
         self._slots[index] = value
         self._sync(op, index)
         if index == 0:
-            self._result = combine(self._slots)
+            try:
+                self._result = combine(self._slots)
+            except BaseException:
+                self._barrier.abort()  # the others must not read a stale result
+                raise
         self._sync(op, index)
         result = self._result
         self._sync(op, index)  # nobody starts the next exchange while others still read

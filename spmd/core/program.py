@@ -235,8 +235,10 @@ class Program:
 
     def fingerprint(self) -> str:
         """A stable hash of ops, attributes, var shapes and dtypes: equal on every process that
-        built the same program, different when any of those differ."""
+        built the same program, different when any of those differ. The random seed is left out:
+        ranks may seed differently (dropout masks) and still run the same collectives."""
         d = self.to_dict()
+        d.pop("random_seed", None)
         for op in d["ops"]:
             op["attrs"] = {k: v for k, v in op["attrs"].items() if k not in ("op_callstack",)}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()

@@ -72,11 +72,12 @@ class _Watchdog:
         self.op: str | None = None
         self.began = 0.0  # time.time() when the current op started
         self.deadline = 0.0
+        self.stopped = False
         threading.Thread(target=self._loop, name="spmd-comm-watchdog", daemon=True).start()
 
     def _loop(self):
         noted = None
-        while True:
+        while not self.stopped:
             time.sleep(1.0)
             op, began, deadline = self.op, self.began, self.deadline
             if op is None:
@@ -221,10 +222,15 @@ class CommContext:
             try:
                 _wait_noting(future, op, deadline)
             except concurrent.futures.TimeoutError:
-                raise CommunicationError(
-                    f"{self.comm.describe()} {op} did not complete within {timeout:g} s: another "
-                    f"rank never reached it (crashed, hung, or runs a different program); raise "
-                    f"SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower") from None
+                # the communication thread is stuck inside MPI and cannot be interrupted: end
+                # the job, as the inline watchdog does, rather than leave the process half-dead
+                message = (f"{self.comm.describe()} {op} did not complete within {timeout:g} s: "
+                           f"another rank never reached it (crashed, hung, or runs a different "
+                           f"program)")
+                sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if "
+                                 "a step is legitimately slower.\n")
+                sys.stderr.flush()
+                _end_job(message)
             except Exception as e:  # noqa: BLE001 - keep waiting for the rest, then raise
                 error = error or e
         if error is not None:
@@ -234,9 +240,13 @@ class CommContext:
                 f"{self.comm.describe()} collective failed: {error}") from error
 
     def close(self):
+        """End this context's threads (its runner is gone)."""
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+        if self._watchdog is not None:
+            self._watchdog.stopped = True
+            self._watchdog = None
 
 
 _world_contexts: dict = {}

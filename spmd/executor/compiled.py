@@ -96,7 +96,7 @@ class CompiledProgram:
             self._runner = DataParallelRunner(self._program, self._build_strategy,
                                               self._loss_name, self._resolve_places(executor.place),
                                               scope, share)
-        return self._runner.run(feed, fetch_names, return_numpy, return_merged)
+        return self._runner.run(scope, feed, fetch_names, return_numpy, return_merged)
 
 
 def _check_type(value, kind, name):

@@ -13,6 +13,8 @@ from ..errors import PreconditionError
 
 def _op_digests(program) -> np.ndarray:
     ops = program.to_dict()["ops"]
+    for op in ops:  # as Program.fingerprint does
+        op["attrs"].pop("op_callstack", None)
     return np.array([int.from_bytes(hashlib.sha256(json.dumps(op, sort_keys=True, default=str)
                                                    .encode()).digest()[:8], "little", signed=True)
                      for op in ops], dtype=np.int64)
@@ -32,7 +34,12 @@ def check_same_program(program, mpi) -> None:
     padded[:len(digests)] = digests
     table = mpi.allgather(padded)
     differs = np.nonzero((table != table[0]).any(axis=0))[0]
-    first = int(differs[0]) if len(differs) else width
+    if not len(differs):
+        raise PreconditionError(
+            f"{mpi.describe()} the ranks compiled different programs: the ops agree but the "
+            f"variables (shapes, dtypes, persistable) or the gradient / optimizer-state maps "
+            f"differ; every rank must build the same model from the same script")
+    first = int(differs[0])
     ops = program.global_block().ops
     text = str(ops[first]) if first < len(ops) else "(no op: the program ends here)"
     encoded = np.frombuffer(text.encode()[:400].ljust(400), dtype=np.uint8).copy()

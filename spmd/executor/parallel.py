@@ -8,7 +8,8 @@ process_rank * places + i.
 """
 from __future__ import annotations
 
-import threading
+import concurrent.futures
+import weakref
 
 import numpy as np
 
@@ -26,13 +27,26 @@ from .fingerprint import check_same_program
 from .plan import Plan
 
 
+def _shut_down(pool, contexts):
+    if pool is not None:
+        pool.shutdown(wait=False)
+    for ctx in contexts:
+        ctx.close()
+
+
 def _place_optimizer_state(scope, rank: int, layout):
     """Reduce mode: keep only the optimizer state this rank owns, cutting a chunk's state from
     the state the startup program made for the whole parameter."""
     arrays = scope._arrays
     for chunk, (whole, rows) in layout.state_source.items():
         if layout.state_owner[chunk] == rank:
-            value = arrays[whole]
+            value = arrays.get(whole)
+            if value is None:
+                raise PreconditionError(
+                    f"optimizer state '{whole}' is not in the scope: a Reduce-mode "
+                    f"CompiledProgram already split it across the ranks in this scope (or the "
+                    f"startup program was not run); run the startup program into a fresh scope "
+                    f"for a new Reduce-mode program")
             arrays[chunk] = value[rows[0]:rows[1]].copy() if rows else value.copy()
     scope.erase({whole for whole, _ in layout.state_source.values()})
     scope.erase([var for var, owner in layout.state_owner.items() if owner != rank])
@@ -71,6 +85,17 @@ class DataParallelRunner:
                       for r in self.ranks]
         self._plans: dict = {}
         self._initialized = False
+        self._broken: str | None = None  # why this rank can no longer take part in steps
+        self._pool = (concurrent.futures.ThreadPoolExecutor(nplaces, "spmd-place")
+                      if nplaces > 1 else None)
+        owned = {n for op in self.program.global_block().ops if op.owner is not None
+                 for n in op.output_arg_names}
+        unowned = {n for op in self.program.global_block().ops if op.owner is None
+                   for n in op.output_arg_names}
+        self._owner_only = owned - unowned  # values only one rank computes (Reduce mode)
+        # the place threads and communication threads end with the runner
+        contexts = [] if share_from is not None else list(self.contexts)
+        weakref.finalize(self, _shut_down, self._pool, contexts)
 
     def _check_trainers(self, strategy, nprocs):
         if strategy.num_trainers not in (1, nprocs):
@@ -132,7 +157,20 @@ class DataParallelRunner:
         return array_module(self.places[0])
 
     # -- every run -----------------------------------------------------------------------------
-    def run(self, feed, fetch_names, return_numpy: bool, return_merged: bool):
+    def run(self, scope, feed, fetch_names, return_numpy: bool, return_merged: bool):
+        if self._broken is not None:
+            raise PreconditionError(
+                f"{self.tag} this data-parallel program cannot run any more: {self._broken}. "
+                f"Its collectives no longer line up with the other ranks'; restart the job")
+        if scope is not self.scopes[0]:
+            raise InvalidArgumentError(
+                f"{self.tag} a data-parallel CompiledProgram runs on the scope of its first run; "
+                f"this run passed another scope. Compile one CompiledProgram per scope")
+        owner_only = sorted(self._owner_only.intersection(fetch_names))
+        if owner_only:
+            raise InvalidArgumentError(
+                f"{self.tag} cannot fetch {owner_only}: in Reduce mode only the owning rank "
+                f"computes them; fetch the parameters (broadcast to every rank) or the loss")
         if not self._initialized:
             self._initialize()
         shards = split_feed(feed, len(self.places), tag=f"{self.tag} ")
@@ -140,12 +178,17 @@ class DataParallelRunner:
         plans = self._plans.get(key)
         if plans is None:
             plans = [Plan(self.program, list(shards[0]), fetch_names, self._rngs[i],
-                          comm=self.contexts[i], rank=self.ranks[i])
+                          comm=self.contexts[i], rank=self.ranks[i], tag=self.tag)
                      for i in range(len(self.places))]
             self._plans[key] = plans
         xp = self._xp()
-        results = self._run_on_places(
-            lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
+        try:
+            results = self._run_on_places(
+                lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
+        except Exception as e:
+            if self.topology.size > 1:  # the other ranks went on to (or wait in) collectives
+                self._broken = f"a step failed here ({type(e).__name__})"
+            raise
         # copies: a fetched gradient may be a view of a bucket the next step reuses
         per_place = [[host_array(a, copy=True) for a in r] for r in results]
         if not return_numpy:
@@ -166,12 +209,9 @@ class DataParallelRunner:
                 errors[i] = e
                 self._group.abort()
 
-        threads = [threading.Thread(target=work, args=(i,), name=f"spmd-place-{i}")
-                   for i in range(len(self.places))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        pool = self._pool or self._share_from._pool
+        for future in [pool.submit(work, i) for i in range(len(self.places))]:
+            future.result()
         # the root cause, not the places that were woken by the abort
         failed = [e for e in errors if e is not None]
         first = next((e for e in failed if not isinstance(e, CommunicationError)),

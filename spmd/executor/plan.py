@@ -37,8 +37,9 @@ class Plan:
     owned terms this rank then adds up and allreduces.
     """
 
-    def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None):
+    def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag=""):
         block = program.global_block()
+        self.tag = f"{tag} " if tag else ""  # "[rank r/n] " in multi-process runs
         self.block = block
         self.comm = comm
         self.fetch_names = list(fetch_names)
@@ -130,7 +131,7 @@ class Plan:
             shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
                       if n in env and hasattr(env[n], "shape")}
             raise ExecutionError(
-                f"op #{i} '{op.type}' failed: {type(e).__name__}: {e}\n  op: {op}\n"
+                f"{self.tag}op #{i} '{op.type}' failed: {type(e).__name__}: {e}\n  op: {op}\n"
                 f"  input shapes: {shapes}"
             ) from e
         for n in self.persist_writes:

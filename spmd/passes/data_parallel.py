@@ -2,7 +2,9 @@
 program that every rank compiles identically (collectives in one fixed order)."""
 from __future__ import annotations
 
+from ..core.operator import OpRole
 from ..core.program import Program
+from ..errors import InvalidArgumentError
 from .allreduce import insert_allreduce
 from .common import check_waits, mark_inline_collectives, trained_params_grads
 from .reduce_mode import ReduceLayout, apply_reduce_mode
@@ -20,7 +22,17 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
     program = program.clone()
     layout = None
     if loss_name is None:
+        if trained_params_grads(program):
+            raise InvalidArgumentError(
+                "with_data_parallel: this program trains parameters but no loss_name was given; "
+                "pass loss_name=loss.name (without it every place would train on its own)")
         return program, layout
+    losses = [op for op in program.global_block().ops if op.role is OpRole.LOSS]
+    if len(losses) > 1:
+        raise InvalidArgumentError(
+            f"with_data_parallel: the program has {len(losses)} backward passes (minimize() or "
+            f"append_backward called {len(losses)} times); a data-parallel program takes one: "
+            f"sum the losses and minimize the sum once")
     scale_loss_grad(program, loss_name, strategy.gradient_scale_strategy, num_devices)
     params_grads = trained_params_grads(program)
     if num_devices == 1 or not params_grads:

@@ -119,8 +119,10 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) 
                 _declare_chunk(block, p.name, s)
                 after[start].append(_slice(block, p.name, s, OpRole.OPTIMIZE, owner=s.owner))
     removed = _assign_optimize_ops(program, params_grads, shards, layout, after)
-    place_after(block, after, before_end=_gather_params(block, params_grads, shards,
-                                                        fuse_broadcast))
+    # right after the last update, so any later op that reads a parameter sees the new value
+    last_update = max(i for i, op in enumerate(block.ops) if op.role is OpRole.OPTIMIZE)
+    after[last_update].extend(_gather_params(block, params_grads, shards, fuse_broadcast))
+    place_after(block, after)
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
 

@@ -118,3 +118,23 @@ def test_different_programs_fail_fast_on_every_rank():
                                                 r"programs.*first difference at op #\d+"):
         exe.run(compiled, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
                 fetch_list=[loss], scope=scope)
+
+
+def test_after_a_failed_step_the_program_refuses_to_run_on():
+    """A step that failed on this rank leaves its collectives out of line with the other ranks';
+    running on would pair them with the wrong step, so later runs refuse."""
+    t = detect()
+    main, startup, loss = build("mlp", "sgd", "float64")
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    x, y = batches("float64", 1)[0]
+    feed = {"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)}
+    with pytest.raises(Exception):  # noqa: B017 - a bad feed on every rank: any error will do
+        exe.run(compiled, feed={"x": feed["x"][:, :3], "y": feed["y"]}, fetch_list=[loss],
+                scope=scope)
+    if t.size == 1:  # a world of one has no other rank to fall out of line with
+        exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
+        return
+    with pytest.raises(PreconditionError, match=r"\[rank \d+/\d+\] .*cannot run any more"):
+        exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)

@@ -49,10 +49,10 @@ def install_abort_on_exception():
 
 def _check_contiguous(array, op: str):
     if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        kind = "a non-contiguous ndarray" if isinstance(array, np.ndarray) else type(
+            array).__name__
         raise CommunicationError(
-            f"{op} needs a C-contiguous numpy array, got "
-            f"{type(array).__name__}{'' if isinstance(array, np.ndarray) else ''}; "
-            f"use numpy.ascontiguousarray")
+            f"{op} needs a C-contiguous numpy array, got {kind}; use numpy.ascontiguousarray")
 
 
 class _MPIRequest(Request):

@@ -6,8 +6,6 @@ scope only after every op succeeded, so a failed run leaves the scope as it was.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.variable import Parameter, Variable
 from ..errors import CommunicationError, ExecutionError, FeedError, PreconditionError
 from ..kernels.registry import get_kernel
@@ -167,7 +165,3 @@ def _uninitialized(var: Variable):
         f"variable '{var.name}' is read before any op writes it and was neither fed nor set in "
         f"the scope; feed it (feed={{'{var.name}': array}})"
     )
-
-
-def as_numpy(array):
-    return array if isinstance(array, np.ndarray) else array.get()

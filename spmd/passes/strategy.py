@@ -53,7 +53,7 @@ class BuildStrategy(_Strict):
     gradient_scale_strategy: GradientScaleStrategy = GradientScaleStrategy.CoeffNumDevice
     fuse_all_reduce_ops: bool = False  # pack gradients into buckets, one allreduce per bucket
     fuse_broadcast_ops: bool = False  # Reduce mode: one broadcast per bucket of parameters
-    memory_optimize: bool = False  # reuse buffers of dead variables (plan-level)
+    memory_optimize: bool = False  # accepted; the plan frees every value after its last use
     enable_inplace: bool = False  # accepted; the plan frees dead values either way
     fuse_elewise_add_act_ops: bool = False  # accepted; numerically identical either way
     fuse_bn_act_ops: bool = False  # accepted, no effect
@@ -88,6 +88,6 @@ class ExecutionStrategy(_Strict):
     use_cuda: bool = False  # accepted; the place decides
     allow_op_delay: bool = False  # accepted, no effect
     num_iteration_per_drop_scope: int = 100  # accepted; temporaries are dropped every step
-    num_iteration_per_run: int = 1  # accepted, must be 1
+    num_iteration_per_run: int = 1  # accepted, no effect: one run is one step
     use_thread_barrier: bool = False  # accepted, no effect
     dry_run: bool = False  # accepted, no effect

@@ -89,13 +89,17 @@ class _Watchdog:
                 _status("wait", op, when=began)
                 noted = op
             if time.monotonic() > deadline:
-                message = (f"{self._describe()} {op} did not complete within "
-                           f"{flags().collective_timeout_s:g} s: another rank never reached it "
-                           f"(crashed, hung, or runs a different program)")
-                sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if "
-                                 "a step is legitimately slower.\n")
-                sys.stderr.flush()
-                _end_job(message)
+                _timed_out(self._describe(), op, flags().collective_timeout_s)
+
+
+def _timed_out(tag: str, op: str, timeout: float):
+    """A collective outlived the timeout: say so on stderr and end the job."""
+    message = (f"{tag} {op} did not complete within {timeout:g} s: another rank never reached "
+               f"it (crashed, hung, or runs a different program)")
+    sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if a step is "
+                     "legitimately slower.\n")
+    sys.stderr.flush()
+    _end_job(message)
 
 
 def _end_job(message: str):
@@ -224,13 +228,7 @@ class CommContext:
             except concurrent.futures.TimeoutError:
                 # the communication thread is stuck inside MPI and cannot be interrupted: end
                 # the job, as the inline watchdog does, rather than leave the process half-dead
-                message = (f"{self.comm.describe()} {op} did not complete within {timeout:g} s: "
-                           f"another rank never reached it (crashed, hung, or runs a different "
-                           f"program)")
-                sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if "
-                                 "a step is legitimately slower.\n")
-                sys.stderr.flush()
-                _end_job(message)
+                _timed_out(self.comm.describe(), op, timeout)
             except Exception as e:  # noqa: BLE001 - keep waiting for the rest, then raise
                 error = error or e
         if error is not None:

@@ -69,6 +69,7 @@ class Plan:
         self.scope_reads = [n for n in reads_before_write if n not in feed_set]
         self.fetch_from_scope = [n for n in self.fetch_names
                                  if n not in written and n not in feed_set]
+        self._from_scope = self.scope_reads + self.fetch_from_scope  # read every run
         keep = set(self.fetch_names) | {n for n, v in block.vars.items() if v.persistable}
         frees_at: dict[int, list[str]] = {}
         for n, k in last_use.items():
@@ -98,7 +99,7 @@ class Plan:
         env = {name: convert_feed(block.vars[name], value, xp) for name, value in feed.items()}
         for name, shape, dtype in self.zero_reads:
             env[name] = xp.zeros(shape, dtype=dtype)
-        for n in self.scope_reads + self.fetch_from_scope:
+        for n in self._from_scope:
             value = scope.get(n)
             if value is None:
                 raise _uninitialized(block.vars[n])

@@ -16,9 +16,9 @@ BATCH = 12  # divisible by 1, 2, 3 and 4 places
 STEPS = 3
 
 
-def build(opt: str = "sgd", clip: bool = True):
+def build(opt: str = "sgd", clip=True, decay: bool = True):
     """(main, startup, loss, pred): a float64 MLP regressing y from x, with L2 decay and (by
-    default) global-norm clipping."""
+    default) global-norm clipping; `clip` may also be a clip object to use instead."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 11
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -28,9 +28,11 @@ def build(opt: str = "sgd", clip: bool = True):
         h = fluid.layers.fc(h, 5, act="tanh")
         pred = fluid.layers.fc(h, 1)
         loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
-        kwargs = {"regularization": fluid.regularizer.L2Decay(1e-3)}
-        if clip:
+        kwargs = {"regularization": fluid.regularizer.L2Decay(1e-3)} if decay else {}
+        if clip is True:
             kwargs["grad_clip"] = fluid.clip.GradientClipByGlobalNorm(clip_norm=1.0)
+        elif clip:
+            kwargs["grad_clip"] = clip
         if opt == "sgd":
             optimizer = fluid.optimizer.SGD(0.1, **kwargs)
         else:
@@ -550,18 +552,9 @@ def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k):
 
 def _clipped_by_norm(clip_norm: float):
     """build("sgd") with each gradient clipped to norm `clip_norm` (clip_by_norm, per
-    parameter) instead of by the global norm."""
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 11
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.data("x", [None, 6], "float64")
-        y = fluid.data("y", [None, 1], "float64")
-        h = fluid.layers.fc(x, 10, act="tanh")
-        h = fluid.layers.fc(h, 5, act="tanh")
-        pred = fluid.layers.fc(h, 1)
-        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
-        fluid.optimizer.SGD(0.1, grad_clip=fluid.clip.GradientClipByNorm(clip_norm)).minimize(
-            loss)
+    parameter) instead of by the global norm, and no decay."""
+    main, startup, loss, _ = build("sgd", clip=fluid.clip.GradientClipByNorm(clip_norm),
+                                   decay=False)
     return main, startup, loss
 
 

@@ -33,6 +33,8 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from .comm.mpi import abort_job
+
 STACK_SIGNAL = signal.SIGUSR2
 """The signal on which a worker started by paddle-launch dumps its Python stack. Not SIGUSR1:
 MPICH's Hydra sends that to the surviving ranks when one fails."""
@@ -232,18 +234,6 @@ def _prepare_worker(status_file: str) -> None:
                  f"pid={os.getpid()} supervisor={os.getppid()} host={socket.gethostname()}")
 
 
-def _abort_mpi(code: int) -> None:
-    """Abort the MPI job when this script used MPI with other ranks (as mpi4py's run does)."""
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is None:
-        return
-    try:
-        if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
-            mpi.COMM_WORLD.Abort(code)
-    except Exception:  # noqa: BLE001 - already failing; never mask the original error
-        pass
-
-
 def _fail(code: int, summary: str, status_file: str | None) -> None:
     """End this rank after an error, making sure every other rank ends too."""
     if status_file:
@@ -251,7 +241,7 @@ def _fail(code: int, summary: str, status_file: str | None) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     if not status_file:
-        _abort_mpi(code)
+        abort_job(code)
     # No MPI_Finalize: it would wait for ranks that may be stuck in a collective. Under the
     # launcher, the launcher stops them (after asking where they were); otherwise Abort did.
     os._exit(code)

@@ -22,6 +22,7 @@ import threading
 import time
 
 from ..comm.base import Communicator, SelfCommunicator
+from ..comm.mpi import abort_job
 from ..errors import CommunicationError, InvalidArgumentError
 from ..flags import flags
 
@@ -108,10 +109,8 @@ def _end_job(message: str):
     try:
         if flags().status_file:
             _status("error", f"CommunicationError: {message}")
-        elif "mpi4py.MPI" in sys.modules:
-            from mpi4py import MPI
-
-            MPI.COMM_WORLD.Abort(1)
+        else:
+            abort_job(1)
     finally:
         os._exit(1)
 

@@ -93,7 +93,8 @@ class Plan:
         if self.has_collectives:
             attach_buckets(self.steps, block)
 
-    def run(self, scope, feed: dict, xp, place):
+    def _inputs(self, scope, feed: dict, xp) -> dict:
+        """The values the ops read first: checked feeds, stand-in zeros, scope values."""
         block = self.block
         check_feed_names(block, feed, self._needed_feeds)
         env = {name: convert_feed(block.vars[name], value, xp) for name, value in feed.items()}
@@ -104,6 +105,15 @@ class Plan:
             if value is None:
                 raise _uninitialized(block.vars[n])
             env[n] = value
+        return env
+
+    def run(self, scope, feed: dict, xp, place):
+        try:
+            env = self._inputs(scope, feed, xp)
+        except (FeedError, PreconditionError) as e:
+            if not self.tag:
+                raise
+            raise type(e)(f"{self.tag}{e}") from None
         step = None
         try:
             for step in self.steps:

@@ -14,7 +14,7 @@ from dp_models import batches, build, params, shard
 import spmd.fluid as fluid
 from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
-from spmd.errors import PreconditionError
+from spmd.errors import FeedError, PreconditionError
 
 pytestmark = pytest.mark.mpi(min_size=1)
 STEPS = 5
@@ -130,9 +130,13 @@ def test_after_a_failed_step_the_program_refuses_to_run_on():
     compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
     x, y = batches("float64", 1)[0]
     feed = {"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)}
-    with pytest.raises(Exception):  # noqa: B017 - a bad feed on every rank: any error will do
+    before = params(scope, main)
+    with pytest.raises(FeedError, match=rf"\[rank {t.rank}/{t.size}\] feed 'x': expected "
+                                        r"shape \[None, \d+\].*, got \[\d+, 3\]"):
         exe.run(compiled, feed={"x": feed["x"][:, :3], "y": feed["y"]}, fetch_list=[loss],
                 scope=scope)
+    after = params(scope, main)
+    assert all(np.array_equal(before[n], after[n]) for n in before)  # the scope untouched
     if t.size == 1:  # a world of one has no other rank to fall out of line with
         exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
         return

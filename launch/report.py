@@ -5,6 +5,7 @@ collective it waited in, or its Python stack.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -45,6 +46,22 @@ def clean_stack(text: str) -> list[str]:
     return [line for lines in threads for line in lines]
 
 
+# spmd's collectives (spmd/comm/*.py), as their frames appear in a stack dump
+_COLLECTIVE_FRAME = re.compile(
+    r"spmd/comm/\w+\.py\", line \d+ in (i?allreduce|reduce|broadcast|allgather|reduce_scatter|"
+    r"barrier|bcast_bytes)\b")
+
+
+def collective_in_stack(stack: list[str]) -> str | None:
+    """The collective a stack dump shows a thread inside (the outermost such frame), if any:
+    a rank that entered one just before it was asked has not yet recorded the wait."""
+    for line in reversed(stack):
+        found = _COLLECTIVE_FRAME.search(line)
+        if found:
+            return found.group(1)
+    return None
+
+
 @dataclass
 class Outcome:
     """How a launch ended, as the launcher saw it."""
@@ -83,6 +100,9 @@ def _where(rank: int, status, outcome: Outcome, now: float) -> list[str]:
         ops = ", ".join(f"{op} (for {end - since:.1f} s)" for op, since in status.waiting)
         return [f"    {'was ' if status.ended else ''}waiting in {ops}"]
     stack = clean_stack(outcome.stacks.get(rank, ""))
+    op = collective_in_stack(stack)
+    if op is not None:
+        return [f"    waiting in {op} (just entered: seen in its stack)"]
     if stack:
         return ["    not in a collective; its Python stack (most recent call first):"] + [
             f"      | {line.strip()}" for line in stack]

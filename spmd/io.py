@@ -216,18 +216,59 @@ def _select_vars(main_program, vars, predicate, who: str) -> list[Variable]:
     return list(unique.values())
 
 
-def _gather(vars: list[Variable]) -> dict:
-    """Every variable's value from the global scope, as host arrays; raises before any write."""
+def _gather(vars: list[Variable], main_program=None) -> dict:
+    """Every variable's value from the global scope, as host arrays; raises before any write.
+
+    Given a Reduce-mode data-parallel CompiledProgram, the optimizer state it split across the
+    ranks is assembled whole first: a collective, so every rank must save."""
     scope, arrays = global_scope(), {}
+    runner = getattr(main_program, "_runner", None)
+    sharded = getattr(runner, "sharded_state", None)
+    if sharded is not None:
+        if scope is not runner.scopes[0]:
+            raise InvalidArgumentError(
+                f"{_rank_tag()}the data-parallel program ran on another scope than the global "
+                f"scope this save reads; save inside fluid.scope_guard(<the scope of exe.run>)")
+        arrays.update(sharded.gather([v.name for v in vars]))
     for var in vars:
+        if var.name in arrays:
+            continue
         value = scope.get(var.name)
         if value is None:
-            raise PreconditionError(
-                f"cannot save variable '{var.name}': it has no value in the scope; run the "
-                f"startup program (exe.run(fluid.default_startup_program())) first"
-            )
+            raise _missing_error(scope, var.name)
         arrays[var.name] = host_array(value)
     return arrays
+
+
+def _missing_error(scope, name: str) -> Exception:
+    owners = scope._sharded.get(name)
+    if owners is not None:
+        return PreconditionError(
+            f"{_rank_tag()}cannot save '{name}': ReduceStrategy.Reduce keeps this optimizer "
+            f"state on rank(s) {owners} only. Pass the data-parallel CompiledProgram as "
+            f"main_program and call the save on every rank (it assembles the state from its "
+            f"owners, a collective); every rank that saves writes the whole checkpoint")
+    return PreconditionError(
+        f"cannot save variable '{name}': it has no value in the scope; run the startup program "
+        f"(exe.run(fluid.default_startup_program())) first")
+
+
+def _rank_tag() -> str:
+    from .comm.topology import detect
+
+    topology = detect()
+    return f"{topology.tag()} " if topology.size > 1 else ""
+
+
+def _refuse_sharded(vars: list[Variable]):
+    """Loading state a Reduce-mode program has split would leave the split copies stale."""
+    sharded = [v.name for v in vars if v.name in global_scope()._sharded]
+    if sharded:
+        raise PreconditionError(
+            f"{_rank_tag()}cannot load {sharded[:3]}{'...' if len(sharded) > 3 else ''}: a "
+            f"Reduce-mode data-parallel program has already split this optimizer state across "
+            f"the ranks in this scope. Load a checkpoint before the program's first run: run "
+            f"the startup program into a fresh scope, load, then run the CompiledProgram")
 
 
 def _check_matches(var: Variable, array: np.ndarray, path: str):
@@ -300,7 +341,7 @@ def save_vars(executor, dirname: str, main_program: Program | None = None, vars=
     >>> # save_vars(exe, "model", prog, predicate=lambda v: v.persistable)
     """
     dirname = _check_dirname(dirname, "save_vars")
-    arrays = _gather(_select_vars(main_program, vars, predicate, "save_vars"))
+    arrays = _gather(_select_vars(main_program, vars, predicate, "save_vars"), main_program)
     os.makedirs(dirname, exist_ok=True)
     with _AtomicFiles() as files:
         _stage_vars(files, dirname, arrays, filename)
@@ -315,6 +356,7 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     """
     dirname = _check_dirname(dirname, "load_vars")
     selected = _select_vars(main_program, vars, predicate, "load_vars")
+    _refuse_sharded(selected)
     arrays, paths = _read_vars(dirname, selected, filename)
     _store(executor, selected, arrays, paths)
 
@@ -448,9 +490,9 @@ def save(program: Program, model_path: str, protocol: int = 4) -> None:
     >>> # spmd.io.save(main_program, "ckpt/step_100")
     """
     prefix = _model_prefix(model_path)
-    program = _as_program(program, "save")
+    given, program = program, _as_program(program, "save")
     params = _gather([v for v in program.list_vars() if is_parameter(v)])
-    opt = _gather([v for v in program.list_vars() if is_belong_to_optimizer(v)])
+    opt = _gather([v for v in program.list_vars() if is_belong_to_optimizer(v)], given)
     text = program.to_json()
     if os.path.dirname(prefix):
         os.makedirs(os.path.dirname(prefix), exist_ok=True)
@@ -481,4 +523,5 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
     if opt:
         arrays.update(_read_npz(prefix + ".pdopt", [v.name for v in opt]))
         paths.update({v.name: prefix + ".pdopt" for v in opt})
+    _refuse_sharded(opt)
     _store(executor, params + opt, arrays, paths)

@@ -70,6 +70,8 @@ class Scope:
         self._parent = parent
         self._arrays: dict = {}
         self._kids: list[Scope] = []
+        # optimizer state a Reduce-mode program split across ranks: var -> its owner ranks
+        self._sharded: dict = {}
 
     def var(self, name: str) -> ScopeVar:
         return ScopeVar(self, name)

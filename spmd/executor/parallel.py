@@ -25,6 +25,7 @@ from .comm_context import CommContext, world_context
 from .feed import merge_fetches, split_feed
 from .fingerprint import check_same_program
 from .plan import Plan
+from .sharded_state import ShardedState
 
 
 def _shut_down(pool, contexts):
@@ -34,7 +35,7 @@ def _shut_down(pool, contexts):
         ctx.close()
 
 
-def _place_optimizer_state(scope, rank: int, layout):
+def _place_optimizer_state(scope, rank: int, layout, sharded: ShardedState):
     """Reduce mode: keep only the optimizer state this rank owns, cutting a chunk's state from
     the state the startup program made for the whole parameter."""
     arrays = scope._arrays
@@ -50,6 +51,17 @@ def _place_optimizer_state(scope, rank: int, layout):
             arrays[chunk] = value[rows[0]:rows[1]].copy() if rows else value.copy()
     scope.erase({whole for whole, _ in layout.state_source.values()})
     scope.erase([var for var, owner in layout.state_owner.items() if owner != rank])
+    scope._sharded.update(sharded.owners())
+
+
+def _state_comm(topology):
+    """A communicator of its own for assembling Reduce-mode state (made now: duplicating one
+    is collective), so its broadcasts never pair with a training step's collectives."""
+    if topology.size == 1:
+        return None
+    from ..comm.mpi import MPICommunicator, world
+
+    return MPICommunicator(world().Dup())
 
 
 class DataParallelRunner:
@@ -86,6 +98,7 @@ class DataParallelRunner:
         self._plans: dict = {}
         self._initialized = False
         self._broken: str | None = None  # why this rank can no longer take part in steps
+        self.sharded_state: ShardedState | None = None  # Reduce mode, once initialized
         self._pool = (concurrent.futures.ThreadPoolExecutor(nplaces, "spmd-place")
                       if nplaces > 1 else None)
         owned = {n for op in self.program.global_block().ops if op.owner is not None
@@ -132,6 +145,7 @@ class DataParallelRunner:
                 raise PreconditionError(
                     f"{self.tag} share_vars_from: the CompiledProgram it names has not run yet; "
                     f"run the training program once before the one sharing its variables")
+            self.sharded_state = self._share_from.sharded_state
             self._initialized = True
             return
         if self.topology.size > 1:
@@ -147,8 +161,10 @@ class DataParallelRunner:
             self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i])
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))
         if self.layout is not None:
+            self.sharded_state = ShardedState(self.program, self.layout, self.scopes, self.ranks,
+                                              _state_comm(self.topology))
             for scope, rank in zip(self.scopes, self.ranks):
-                _place_optimizer_state(scope, rank, self.layout)
+                _place_optimizer_state(scope, rank, self.layout, self.sharded_state)
         self._initialized = True
 
     def _xp(self):

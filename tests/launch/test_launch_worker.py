@@ -135,3 +135,28 @@ def test_report_names_the_root_cause_and_where_the_others_were(tmp_path):
     assert f"log {log}, last 20 line(s):" in text
     assert "rank 0 on a: stopped by the launcher" in text and "waiting in allreduce" in text
     assert 'File "t.py", line 3 in f' in text and "runpy" not in text
+
+
+def test_report_reads_a_collective_just_entered_from_the_stack(tmp_path):
+    # Waits are recorded after 0.1 s; a rank asked sooner shows the collective in its stack.
+    main = ('Current thread 0x1 (most recent call first):\n'
+            '  File "/x/spmd/comm/mpi.py", line 129 in _wait\n'
+            '  File "/x/spmd/comm/mpi.py", line 100 in wait\n'
+            '  File "/x/spmd/comm/mpi.py", line 155 in allreduce\n'
+            '  File "train.py", line 47 in main\n')
+    comm_thread = ('Thread 0x2 (most recent call first):\n'
+                   '  File "/x/spmd/comm/mpi.py", line 170 in broadcast\n'
+                   '  File "/x/spmd/executor/comm_context.py", line 80 in _loop\n'
+                   'Current thread 0x1 (most recent call first):\n'
+                   '  File "/x/spmd/executor/plan.py", line 120 in run\n')
+    sleeping = 'Current thread 0x1 (most recent call first):\n  File "t.py", line 3 in f\n'
+    statuses = {r: WorkerStatus(pid=r + 1, host="a") for r in range(3)}
+    statuses[3] = WorkerStatus(pid=4, host="a", exit_code=1, error="E: x", error_time=1.0,
+                               ended=1.0)
+    text = format_report(
+        Outcome(statuses, 4, root=3, stopped={0, 1, 2},
+                stacks={0: main, 1: comm_thread, 2: sleeping}),
+        str(tmp_path), lambda r: str(tmp_path / f"workerlog.{r}"))
+    assert "rank 0 on a: stopped by the launcher\n    waiting in allreduce (just entered" in text
+    assert "rank 1 on a: stopped by the launcher\n    waiting in broadcast (just entered" in text
+    assert "rank 2 on a: stopped by the launcher\n    not in a collective; its Python" in text

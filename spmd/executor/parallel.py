@@ -76,6 +76,7 @@ class DataParallelRunner:
                 f"{self.tag} {nplaces} GPU places in one process: spmd runs one process per "
                 f"GPU (launch one rank per GPU with mpirun / paddle-launch)")
         self.num_devices = nplaces * nprocs
+        self._source = program  # as the user built it (whole optimizer state)
         self.program, self.layout = build_data_parallel(
             program, build_strategy, self.num_devices, loss_name,
             flags().fuse_parameter_memory_size_mb)
@@ -157,7 +158,8 @@ class DataParallelRunner:
             for name in first.local_var_names():
                 other._arrays[name] = first._arrays[name].copy()
         if self.num_devices > 1:
-            bcast = broadcast_program(self.program)
+            state = {n for names in self._source.optimizer_state.values() for n in names}
+            bcast = broadcast_program(self.program, state)
             self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i])
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))
         if self.layout is not None:

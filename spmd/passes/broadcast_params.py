@@ -1,19 +1,22 @@
 """The program that makes every rank start from rank 0's values: one c_broadcast per persistable
-variable the main program reads, in sorted name order (the same order on every rank).
-Optimizer state is left out: it starts as constants everywhere, and in Reduce mode exists only
-on each parameter's owner."""
+variable the main program reads, and every optimizer state variable, in sorted name order (the
+same order on every rank). As fluid 1.8's ParallelExecutor, which broadcasts every persistable
+variable: a checkpoint loaded on rank 0 alone (parameters and state) reaches every rank.
+
+Reduce mode runs it before the state is split, so `state` names the whole state variables of
+the program before the data-parallel rewrite."""
 from __future__ import annotations
 
 from ..core.operator import OpRole
 from ..core.program import Program
 
 
-def broadcast_program(program) -> Program:
+def broadcast_program(program, state) -> Program:
     block = program.global_block()
-    state = {n for names in program.optimizer_state.values() for n in names}
+    split = {n for names in program.optimizer_state.values() for n in names} - set(state)
     used = {n for op in block.ops for n in op.input_arg_names}
     names = sorted(n for n, v in block.vars.items()
-                   if v.persistable and n in used and n not in state
+                   if v.persistable and (n in used or n in state) and n not in split
                    and all(d >= 0 for d in v.shape))
     bcast = Program()
     out = bcast.global_block()

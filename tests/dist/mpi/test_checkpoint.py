@@ -123,3 +123,31 @@ def test_reduce_mode_state_without_the_compiled_program_is_a_clear_error(mpi_tmp
                            r"optimizer state.*before the program's first run"):
             fluid.io.load_persistables(exe, str(tmp_path / "b"), main_program=main)
     assert not (tmp_path / "a").exists() or not list((tmp_path / "a").iterdir())
+
+
+@pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
+def test_a_checkpoint_loaded_on_rank_0_alone_reaches_every_rank(mpi_tmp_path, mode):
+    """As fluid, the first run broadcasts rank 0's persistables, optimizer state included."""
+    t = detect()
+    data = batches("float64", STEPS)
+    _, want_end = one_process(data)
+    main, startup, loss = build("mlp", "adam", "float64")
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    for x, y in data[:SAVED_AT]:
+        exe.run(main, feed={"x": x, "y": y}, scope=scope)
+    checkpoint = str(mpi_tmp_path / f"one_process_{mode}_{t.rank}")
+    with fluid.scope_guard(scope):
+        fluid.io.save_persistables(exe, checkpoint, main_program=main)
+
+    main, _, _, scope, exe, compiled = data_parallel(mode, 1)
+    if t.rank == 0:  # the other ranks keep their fresh startup values
+        with fluid.scope_guard(scope):
+            fluid.io.load_persistables(exe, checkpoint, main_program=main)
+    train(exe, compiled, scope, data[SAVED_AT:])
+    with fluid.scope_guard(scope):
+        fluid.io.save_persistables(exe, checkpoint + "_end", main_program=compiled)
+    end = fluid.Scope()
+    with fluid.scope_guard(end):
+        fluid.io.load_persistables(exe, checkpoint + "_end", main_program=main)
+    assert_close(persistables(end, main), want_end)

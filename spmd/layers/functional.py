@@ -69,8 +69,9 @@ def _reduce_loss(loss, reduction: str, where: str):
 def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean",
                   soft_label=False, axis=-1, use_softmax=True, name=None):
     """paddle 2.x cross_entropy: `input` are logits (softmax applied here unless
-    use_softmax=False); hard labels may omit the trailing 1. reduction 'mean' averages over all
-    samples (ignored ones count as zero loss)."""
+    use_softmax=False); hard labels may omit the trailing 1. reduction 'mean' with hard labels
+    and an ignore_index of its own (not -100) averages over the samples not ignored, as paddle
+    2.x does; otherwise over all samples."""
     if weight is not None:
         raise InvalidArgumentError("cross_entropy: per-class weight is not supported")
     check_variable(input, "input", "cross_entropy")
@@ -85,7 +86,23 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
             raise InvalidArgumentError("cross_entropy: use_softmax=False needs axis=-1")
         loss = _loss.cross_entropy(input, label, soft_label=soft_label,
                                    ignore_index=ignore_index)
+    if reduction == "mean" and not soft_label and ignore_index != -100:
+        return _mean_over_kept(loss, label, ignore_index)
     return _reduce_loss(loss, reduction, "cross_entropy")
+
+
+def _mean_over_kept(loss, label, ignore_index: int):
+    """sum(loss) / max(1, number of labels != ignore_index): ignored samples have zero loss
+    and do not count."""
+    helper = LayerHelper("cross_entropy_mean")
+    offset = _m.scale(_t.cast(label, loss.dtype), bias=-float(ignore_index))  # 0: ignored
+    sign = helper.create_variable_for_type_inference(loss.dtype)
+    helper.append_op("sign", {"X": [offset]}, {"Out": [sign]}, {})
+    kept = _m.square(sign)  # 1 for a kept label, 0 for an ignored one
+    count = _m.elementwise_max(_m.reduce_sum(kept), _t.fill_constant([1], loss.dtype, 1.0))
+    for var in (offset, sign, kept, count):  # depends on the labels only
+        var.stop_gradient = True
+    return _m.elementwise_div(_m.reduce_sum(loss), count)
 
 
 def mse_loss(input, label, reduction="mean", name=None):

@@ -578,3 +578,27 @@ def test_assign_numpy_needs_assign_value(progs):
     out = layers.assign(array)
     (got,), _ = run(main, startup, {}, [out])
     np.testing.assert_array_equal(got, array)
+
+
+@pytest.mark.parametrize("ignore_index, want_count", [(-100, 5), (2, 3), (7, 1)])
+def test_cross_entropy_mean_leaves_ignored_labels_out(progs, ignore_index, want_count):
+    """paddle 2.x: with an ignore_index of its own, 'mean' divides by the labels kept."""
+    main, startup = progs
+    x = static_data("x", [None, 3], dtype="float64")
+    x.stop_gradient = False
+    label = static_data("label", [None], dtype="int64")
+    loss = functional.cross_entropy(x, label, ignore_index=ignore_index)
+    (dx,) = spmd.autodiff.gradients([loss], [x])
+    labels = {(-100): [0, 1, 2, 1, 0], 2: [0, 2, 2, 1, 0], 7: [7, 7, 1, 7, 7]}[ignore_index]
+    feed = {"x": np.random.default_rng(0).standard_normal((5, 3)),
+            "label": np.array(labels, "int64")}
+    (lv, gv), _ = run(main, startup, feed, [loss, dx])
+    kept = np.array(labels) != ignore_index
+    assert kept.sum() == want_count
+    p = softmax_np(feed["x"])
+    safe = np.where(kept, labels, 0)
+    nll = np.where(kept, -np.log(p[np.arange(5), safe]), 0.0)
+    np.testing.assert_allclose(lv, [nll.sum() / want_count], rtol=1e-12)
+    onehot = np.eye(3)[safe]
+    np.testing.assert_allclose(gv, (p - onehot) * kept[:, None] / want_count, rtol=1e-10,
+                               atol=1e-12)

@@ -222,10 +222,10 @@ def _gather(vars: list[Variable], main_program=None) -> dict:
     Given a Reduce-mode data-parallel CompiledProgram, the optimizer state it split across the
     ranks is assembled whole first: a collective, so every rank must save."""
     scope, arrays = global_scope(), {}
-    runner = getattr(main_program, "_runner", None)
-    sharded = getattr(runner, "sharded_state", None)
-    if sharded is not None:
-        if scope is not runner.scopes[0]:
+    shards = getattr(main_program, "_optimizer_state_shards", lambda: None)()
+    if shards is not None:
+        ran_on, sharded = shards
+        if scope is not ran_on:
             raise InvalidArgumentError(
                 f"{_rank_tag()}the data-parallel program ran on another scope than the global "
                 f"scope this save reads; save inside fluid.scope_guard(<the scope of exe.run>)")

@@ -22,7 +22,6 @@ import threading
 import time
 
 from ..comm.base import Communicator, SelfCommunicator
-from ..comm.mpi import abort_job
 from ..errors import CommunicationError, InvalidArgumentError
 from ..flags import flags
 
@@ -110,6 +109,8 @@ def _end_job(message: str):
         if flags().status_file:
             _status("error", f"CommunicationError: {message}")
         else:
+            from ..run import abort_job
+
             abort_job(1)
     finally:
         os._exit(1)

@@ -73,6 +73,16 @@ class CompiledProgram:
             return [executor_place]  # one process per GPU
         return [CPUPlace()] * flags().cpu_num
 
+    def _optimizer_state_shards(self):
+        """For the save functions: (the scope it runs on, where each piece of Reduce-mode
+        optimizer state lives), or None when no state is split (not data parallel, AllReduce
+        mode, one device, or not run yet)."""
+        if self._runner is None:  # a program sharing a trained one's variables may save first
+            share = self._share_vars_from
+            return share._optimizer_state_shards() if share is not None else None
+        sharded = self._runner.sharded_state
+        return None if sharded is None else (self._runner.scopes[0], sharded)
+
     def _run_compiled(self, executor, feed, fetch_names, scope, return_numpy, return_merged):
         if not self._data_parallel:
             if not isinstance(feed, dict):

@@ -99,7 +99,7 @@ class DataParallelRunner:
         self._plans: dict = {}
         self._initialized = False
         self._broken: str | None = None  # why this rank can no longer take part in steps
-        self.sharded_state: ShardedState | None = None  # Reduce mode, once initialized
+        self._sharded_state: ShardedState | None = None  # Reduce mode, once initialized
         self._pool = (concurrent.futures.ThreadPoolExecutor(nplaces, "spmd-place")
                       if nplaces > 1 else None)
         owned = {n for op in self.program.global_block().ops if op.owner is not None
@@ -110,6 +110,14 @@ class DataParallelRunner:
         # the place threads and communication threads end with the runner
         contexts = [] if share_from is not None else list(self.contexts)
         weakref.finalize(self, _shut_down, self._pool, contexts)
+
+    @property
+    def sharded_state(self) -> ShardedState | None:
+        """Reduce mode, once the state is split: where each piece of optimizer state lives
+        (the training program's, for a program sharing its variables)."""
+        if self._share_from is not None:
+            return self._share_from.sharded_state
+        return self._sharded_state
 
     def _check_trainers(self, strategy, nprocs):
         if strategy.num_trainers not in (1, nprocs):
@@ -146,7 +154,6 @@ class DataParallelRunner:
                 raise PreconditionError(
                     f"{self.tag} share_vars_from: the CompiledProgram it names has not run yet; "
                     f"run the training program once before the one sharing its variables")
-            self.sharded_state = self._share_from.sharded_state
             self._initialized = True
             return
         if self.topology.size > 1:
@@ -159,14 +166,22 @@ class DataParallelRunner:
                 other._arrays[name] = first._arrays[name].copy()
         if self.num_devices > 1:
             state = {n for names in self._source.optimizer_state.values() for n in names}
+            split = sorted(state & first._sharded.keys())
+            if split:
+                raise PreconditionError(
+                    f"{self.tag} optimizer state {split[:3]} in this scope was already split "
+                    f"across the ranks by a Reduce-mode CompiledProgram; run the startup program "
+                    f"into a fresh scope for another data-parallel program")
             bcast = broadcast_program(self.program, state)
-            self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i])
+            self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i],
+                                               tag=self.tag)
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))
         if self.layout is not None:
-            self.sharded_state = ShardedState(self.program, self.layout, self.scopes, self.ranks,
-                                              _state_comm(self.topology))
+            self._sharded_state = ShardedState(self.program, self.layout, self.scopes,
+                                               self.ranks, _state_comm(self.topology),
+                                               self.tag if self.topology.size > 1 else "")
             for scope, rank in zip(self.scopes, self.ranks):
-                _place_optimizer_state(scope, rank, self.layout, self.sharded_state)
+                _place_optimizer_state(scope, rank, self.layout, self._sharded_state)
         self._initialized = True
 
     def _xp(self):

@@ -15,13 +15,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.scope import host_array
+from ..errors import CommunicationError, PreconditionError
 
 
 class ShardedState:
     """Where each piece of the Reduce-mode optimizer state lives, and how to assemble it."""
 
-    def __init__(self, program, layout, scopes, ranks, comm):
+    def __init__(self, program, layout, scopes, ranks, comm, tag: str = ""):
         self._block = program.global_block()
+        self._tag = f"{tag} " if tag else ""
+        self._broken = ""
         self._scopes = scopes
         self._ranks = list(ranks)  # global rank of each local place
         self._comm = comm  # over the processes; None in a world of one process
@@ -43,13 +46,30 @@ class ShardedState:
     def gather(self, names) -> dict:
         """name -> whole host array, for every Reduce-sharded state variable in `names`.
 
-        Every process must call it with the same names (the broadcasts pair up in order)."""
+        Every process must call it with the same names (the broadcasts pair up in order). A
+        barrier comes first: a save on some ranks only fails there (after the collective
+        timeout) rather than leave a broadcast pending to pair with the next save's."""
+        if self._broken:
+            raise PreconditionError(
+                f"{self._tag}cannot save the Reduce-mode optimizer state: an earlier save failed "
+                f"midway ({self._broken}), and its collectives no longer pair up across ranks; "
+                f"restart the job")
         out = {}
-        for whole in sorted(set(names) & self._pieces.keys()):
-            pieces = self._pieces[whole]
-            if not pieces[0][3]:  # one whole variable, or identical per-chunk copies
-                pieces = pieces[:1]
-            out[whole] = _concat([self._fetch(var, owner) for _, var, owner, _ in pieces])
+        try:
+            if self._comm is not None:
+                self._comm.barrier()
+            for whole in sorted(set(names) & self._pieces.keys()):
+                pieces = self._pieces[whole]
+                if not pieces[0][3]:  # one whole variable, or identical per-chunk copies
+                    pieces = pieces[:1]
+                out[whole] = _concat([self._fetch(var, owner) for _, var, owner, _ in pieces])
+        except CommunicationError as e:
+            self._broken = "a rank did not join"
+            raise CommunicationError(
+                f"{self._tag}saving the Reduce-mode optimizer state is collective: every rank "
+                f"must call the save (with the CompiledProgram) at the same point, as each rank "
+                f"holds part of the state; a rank did not join. Call it on every rank, not "
+                f"only on rank 0 ({e})") from None
         return out
 
     def _fetch(self, var: str, owner: int) -> np.ndarray:

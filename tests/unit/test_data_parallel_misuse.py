@@ -95,7 +95,7 @@ def test_a_second_reduce_mode_program_on_a_placed_scope_says_why():
     main, startup, loss = build()
     scope, exe = started(startup), fluid.Executor()
     exe.run(compiled(main, loss, reduce_mode()), feed=FEED, scope=scope)
-    with pytest.raises(PreconditionError, match="already split it across the ranks"):
+    with pytest.raises(PreconditionError, match="in this scope was already split across the ranks"):
         exe.run(compiled(main, loss, reduce_mode()), feed=FEED, scope=scope)
 
 

@@ -11,8 +11,9 @@ import pytest
 from dp_models import batches, build, shard
 
 import spmd.fluid as fluid
+from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
-from spmd.errors import PreconditionError
+from spmd.errors import CommunicationError, PreconditionError
 
 pytestmark = pytest.mark.mpi(min_size=1)
 SAVED_AT, STEPS = 2, 4
@@ -107,7 +108,7 @@ def test_paddle_save_of_a_reduce_mode_program_holds_the_whole_state(mpi_tmp_path
 def test_reduce_mode_state_without_the_compiled_program_is_a_clear_error(mpi_tmp_path):
     t = detect()
     tmp_path = mpi_tmp_path / f"rank{t.rank}"
-    main, _, _, scope, exe, compiled = data_parallel("Reduce", 2)
+    main, _, loss, scope, exe, compiled = data_parallel("Reduce", 2)
     train(exe, compiled, scope, batches("float64", 1))
     tag = rf"\[rank {t.rank}/{t.size}\] " if t.size > 1 else ""
     with fluid.scope_guard(scope):
@@ -122,6 +123,15 @@ def test_reduce_mode_state_without_the_compiled_program_is_a_clear_error(mpi_tmp
         with pytest.raises(PreconditionError, match=tag + r"cannot load .* already split this "
                            r"optimizer state.*before the program's first run"):
             fluid.io.load_persistables(exe, str(tmp_path / "b"), main_program=main)
+    # so would another data-parallel program on this scope
+    strategy = fluid.BuildStrategy()
+    again = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, build_strategy=strategy, places=[fluid.CPUPlace()] * 2)
+    x, y = batches("float64", 1)[0]
+    with pytest.raises(PreconditionError, match=rf"\[rank {t.rank}/{t.size}\] optimizer state "
+                       r"\[.*\] in this scope was already split"):
+        exe.run(again, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
+                scope=scope)
     assert not (tmp_path / "a").exists() or not list((tmp_path / "a").iterdir())
 
 
@@ -151,3 +161,39 @@ def test_a_checkpoint_loaded_on_rank_0_alone_reaches_every_rank(mpi_tmp_path, mo
     with fluid.scope_guard(end):
         fluid.io.load_persistables(exe, checkpoint + "_end", main_program=main)
     assert_close(persistables(end, main), want_end)
+
+
+def test_a_test_program_sharing_the_variables_saves_the_whole_state(mpi_tmp_path):
+    t = detect()
+    data = batches("float64", SAVED_AT)
+    want, _ = one_process(batches("float64", STEPS))
+    main, _, loss, scope, exe, compiled = data_parallel("Reduce", 2)
+    train(exe, compiled, scope, data)
+    test = fluid.CompiledProgram(main.clone(for_test=True)).with_data_parallel(
+        loss_name=loss.name, share_vars_from=compiled, places=[fluid.CPUPlace()] * 2)
+    checkpoint = mpi_tmp_path / f"shared_{t.rank}"
+    with fluid.scope_guard(scope):  # before the test program ever ran
+        fluid.io.save_persistables(exe, str(checkpoint), main_program=test)
+    loaded = fluid.Scope()
+    with fluid.scope_guard(loaded):
+        fluid.io.load_persistables(exe, str(checkpoint), main_program=main)
+    assert_close(persistables(loaded, main), want)
+
+
+def test_a_reduce_mode_save_on_rank_0_alone_fails_and_says_why(mpi_tmp_path):
+    t = detect()
+    if t.size == 1:
+        pytest.skip("needs another rank that does not save")
+    main, _, _, scope, exe, compiled = data_parallel("Reduce", 1)
+    train(exe, compiled, scope, batches("float64", 1))
+    compiled._runner.sharded_state._comm.timeout_s = 2.0  # the job's timeout is 60 s here
+    if t.rank == 0:
+        with fluid.scope_guard(scope):
+            with pytest.raises(CommunicationError, match=r"\[rank 0/\d+\] saving the "
+                               r"Reduce-mode optimizer state is collective: every rank must "
+                               r"call the save.*not only on rank 0"):
+                fluid.io.save_persistables(exe, str(mpi_tmp_path / "r0"), main_program=compiled)
+            # its broadcasts no longer pair up with the other ranks': later saves refuse
+            with pytest.raises(PreconditionError, match="an earlier save failed midway"):
+                fluid.io.save_persistables(exe, str(mpi_tmp_path / "r0"), main_program=compiled)
+    MPICommunicator().barrier()

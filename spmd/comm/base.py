@@ -62,6 +62,11 @@ class Communicator(abc.ABC):
     def describe(self) -> str:
         return f"[rank {self.rank}/{self.size}]"
 
+    def missing(self) -> str:
+        """After a timeout: which ranks never reached this rank's latest collective, as a
+        sentence, or '' where the backend cannot tell."""
+        return ""
+
     def untimed(self, op: str):
         """The fastest blocking form of `op` ("allreduce", "reduce", "broadcast"), for a caller
         that runs it on a thread of its own and enforces the timeout itself while waiting."""

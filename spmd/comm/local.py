@@ -111,6 +111,10 @@ class HierarchicalCommunicator(Communicator):
         self.size = local.size * outer.size
         self.rank = outer.rank * local.size + local.rank
 
+    def missing(self) -> str:
+        found = self.outer.missing()
+        return f"counting processes (MPI ranks), {found}" if found else ""
+
     def _across(self, array, fn, op):
         """Local place 0 runs the cross-process part `fn(all places' arrays)`; the others wait
         for its result."""

@@ -62,7 +62,9 @@ class _MPIRequest(Request):
 class MPICommunicator(Communicator):
     """Collectives over an mpi4py communicator (COMM_WORLD by default)."""
 
-    def __init__(self, comm=None, timeout_s: float | None = None):
+    def __init__(self, comm=None, timeout_s: float | None = None, track_arrivals=False):
+        """`track_arrivals`: keep an ArrivalBoard, so a timeout names the ranks that never
+        reached the collective (its making is collective: every rank passes the same)."""
         if comm is None:
             comm = world()
         if timeout_s is None:
@@ -75,6 +77,18 @@ class MPICommunicator(Communicator):
         from mpi4py import MPI
 
         self._MPI = MPI
+        self._board = None
+        if track_arrivals and self.size > 1:
+            from .arrivals import ArrivalBoard
+
+            self._board = ArrivalBoard(comm)
+
+    def _enter(self, op: str):
+        if self._board is not None:
+            self._board.arrive(op)
+
+    def missing(self) -> str:
+        return self._board.missing() if self._board is not None else ""
 
     def _wait(self, req, op: str):
         if req.Test():
@@ -89,8 +103,9 @@ class MPICommunicator(Communicator):
             if now > deadline:
                 raise CommunicationError(
                     f"{self.describe()} {op} did not complete within {self.timeout_s:g} s: "
-                    f"another rank never reached it (crashed, hung, or runs a different "
-                    f"program); raise SPMD_COLLECTIVE_TIMEOUT if a step is legitimately slower")
+                    f"{self.missing() or 'another rank never reached it'} (crashed, hung, or "
+                    f"runs a different program); raise SPMD_COLLECTIVE_TIMEOUT if a step is "
+                    f"legitimately slower")
             if status_file is None and now > note_at:
                 from ..flags import flags
                 from ..run import append_event
@@ -106,6 +121,7 @@ class MPICommunicator(Communicator):
 
     def iallreduce(self, array) -> Request:
         _check_contiguous(array, "allreduce")
+        self._enter("allreduce")
         req = self.comm.Iallreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
         return _MPIRequest(self, req, array, "allreduce")
 
@@ -114,6 +130,7 @@ class MPICommunicator(Communicator):
 
     def reduce(self, array, root: int):
         _check_contiguous(array, "reduce")
+        self._enter("reduce")
         MPI = self._MPI
         if self.rank == root:
             req = self.comm.Ireduce(MPI.IN_PLACE, array, op=MPI.SUM, root=root)
@@ -124,11 +141,13 @@ class MPICommunicator(Communicator):
 
     def broadcast(self, array, root: int):
         _check_contiguous(array, "broadcast")
+        self._enter("broadcast")
         self._wait(self.comm.Ibcast(array, root=root), f"broadcast(root={root})")
         return array
 
     def allgather(self, array):
         _check_contiguous(array, "allgather")
+        self._enter("allgather")
         out = np.empty((self.size,) + array.shape, dtype=array.dtype)
         self._wait(self.comm.Iallgather(array, out), "allgather")
         return out
@@ -140,11 +159,13 @@ class MPICommunicator(Communicator):
                 f"{self.describe()} reduce_scatter of {array.size} elements over {self.size} "
                 f"ranks: the size must be divisible by the number of ranks")
         out = np.empty(array.size // self.size, dtype=array.dtype)
+        self._enter("reduce_scatter")
         self._wait(self.comm.Ireduce_scatter_block(array.reshape(-1), out, op=self._MPI.SUM),
                    "reduce_scatter")
         return out
 
     def barrier(self):
+        self._enter("barrier")
         self._wait(self.comm.Ibarrier(), "barrier")
 
     def untimed(self, op: str):
@@ -154,11 +175,13 @@ class MPICommunicator(Communicator):
 
         def allreduce(array):
             _check_contiguous(array, "allreduce")
+            self._enter("allreduce")
             self.comm.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
             return array
 
         def reduce(array, root):
             _check_contiguous(array, "reduce")
+            self._enter("reduce")
             if self.rank == root:
                 self.comm.Reduce(MPI.IN_PLACE, array, op=MPI.SUM, root=root)
             else:
@@ -167,6 +190,7 @@ class MPICommunicator(Communicator):
 
         def broadcast(array, root):
             _check_contiguous(array, "broadcast")
+            self._enter("broadcast")
             self.comm.Bcast(array, root=root)
             return array
 

@@ -67,8 +67,8 @@ class _Watchdog:
     """Ends the job when an inline collective runs past the timeout (see module doc), and
     records a long wait for the launcher's report."""
 
-    def __init__(self, describe):
-        self._describe = describe
+    def __init__(self, comm: Communicator):
+        self._comm = comm
         self.op: str | None = None
         self.began = 0.0  # time.time() when the current op started
         self.deadline = 0.0
@@ -89,13 +89,14 @@ class _Watchdog:
                 _status("wait", op, when=began)
                 noted = op
             if time.monotonic() > deadline:
-                _timed_out(self._describe(), op, flags().collective_timeout_s)
+                _timed_out(self._comm, op, flags().collective_timeout_s)
 
 
-def _timed_out(tag: str, op: str, timeout: float):
+def _timed_out(comm: Communicator, op: str, timeout: float):
     """A collective outlived the timeout: say so on stderr and end the job."""
-    message = (f"{tag} {op} did not complete within {timeout:g} s: another rank never reached "
-               f"it (crashed, hung, or runs a different program)")
+    missing = comm.missing() or "another rank never reached it"
+    message = (f"{comm.describe()} {op} did not complete within {timeout:g} s: {missing} "
+               f"(crashed, hung, or runs a different program)")
     sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if a step is "
                      "legitimately slower.\n")
     sys.stderr.flush()
@@ -189,7 +190,7 @@ class CommContext:
                 self.wait_all()  # the ones issued before go first, as on every rank
             watchdog = self._watchdog
             if watchdog is None:
-                watchdog = self._watchdog = _Watchdog(comm.describe)
+                watchdog = self._watchdog = _Watchdog(comm)
             watchdog.deadline = time.monotonic() + self._timeout
             watchdog.began = time.time()
             watchdog.op = op
@@ -228,7 +229,7 @@ class CommContext:
             except concurrent.futures.TimeoutError:
                 # the communication thread is stuck inside MPI and cannot be interrupted: end
                 # the job, as the inline watchdog does, rather than leave the process half-dead
-                _timed_out(self.comm.describe(), op, timeout)
+                _timed_out(self.comm, op, timeout)
             except Exception as e:  # noqa: BLE001 - keep waiting for the rest, then raise
                 error = error or e
         if error is not None:
@@ -269,7 +270,7 @@ def _make_world_comm(place) -> Communicator:
         return SelfCommunicator()
     from ..comm.mpi import MPICommunicator
 
-    mpi = MPICommunicator()
+    mpi = MPICommunicator(track_arrivals=not place.is_gpu)
     if not place.is_gpu:
         return mpi
     if _gpus_shared(topology):

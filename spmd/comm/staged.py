@@ -41,6 +41,9 @@ class HostStagedCommunicator(Communicator):
     def barrier(self):
         self.mpi.barrier()
 
+    def missing(self) -> str:
+        return self.mpi.missing()
+
     def untimed(self, op: str):
         fast = self.mpi.untimed(op)
 

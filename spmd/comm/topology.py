@@ -115,7 +115,8 @@ def _detect(env) -> Topology:
 
 
 def select_gpu(topology: Topology, device_count: int, env=None) -> int:
-    """The GPU this process uses: FLAGS_selected_gpus' first id, else the local rank.
+    """The GPU this process uses: FLAGS_selected_gpus' first id, else the only visible GPU,
+    else the local rank.
 
     Ids are in CUDA_VISIBLE_DEVICES numbering, as CUDA sees them."""
     env = os.environ if env is None else env
@@ -128,6 +129,10 @@ def select_gpu(topology: Topology, device_count: int, env=None) -> int:
                 f"{topology.tag()} FLAGS_selected_gpus={selected!r} is not a list of GPU ids"
             ) from None
         source = f"FLAGS_selected_gpus={selected}"
+    elif device_count == 1:
+        # the one GPU this process sees: bound to it by the scheduler (srun --gpus-per-task=1,
+        # a per-rank CUDA_VISIBLE_DEVICES), or shared by every rank of the node
+        gpu, source = 0, "the only visible GPU"
     else:
         gpu, source = topology.local_rank, f"local rank {topology.local_rank}"
     if not 0 <= gpu < device_count:
@@ -137,3 +142,22 @@ def select_gpu(topology: Topology, device_count: int, env=None) -> int:
             f"visible" + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else "")
             + "; start at most one process per GPU or set FLAGS_selected_gpus")
     return gpu
+
+
+def same_key_on_a_node(comm, key: str) -> bool:
+    """Whether two ranks of one node passed the same `key` (say, their GPU's PCI bus id), on
+    any node: one answer for the whole job. Collective over the mpi4py communicator `comm`."""
+    import numpy as np
+    from mpi4py import MPI
+
+    width = 64
+    mine = np.zeros(width, dtype=np.uint8)
+    raw = key.encode()[:width]
+    mine[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    keys = np.empty((node.Get_size(), width), dtype=np.uint8)
+    node.Allgather(mine, keys)
+    node.Free()
+    here = np.array([len({row.tobytes() for row in keys}) < len(keys)], dtype=np.int64)
+    comm.Allreduce(MPI.IN_PLACE, here, op=MPI.MAX)
+    return bool(here[0])

@@ -270,10 +270,10 @@ def _make_world_comm(place) -> Communicator:
         return SelfCommunicator()
     from ..comm.mpi import MPICommunicator
 
-    mpi = MPICommunicator(track_arrivals=not place.is_gpu)
+    mpi = MPICommunicator(track_arrivals=True)
     if not place.is_gpu:
         return mpi
-    if _gpus_shared(topology):
+    if _gpus_shared(place.device_id, mpi):
         from ..comm.staged import HostStagedCommunicator
 
         return HostStagedCommunicator(mpi)
@@ -282,11 +282,14 @@ def _make_world_comm(place) -> Communicator:
     return NCCLCommunicator(place.device_id, mpi)
 
 
-def _gpus_shared(topology) -> bool:
-    """NCCL needs one rank per GPU: with more ranks on this node than GPUs (or
-    SPMD_GPU_COMM=mpi), GPU arrays go through MPI, staged in host memory."""
+def _gpus_shared(device_id: int, mpi) -> bool:
+    """NCCL needs one rank per GPU: when two ranks of a node use the same device (by PCI bus
+    id, so per-rank CUDA_VISIBLE_DEVICES count right), or SPMD_GPU_COMM=mpi, GPU arrays go
+    through MPI, staged in host memory. Decided for the whole job at once."""
     if flags().gpu_comm == "mpi":
         return True
     import cupy
 
-    return topology.local_size > cupy.cuda.runtime.getDeviceCount()
+    from ..comm.topology import same_key_on_a_node
+
+    return same_key_on_a_node(mpi.comm, cupy.cuda.runtime.deviceGetPCIBusId(device_id))

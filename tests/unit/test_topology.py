@@ -52,7 +52,13 @@ def test_gpu_selection():
     t = Topology(rank=3, size=4, local_rank=1, local_size=2)
     assert select_gpu(t, 2, {}) == 1
     assert select_gpu(t, 4, {"FLAGS_selected_gpus": "3,2"}) == 3
-    with pytest.raises(InvalidArgumentError, match=r"\[rank 3/4\] GPU 1 .*local rank 1.* 1 GPU"):
-        select_gpu(t, 1, {"CUDA_VISIBLE_DEVICES": "0"})
+    # one visible GPU: the scheduler bound it to this rank (srun --gpus-per-task=1), or all
+    # ranks of the node share it
+    assert select_gpu(t, 1, {"CUDA_VISIBLE_DEVICES": "1"}) == 0
+    t3 = Topology(rank=2, size=4, local_rank=2, local_size=4)
+    with pytest.raises(InvalidArgumentError, match=r"\[rank 2/4\] GPU 2 .*local rank 2.* 2 GPU"):
+        select_gpu(t3, 2, {"CUDA_VISIBLE_DEVICES": "0,1"})
+    with pytest.raises(InvalidArgumentError, match=r"GPU 1 .*FLAGS_selected_gpus=1.* 1 GPU"):
+        select_gpu(t, 1, {"FLAGS_selected_gpus": "1"})
     with pytest.raises(InvalidArgumentError, match="not a list of GPU ids"):
         select_gpu(t, 2, {"FLAGS_selected_gpus": "gpu0"})

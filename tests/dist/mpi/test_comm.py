@@ -9,7 +9,7 @@ import pytest
 
 from spmd.comm.local import HierarchicalCommunicator, LocalGroup
 from spmd.comm.mpi import MPICommunicator, world
-from spmd.comm.topology import detect
+from spmd.comm.topology import detect, same_key_on_a_node
 from spmd.errors import CommunicationError
 
 pytestmark = pytest.mark.mpi(min_size=1)
@@ -124,3 +124,13 @@ def test_timeout_names_the_ranks_that_never_reached_the_collective(comm):
         side.timeout_s = 30.0
         np.testing.assert_array_equal(side.allreduce(np.ones(2)), np.full(2, comm.size))
     comm.barrier()
+
+
+def test_same_key_on_a_node_is_one_answer_for_the_job(comm):
+    """How GPU sharing is found (PCI bus ids); here with made-up keys."""
+    t = detect()
+    assert not same_key_on_a_node(world(), f"gpu-of-rank-{t.rank}")
+    # ranks 0 and 1 share a key (on one node here), the others have their own: every rank,
+    # the ones without a duplicate too, gets the same answer
+    key = "gpu-shared" if t.rank < 2 else f"gpu-of-rank-{t.rank}"
+    assert same_key_on_a_node(world(), key) == (t.size >= 2)

@@ -8,7 +8,8 @@ script it launches itself under `mpiexec -n 1` and `-n 2` and prints a Markdown 
 - bandwidth of spmd's fused gradient allreduce (as the program runs it: the persistent bucket,
   weight gradients already in it, bias gradients copied in) against a raw Allreduce of the
   same bytes;
-- optimizer-state bytes per rank with Adam in Reduce mode against AllReduce mode.
+- optimizer-state bytes per rank with Adam in Reduce mode against AllReduce mode;
+- the step in Reduce mode (fused: one reduce-scatter, one all-gather), same rounds.
 
     python bench/data_parallel.py [--rounds 15] [--steps 10] [--out bench/out/data_parallel.md]
 """
@@ -30,11 +31,13 @@ import numpy as np  # noqa: E402
 from mlp import BATCH, SIZES, build, numpy_grads, params_of, sgd, timed, write_report  # noqa: E402
 
 
-def compiled(main, loss, reduce=False):
+def compiled(main, loss, reduce=False, fuse=True):
+    """fuse=False in Reduce mode: one reduce per gradient, broadcasts fused per owner."""
     import spmd.fluid as fluid
 
     strategy = fluid.BuildStrategy()
-    strategy.fuse_all_reduce_ops = True
+    strategy.fuse_all_reduce_ops = fuse
+    strategy.fuse_broadcast_ops = True
     if reduce:
         strategy.reduce_strategy = fluid.BuildStrategy.ReduceStrategy.Reduce
     return fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
@@ -74,18 +77,38 @@ def measure_rank(rounds, steps):
     params = params_of(scope)
     names = [(f"fc_{i}.w_0", f"fc_{i}.b_0") for i in range(3)]
 
+    # the same step in Reduce mode (fused: one reduce-scatter, one all-gather)
+    main_r, startup_r, loss_r = build()
+    scope_r = fluid.Scope()
+    exe.run(startup_r, scope=scope_r)
+    prog_r = compiled(main_r, loss_r, reduce=True)
+    main_p, startup_p, loss_p = build()
+    scope_p = fluid.Scope()
+    exe.run(startup_p, scope=scope_p)
+    prog_p = compiled(main_p, loss_p, reduce=True, fuse=False)
+
     def spmd_run():
         exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+
+    def reduce_run():
+        exe.run(prog_r, feed=feed, fetch_list=[loss_r], scope=scope_r)
+
+    def pieces_run():
+        exe.run(prog_p, feed=feed, fetch_list=[loss_p], scope=scope_p)
 
     def ref_run():
         reference_step(params, x, y, comm, MPI)
 
     for _ in range(3):
-        spmd_run(), ref_run()
-    spmd_t, ref_t = [], []
+        spmd_run(), reduce_run(), pieces_run(), ref_run()
+    spmd_t, reduce_t, pieces_t, ref_t = [], [], [], []
     for _ in range(rounds):
         comm.Barrier()
         spmd_t.append(timed(spmd_run, steps))
+        comm.Barrier()
+        reduce_t.append(timed(reduce_run, steps))
+        comm.Barrier()
+        pieces_t.append(timed(pieces_run, steps))
         comm.Barrier()
         ref_t.append(timed(ref_run, steps))
 
@@ -131,6 +154,8 @@ def measure_rank(rounds, steps):
                                     for s in held))
     per_rank_reduce = comm.gather(state_bytes["Reduce"], root=0)  # a few ints, setup only
     return {"ranks": comm.size, "spmd_ms": statistics.median(spmd_t) * 1e3,
+            "reduce_ms": statistics.median(reduce_t) * 1e3,
+            "pieces_ms": statistics.median(pieces_t) * 1e3,
             "ref_ms": statistics.median(ref_t) * 1e3, "grad_bytes": nbytes,
             "fused_ms": statistics.median(fused_t) * 1e3,
             "raw_ms": statistics.median(raw_t) * 1e3,
@@ -151,11 +176,16 @@ def launch(nprocs, args):
 def report(results, args) -> str:
     rows = ["| ranks | spmd ms/step | numpy + 1 Allreduce ms/step | ratio | fused allreduce "
             "ms | raw Allreduce ms | bandwidth ratio |", "|---|---|---|---|---|---|---|"]
+    reduce_rows = ["| ranks | AllReduce mode ms/step | Reduce mode, fused ms/step | ratio | "
+                   "Reduce mode, per gradient ms/step | ratio |", "|---|---|---|---|---|---|"]
     for r in results:
         bw = r["raw_ms"] / r["fused_ms"] if r["ranks"] > 1 else float("nan")
         rows.append(f"| {r['ranks']} | {r['spmd_ms']:.3f} | {r['ref_ms']:.3f} | "
                     f"**{r['spmd_ms'] / r['ref_ms']:.3f}** | {r['fused_ms']:.3f} | "
                     f"{r['raw_ms']:.3f} | **{bw:.2f}** |")
+        reduce_rows.append(f"| {r['ranks']} | {r['spmd_ms']:.3f} | {r['reduce_ms']:.3f} | "
+                           f"**{r['reduce_ms'] / r['spmd_ms']:.3f}** | {r['pieces_ms']:.3f} | "
+                           f"{r['pieces_ms'] / r['spmd_ms']:.3f} |")
     two = results[-1]
     state = ", ".join(f"rank {i}: {b / 1e6:.2f} MB" for i, b in enumerate(two["state_reduce"]))
     return "\n".join([
@@ -165,6 +195,9 @@ def report(results, args) -> str:
         f"median of {args.rounds} rounds x {args.steps} steps, interleaved.", "",
         *rows, "",
         "Targets: 2-rank ratio <= 1.05; bandwidth ratio (raw time / spmd time) >= 0.9.", "",
+        "Reduce mode against AllReduce mode, the same SGD step (fused: one reduce-scatter of "
+        "the gradients and one all-gather of the parameters; per gradient: one reduce each, "
+        "then a broadcast per owner):", "", *reduce_rows, "",
         f"Adam optimizer state per rank at {two['ranks']} ranks: AllReduce mode "
         f"{two['state_allreduce'] / 1e6:.2f} MB; Reduce mode {state} "
         f"(ratio {max(two['state_reduce']) / two['state_allreduce']:.2f}; ideal "

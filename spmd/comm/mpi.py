@@ -194,7 +194,22 @@ class MPICommunicator(Communicator):
             self.comm.Bcast(array, root=root)
             return array
 
-        return {"allreduce": allreduce, "reduce": reduce, "broadcast": broadcast}[op]
+        def reduce_scatter(array):
+            _check_contiguous(array, "reduce_scatter")
+            out = np.empty(array.size // self.size, dtype=array.dtype)
+            self._enter("reduce_scatter")
+            self.comm.Reduce_scatter_block(array.reshape(-1), out, op=MPI.SUM)
+            return out
+
+        def allgather(array):
+            _check_contiguous(array, "allgather")
+            out = np.empty((self.size,) + array.shape, dtype=array.dtype)
+            self._enter("allgather")
+            self.comm.Allgather(array, out)
+            return out
+
+        return {"allreduce": allreduce, "reduce": reduce, "broadcast": broadcast,
+                "reduce_scatter": reduce_scatter, "allgather": allgather}[op]
 
     def bcast_bytes(self, data: bytes | None, root: int = 0) -> bytes:
         """Broadcast raw bytes (length first, then the buffer): no pickle."""

@@ -178,10 +178,11 @@ class CommContext:
                 f"endpoints {endpoints}")
 
     def _run(self, op: str, *args, inline: bool = False):
+        """Run `op` now (inline, or where nothing overlaps: its result is returned) or queue it
+        on the communication thread (None: the buffer is filled in by wait_all)."""
         comm = self.comm
         if not self._overlap or isinstance(comm, SelfCommunicator):
-            getattr(comm, op)(*args)  # timed by the communicator itself
-            return
+            return getattr(comm, op)(*args)  # timed by the communicator itself
         call = self._untimed.get(op)
         if call is None:
             call = self._untimed[op] = comm.untimed(op)
@@ -195,10 +196,9 @@ class CommContext:
             watchdog.began = time.time()
             watchdog.op = op
             try:
-                call(*args)
+                return call(*args)
             finally:
                 watchdog.op = None
-            return
         with self._lock:
             if self._worker is None:
                 self._worker = _Worker(self._name)
@@ -212,6 +212,14 @@ class CommContext:
 
     def broadcast(self, buf, root: int, inline: bool = False):
         self._run("broadcast", buf, root, inline=inline)
+
+    def reduce_scatter(self, buf):
+        """Inline, after everything issued before (Reduce mode's fused gradients: nothing is
+        left to overlap once they are all computed); returns this rank's section."""
+        return self._run("reduce_scatter", buf, inline=True)
+
+    def allgather(self, buf):
+        return self._run("allgather", buf, inline=True)
 
     def wait_all(self):
         """Wait for every collective issued so far, at most the collective timeout; re-raise the

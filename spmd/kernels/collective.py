@@ -73,6 +73,57 @@ def c_broadcast(xp, ins, attrs, want):
     return {"Out": views}
 
 
+def _sections(arrays, owners, nranks: int):
+    """Where each piece goes in a buffer of `nranks` equal sections: (offsets within its
+    owner's section, the section size)."""
+    if len(owners) != len(arrays):
+        raise ValueError(f"owners names {len(owners)} ranks for {len(arrays)} pieces")
+    used = [0] * nranks
+    offsets = []
+    for a, owner in zip(arrays, owners):
+        offsets.append(used[owner])
+        used[owner] += a.size
+    return offsets, max(used)
+
+
+def _padded(xp, attrs, size: int, dtype):
+    """The step's packing buffer, made once: zeros, so the padding at the end of the shorter
+    sections stays zero; the pieces are written over every step. The collectives using it
+    complete before the kernel returns."""
+    buf = attrs.get("_packed")
+    if buf is None or buf.size != size or buf.dtype != dtype or not isinstance(buf, xp.ndarray):
+        buf = attrs["_packed"] = xp.zeros(size, dtype=dtype)
+    return buf
+
+
+@kernel("c_reduce_scatter_owned")
+def c_reduce_scatter_owned(xp, ins, attrs, want):
+    arrays, owners, ctx = ins["X"], attrs["owners"], attrs["_comm"]
+    _check_one_dtype(arrays, "c_reduce_scatter_owned")
+    offsets, section = _sections(arrays, owners, ctx.size)
+    buf = _padded(xp, attrs, section * ctx.size, arrays[0].dtype)
+    for a, owner, at in zip(arrays, owners, offsets):
+        start = owner * section + at
+        buf[start:start + a.size] = a.reshape(-1)
+    mine = ctx.reduce_scatter(buf)
+    return {"Out": [mine[at:at + a.size].reshape(a.shape) if owner == ctx.rank else a
+                    for a, owner, at in zip(arrays, owners, offsets)]}
+
+
+@kernel("c_allgather_owned")
+def c_allgather_owned(xp, ins, attrs, want):
+    arrays, owners, ctx = ins["X"], attrs["owners"], attrs["_comm"]
+    _check_one_dtype(arrays, "c_allgather_owned")
+    offsets, section = _sections(arrays, owners, ctx.size)
+    block = _padded(xp, attrs, section, arrays[0].dtype)
+    for a, owner, at in zip(arrays, owners, offsets):
+        if owner == ctx.rank:
+            block[at:at + a.size] = a.reshape(-1)
+    every = ctx.allgather(block)
+    return {"Out": [every[owner, at:at + a.size].reshape(a.shape)
+                    for a, owner, at in zip(arrays, owners, offsets)]}
+
+
 @kernel("c_sync_comm_stream")
 def c_sync_comm_stream(xp, ins, attrs, want):
     attrs["_comm"].wait_all()

@@ -21,6 +21,15 @@ define_op("c_reduce_sum", inputs=["X*"], outputs=["Out*"], grad=None, collective
           attrs={**_RING, "root_id": ("int", 0)})(_same_as_inputs)
 define_op("c_broadcast", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
           attrs={**_RING, "root": ("int", 0)})(_same_as_inputs)
+# Reduce mode over one fused buffer (see passes/reduce_mode.py): `owners[i]` is the rank that
+# owns X[i]. The buffer holds one equal-size section per rank, each owner's pieces in order.
+# c_reduce_scatter_owned: every rank gets the sum of its own pieces (the others pass through);
+# c_allgather_owned: every rank gets every owner's pieces.
+define_op("c_reduce_scatter_owned", inputs=["X*"], outputs=["Out*"], grad=None,
+          collective=True, attrs={"ring_id": ("int", 0), "owners": ("ints", [])}
+          )(_same_as_inputs)
+define_op("c_allgather_owned", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
+          attrs={"ring_id": ("int", 0), "owners": ("ints", [])})(_same_as_inputs)
 # Waits for every collective this rank has issued so far: placed before the first op that
 # reads a reduced gradient, so communication overlaps the rest of the backward pass.
 define_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},

@@ -92,24 +92,37 @@ def assign_owners(params, nranks: int) -> dict[str, int]:
             if s[0].rows is None}
 
 
-def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) -> ReduceLayout:
-    """Rewrite `program` in place; returns where its optimizer state lives."""
+def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
+                      fuse_all_reduce: bool = False) -> ReduceLayout:
+    """Rewrite `program` in place; returns where its optimizer state lives.
+
+    With fuse_all_reduce (and one dtype), all gradients go in one buffer with a section per
+    owner: one reduce-scatter after the backward pass, one all-gather of the updated
+    parameters after the optimizer (DESIGN: Reduce mode costs what AllReduce costs). Otherwise
+    one reduce per gradient (or chunk) right after its last producer, and broadcasts."""
     block = program.global_block()
     shards = plan_shards([p for p, _ in params_grads], nranks,
                          _row_separable(program, params_grads))
     layout = ReduceLayout(shards=shards)
+    fused = fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
     last = last_writer(block)
     after = defaultdict(list)
-    reduced = []
+    reduced, owners = [], []
     for p, g in params_grads:
         for s in shards[p.name]:
             if s.rows is not None:
                 _declare_chunk(block, g, s)
                 after[last[g]].append(_slice(block, g, s, OpRole.BACKWARD, owner=None))
-            after[last[g]].append(make_op(block, "c_reduce_sum", {"X": [s.name(g)]},
-                                          {"Out": [s.name(g)]}, {"root_id": s.owner},
-                                          OpRole.COMMUNICATE))
+            if not fused:
+                after[last[g]].append(make_op(block, "c_reduce_sum", {"X": [s.name(g)]},
+                                              {"Out": [s.name(g)]}, {"root_id": s.owner},
+                                              OpRole.COMMUNICATE))
             reduced.append(s.name(g))
+            owners.append(s.owner)
+    if fused:
+        after[max(last[g] for _, g in params_grads)].append(
+            make_op(block, "c_reduce_scatter_owned", {"X": reduced}, {"Out": reduced},
+                    {"owners": owners}, OpRole.COMMUNICATE))
     start = first_index(block, OpRole.OPTIMIZE) - 1
     after[start].append(make_op(block, "c_sync_comm_stream", {"X": reduced}, {"Out": reduced},
                                 {}, OpRole.COMMUNICATE))
@@ -121,7 +134,8 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool) 
     removed = _assign_optimize_ops(program, params_grads, shards, layout, after)
     # right after the last update, so any later op that reads a parameter sees the new value
     last_update = max(i for i, op in enumerate(block.ops) if op.role is OpRole.OPTIMIZE)
-    after[last_update].extend(_gather_params(block, params_grads, shards, fuse_broadcast))
+    after[last_update].extend(_gather_params(block, params_grads, shards, fuse_broadcast,
+                                             fused))
     place_after(block, after)
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
@@ -273,11 +287,16 @@ def _clone_for_chunk(block, op, s: Shard, pname, state_of, chunked, layout):
     return make_op(block, op.type, ins, outs, dict(op.attrs), OpRole.OPTIMIZE, owner=s.owner)
 
 
-def _gather_params(block, params_grads, shards, fuse_broadcast):
-    """Broadcast every updated parameter or chunk from its owner, then put chunked parameters
-    back together on every rank."""
+def _gather_params(block, params_grads, shards, fuse_broadcast, fused):
+    """Broadcast every updated parameter or chunk from its owner (fused: all-gather them in
+    one call), then put chunked parameters back together on every rank."""
     pieces = [(s.name(p.name), s.owner, p.dtype) for p, _ in params_grads
               for s in shards[p.name]]
+    if fused:
+        names = [name for name, _, _ in pieces]
+        ops = [make_op(block, "c_allgather_owned", {"X": names}, {"Out": names},
+                       {"owners": [owner for _, owner, _ in pieces]}, OpRole.COMMUNICATE)]
+        return ops + _concat_chunks(block, params_grads, shards)
     if fuse_broadcast:
         groups = defaultdict(list)
         for name, owner, dtype in pieces:
@@ -292,8 +311,10 @@ def _gather_params(block, params_grads, shards, fuse_broadcast):
     if chunks:  # the concats read what the broadcasts write
         ops.append(make_op(block, "c_sync_comm_stream", {"X": chunks}, {"Out": chunks}, {},
                            OpRole.COMMUNICATE))
-    for p, _ in params_grads:
-        if shards[p.name][0].rows is not None:
-            ops.append(make_op(block, "concat", {"X": [s.name(p.name) for s in shards[p.name]]},
-                               {"Out": [p.name]}, {"axis": 0}, OpRole.OPTIMIZE))
-    return ops
+    return ops + _concat_chunks(block, params_grads, shards)
+
+
+def _concat_chunks(block, params_grads, shards) -> list:
+    return [make_op(block, "concat", {"X": [s.name(p.name) for s in shards[p.name]]},
+                    {"Out": [p.name]}, {"axis": 0}, OpRole.OPTIMIZE)
+            for p, _ in params_grads if shards[p.name][0].rows is not None]

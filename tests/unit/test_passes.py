@@ -70,11 +70,12 @@ def build(opt: str = "sgd", clip: bool = False, decay: bool = False, dtype: str 
 
 
 def strategy(reduce: bool = False, fuse: bool = False,
-             scale: GradientScaleStrategy = GradientScaleStrategy.CoeffNumDevice):
+             scale: GradientScaleStrategy = GradientScaleStrategy.CoeffNumDevice,
+             fuse_broadcast: bool | None = None):
     bs = BuildStrategy()
     bs.reduce_strategy = ReduceStrategy.Reduce if reduce else ReduceStrategy.AllReduce
     bs.fuse_all_reduce_ops = fuse
-    bs.fuse_broadcast_ops = fuse
+    bs.fuse_broadcast_ops = fuse if fuse_broadcast is None else fuse_broadcast
     bs.gradient_scale_strategy = scale
     return bs
 
@@ -298,7 +299,10 @@ def test_use_calc_stream_exactly_when_nothing_can_overlap(reduce, fuse):
     want = expected_inline(block)
     got = {i: block.ops[i].attr("use_calc_stream") for i in want}
     assert got == want
-    assert True in got.values() and False in got.values()
+    if reduce and fuse:  # the fused reduce-scatter and all-gather run blocking; what is left
+        assert set(got.values()) == {True}  # (the global norm's allreduce) has no overlap
+    else:
+        assert True in got.values() and False in got.values()
 
 
 def test_mark_inline_collectives_on_a_hand_made_block():
@@ -671,7 +675,10 @@ def test_reduce_mode_graph(opt):
 @pytest.mark.parametrize("mixed", [False, True])
 def test_reduce_mode_fused_broadcast_one_per_owner_and_dtype(mixed):
     main, _, loss = build(opt="adam", mixed=mixed)
-    program, layout = data_parallel(main, loss, n=3, reduce=True, fuse=True)
+    # fused gradients with mixed dtypes fall back to per-piece reduces and broadcasts
+    program, layout = data_parallel(main, loss, n=3, reduce=True, fuse=mixed,
+                                    fuse_broadcast=True)
+    assert not ops_of(program, "c_reduce_scatter_owned")
     block = program.global_block()
     pairs = trained_params_grads(main)
     pieces = [(s.name(p.name), s.owner, p.dtype) for p, _ in pairs
@@ -697,6 +704,41 @@ def test_reduce_mode_fused_broadcast_one_per_owner_and_dtype(mixed):
     assert tail[len(bcasts)].type == "c_sync_comm_stream"
     assert [(op.type, op.output("Out")) for op in tail[len(bcasts) + 1:]] == [
         ("concat", [name]) for name in chunked]
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_fused_reduce_mode_is_one_reduce_scatter_and_one_allgather(opt):
+    n = 3
+    main, _, loss = build(opt=opt, clip=True)
+    program, layout = data_parallel(main, loss, n=n, reduce=True, fuse=True)
+    block = program.global_block()
+    pairs = trained_params_grads(main)
+    shards = layout.shards
+    assert any(shards[p.name][0].rows is not None for p, _ in pairs)  # chunks included
+    assert not ops_of(program, "c_reduce_sum") and not ops_of(program, "c_broadcast")
+    # gradients: one reduce-scatter after the last one (and its chunks) is written
+    ((i, rs),) = ops_of(program, "c_reduce_scatter_owned")
+    grads = [s.name(g) for p, g in pairs for s in shards[p.name]]
+    assert rs.input("X") == rs.output("Out") == grads
+    assert rs.attr("owners") == [s.owner for p, _ in pairs for s in shards[p.name]]
+    assert rs.role is OpRole.COMMUNICATE and rs.owner is None
+    writers = [j for j, op in enumerate(block.ops) if set(op.output_arg_names) & set(grads)
+               and op.role is not OpRole.COMMUNICATE]
+    assert max(writers) < i
+    first_update = min(j for j, op in enumerate(block.ops) if op.type in UPDATE_OPS)
+    assert i < first_update
+    # parameters: one all-gather right after the last update, then the chunks concatenated
+    ((k, ag),) = ops_of(program, "c_allgather_owned")
+    pieces = [s.name(p.name) for p, _ in pairs for s in shards[p.name]]
+    assert ag.input("X") == ag.output("Out") == pieces
+    assert ag.attr("owners") == rs.attr("owners")
+    last_update = max(j for j, op in enumerate(block.ops) if op.role is OpRole.OPTIMIZE
+                      and op.type != "concat")
+    assert k == last_update + 1
+    chunked = [p.name for p, _ in pairs if shards[p.name][0].rows is not None]
+    assert [(op.type, op.output("Out")) for op in block.ops[k + 1:k + 1 + len(chunked)]] == [
+        ("concat", [name]) for name in chunked]
+    check_waits(block)
 
 
 def test_reduce_mode_rejects_an_op_mixing_parameters():

@@ -31,17 +31,18 @@ class ArrivalBoard:
         self._ranks = np.empty(n, dtype=np.int64)  # world rank of each node rank
         node.Allgather(np.array([comm.Get_rank()], dtype=np.int64), self._ranks)
         node.Barrier()  # every slot is zeroed before anyone posts
-        self.count = 0
+        self.count, self.op = 0, -1
 
     def arrive(self, op: str) -> None:
         self.count += 1
+        self.op = OPS.index(op)
         self._slots[self._me, 0] = self.count
-        self._slots[self._me, 1] = OPS.index(op)
+        self._slots[self._me, 1] = self.op
 
     def missing(self) -> str:
         """Who has not reached this rank's latest collective, as a sentence ('' if all)."""
         mine = self.count
-        behind, waiting = [], []
+        behind, waiting, other_kind = [], [], []
         for i, (count, op) in enumerate(self._slots.tolist()):
             if i == self._me:
                 continue
@@ -50,11 +51,17 @@ class ArrivalBoard:
                 last = (f"its last was #{count}, {OPS[op]}" if count > 0
                         else "it entered none yet")
                 behind.append(f"{rank} ({last})")
-            elif count == mine:
+            elif count == mine and op == self.op:
                 waiting.append(rank)
+            elif count == mine:
+                other_kind.append(f"{rank} (in {OPS[op]})")
         parts = []
         if behind:
             parts.append(f"rank(s) {', '.join(behind)} never reached it")
+        if other_kind:
+            parts.append(f"rank(s) {', '.join(other_kind)} entered another collective as "
+                         f"#{mine}, where this rank is in {OPS[self.op]}: the ranks run "
+                         f"different programs")
         if waiting:
             parts.append(f"rank(s) {sorted(waiting)} wait in it too")
         if self._world_size > len(self._ranks):

@@ -63,8 +63,7 @@ class MPICommunicator(Communicator):
     """Collectives over an mpi4py communicator (COMM_WORLD by default)."""
 
     def __init__(self, comm=None, timeout_s: float | None = None, track_arrivals=False):
-        """`track_arrivals`: keep an ArrivalBoard, so a timeout names the ranks that never
-        reached the collective (its making is collective: every rank passes the same)."""
+        """`track_arrivals`: keep an ArrivalBoard (see track_arrivals())."""
         if comm is None:
             comm = world()
         if timeout_s is None:
@@ -78,13 +77,26 @@ class MPICommunicator(Communicator):
 
         self._MPI = MPI
         self._board = None
-        if track_arrivals and self.size > 1:
-            from .arrivals import ArrivalBoard
+        self._tracking = False
+        if track_arrivals:
+            self.track_arrivals()
 
-            self._board = ArrivalBoard(comm)
+    def track_arrivals(self):
+        """From the next collective on, keep an ArrivalBoard so a timeout names the ranks that
+        never reached the collective. The board is made then, as part of that collective on
+        every rank, after a barrier under the timeout: a rank that never comes fails the
+        others in time, and making it costs nothing where nothing is ever communicated."""
+        self._tracking = self.size > 1
 
     def _enter(self, op: str):
-        if self._board is not None:
+        if self._tracking:
+            if self._board is None:
+                self._tracking = False  # the set-up's own barrier is not on the board
+                self._wait(self.comm.Ibarrier(), f"{op} (setting up the arrival board)")
+                from .arrivals import ArrivalBoard
+
+                self._board = ArrivalBoard(self.comm)
+                self._tracking = True
             self._board.arrive(op)
 
     def missing(self) -> str:

@@ -144,9 +144,10 @@ def select_gpu(topology: Topology, device_count: int, env=None) -> int:
     return gpu
 
 
-def same_key_on_a_node(comm, key: str) -> bool:
+def same_key_on_a_node(comm, key: str, force: bool = False) -> bool:
     """Whether two ranks of one node passed the same `key` (say, their GPU's PCI bus id), on
-    any node: one answer for the whole job. Collective over the mpi4py communicator `comm`."""
+    any node, or any rank passed `force`: one answer for the whole job. Collective over the
+    mpi4py communicator `comm`."""
     import numpy as np
     from mpi4py import MPI
 
@@ -158,6 +159,7 @@ def same_key_on_a_node(comm, key: str) -> bool:
     keys = np.empty((node.Get_size(), width), dtype=np.uint8)
     node.Allgather(mine, keys)
     node.Free()
-    here = np.array([len({row.tobytes() for row in keys}) < len(keys)], dtype=np.int64)
+    here = np.array([force or len({row.tobytes() for row in keys}) < len(keys)],
+                    dtype=np.int64)
     comm.Allreduce(MPI.IN_PLACE, here, op=MPI.MAX)
     return bool(here[0])

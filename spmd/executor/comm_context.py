@@ -278,12 +278,14 @@ def _make_world_comm(place) -> Communicator:
         return SelfCommunicator()
     from ..comm.mpi import MPICommunicator
 
-    mpi = MPICommunicator(track_arrivals=True)
+    mpi = MPICommunicator()
     if not place.is_gpu:
+        mpi.track_arrivals()
         return mpi
     if _gpus_shared(place.device_id, mpi):
         from ..comm.staged import HostStagedCommunicator
 
+        mpi.track_arrivals()
         return HostStagedCommunicator(mpi)
     from ..comm.nccl import NCCLCommunicator
 
@@ -294,10 +296,10 @@ def _gpus_shared(device_id: int, mpi) -> bool:
     """NCCL needs one rank per GPU: when two ranks of a node use the same device (by PCI bus
     id, so per-rank CUDA_VISIBLE_DEVICES count right), or SPMD_GPU_COMM=mpi, GPU arrays go
     through MPI, staged in host memory. Decided for the whole job at once."""
-    if flags().gpu_comm == "mpi":
-        return True
     import cupy
 
     from ..comm.topology import same_key_on_a_node
 
-    return same_key_on_a_node(mpi.comm, cupy.cuda.runtime.deviceGetPCIBusId(device_id))
+    # the flag goes into the collective too: every rank takes the same path whatever it sees
+    return same_key_on_a_node(mpi.comm, cupy.cuda.runtime.deviceGetPCIBusId(device_id),
+                              force=flags().gpu_comm == "mpi")

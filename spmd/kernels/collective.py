@@ -3,9 +3,10 @@ the context the executor passes as attrs["_comm"] (see spmd/executor/comm_contex
 may run it on a communication thread: outputs are then filled in place by the time the next
 c_sync_comm_stream (or the end of the run) completes.
 
-Outputs are always views of a fresh buffer, never the inputs: a gradient array may be shared by
-several variables (a kernel may return its input as an output), and reducing it in place would
-change them all.
+Outputs are views of a fresh buffer, never the inputs reduced in place: a gradient array may be
+shared by several variables (a kernel may return its input as an output), and reducing it in
+place would change them all. (c_reduce_scatter_owned passes the pieces another rank owns
+through unchanged: nothing here reads them.)
 """
 from __future__ import annotations
 

@@ -96,16 +96,18 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
                       fuse_all_reduce: bool = False) -> ReduceLayout:
     """Rewrite `program` in place; returns where its optimizer state lives.
 
-    With fuse_all_reduce (and one dtype), all gradients go in one buffer with a section per
-    owner: one reduce-scatter after the backward pass, one all-gather of the updated
-    parameters after the optimizer (DESIGN: Reduce mode costs what AllReduce costs). Otherwise
-    one reduce per gradient (or chunk) right after its last producer, and broadcasts."""
+    With fuse_all_reduce (one dtype, and no op reading a gradient before the last one is
+    done), all gradients go in one buffer with a section per owner: one reduce-scatter after
+    the backward pass, one all-gather of the updated parameters after the optimizer (DESIGN:
+    Reduce mode costs what AllReduce costs). Otherwise one reduce per gradient (or chunk)
+    right after its last producer, and broadcasts."""
     block = program.global_block()
     shards = plan_shards([p for p, _ in params_grads], nranks,
                          _row_separable(program, params_grads))
     layout = ReduceLayout(shards=shards)
-    fused = fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
     last = last_writer(block)
+    fused = (fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
+             and not _read_before_all_done(block, params_grads, last))
     after = defaultdict(list)
     reduced, owners = [], []
     for p, g in params_grads:
@@ -139,6 +141,16 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     place_after(block, after)
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
+
+
+def _read_before_all_done(block, params_grads, last) -> bool:
+    """Whether an op reads a gradient after it is final but before the last gradient is: the
+    one reduce-scatter, placed after the last, would come too late for it (then each gradient
+    is reduced right after its last write instead)."""
+    grads = {g for _, g in params_grads}
+    end = max(last[g] for g in grads)
+    return any(n in grads and i > last[n]
+               for i, op in enumerate(block.ops[:end + 1]) for n in op.input_arg_names)
 
 
 def _row_separable(program, params_grads) -> set[str]:

@@ -741,6 +741,23 @@ def test_fused_reduce_mode_is_one_reduce_scatter_and_one_allgather(opt):
     check_waits(block)
 
 
+def test_fused_reduce_mode_falls_back_when_a_gradient_is_read_early():
+    main, _, loss = build(opt="sgd")
+    pairs = trained_params_grads(main)
+    block = main.global_block()
+    first = pairs[0][1]  # finished first: a read before the last gradient is done
+    probe = block.create_var(name="probe", shape=block.vars[first].shape, dtype="float32")
+    op = block.append_op("scale", {"X": [first]}, {"Out": [probe]}, {"scale": 2.0},
+                         role=OpRole.BACKWARD)
+    block.ops.pop()
+    block.ops.insert(last_writer(block)[pairs[-1][1]], op)
+    # one reduce-scatter at the end would let it read the unreduced value; reduced right
+    # after its last write instead, the read is caught as reading an unfinished collective
+    with pytest.raises(AssertionError, match=r"'scale' reads \['fc_2.b_0@GRAD'\] before the "
+                                             r"collective writing it is waited for"):
+        data_parallel(main, loss, n=2, reduce=True, fuse=True)
+
+
 def test_reduce_mode_rejects_an_op_mixing_parameters():
     main, _, loss = build(opt="sgd")
     block = main.global_block()

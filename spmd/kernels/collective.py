@@ -99,8 +99,11 @@ def _padded(xp, attrs, size: int, dtype):
 
 @kernel("c_reduce_scatter_owned")
 def c_reduce_scatter_owned(xp, ins, attrs, want):
-    arrays, owners, ctx = ins["X"], attrs["owners"], attrs["_comm"]
-    _check_one_dtype(arrays, "c_reduce_scatter_owned")
+    owners, ctx = attrs["owners"], attrs["_comm"]
+    _check_one_dtype(ins["X"], "c_reduce_scatter_owned")
+    arrays = [x if a < 0 else x[a:b] for x, a, b in
+              ((ins["X"][src], a, b) for src, a, b in
+               zip(attrs["sources"], attrs["starts"], attrs["ends"]))]
     offsets, section = _sections(arrays, owners, ctx.size)
     buf = _padded(xp, attrs, section * ctx.size, arrays[0].dtype)
     for a, owner, at in zip(arrays, owners, offsets):

@@ -25,9 +25,28 @@ define_op("c_broadcast", inputs=["X*"], outputs=["Out*"], grad=None, collective=
 # owns X[i]. The buffer holds one equal-size section per rank, each owner's pieces in order.
 # c_reduce_scatter_owned: every rank gets the sum of its own pieces (the others pass through);
 # c_allgather_owned: every rank gets every owner's pieces.
-define_op("c_reduce_scatter_owned", inputs=["X*"], outputs=["Out*"], grad=None,
-          collective=True, attrs={"ring_id": ("int", 0), "owners": ("ints", [])}
-          )(_same_as_inputs)
+# Out[k] is rows [starts[k], ends[k]) of X[sources[k]] (the whole of it where starts[k] < 0):
+# the pieces of chunked gradients are cut while packing, with no copy of their own.
+@define_op("c_reduce_scatter_owned", inputs=["X*"], outputs=["Out*"], grad=None,
+           collective=True, attrs={"ring_id": ("int", 0), "owners": ("ints", []),
+                                   "sources": ("ints", []), "starts": ("ints", []),
+                                   "ends": ("ints", [])})
+def _c_reduce_scatter_owned(ctx):
+    xs, n = ctx.inputs("X"), ctx.num_outputs("Out")
+    sources, starts, ends = ctx.attr("sources"), ctx.attr("starts"), ctx.attr("ends")
+    ctx.check(len(ctx.attr("owners")) == n and len(sources) == n and len(starts) == n
+              and len(ends) == n, f"owners, sources, starts and ends need one entry per "
+                                  f"output ({n})")
+    for k, (src, a, b) in enumerate(zip(sources, starts, ends)):
+        ctx.check(0 <= src < len(xs), f"sources[{k}]={src} names no input")
+        x = xs[src]
+        shape = list(x.shape)
+        if a >= 0:
+            ctx.check(0 <= a < b <= shape[0], f"rows [{a}, {b}) of a {shape[0]}-row input")
+            shape[0] = b - a
+        ctx.set_output("Out", shape, x.dtype, index=k)
+
+
 define_op("c_allgather_owned", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
           attrs={"ring_id": ("int", 0), "owners": ("ints", [])})(_same_as_inputs)
 # Waits for every collective this rank has issued so far: placed before the first op that

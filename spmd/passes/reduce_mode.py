@@ -109,22 +109,27 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     fused = (fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
              and not _read_before_all_done(block, params_grads, last))
     after = defaultdict(list)
-    reduced, owners = [], []
-    for p, g in params_grads:
+    reduced, owners, sources, rows = [], [], [], []
+    for k, (p, g) in enumerate(params_grads):
         for s in shards[p.name]:
             if s.rows is not None:
                 _declare_chunk(block, g, s)
-                after[last[g]].append(_slice(block, g, s, OpRole.BACKWARD, owner=None))
+                if not fused:  # the fused reduce-scatter cuts the rows while packing
+                    after[last[g]].append(_slice(block, g, s, OpRole.BACKWARD, owner=None))
             if not fused:
                 after[last[g]].append(make_op(block, "c_reduce_sum", {"X": [s.name(g)]},
                                               {"Out": [s.name(g)]}, {"root_id": s.owner},
                                               OpRole.COMMUNICATE))
             reduced.append(s.name(g))
             owners.append(s.owner)
+            sources.append(k)
+            rows.append(s.rows or (-1, -1))
     if fused:
-        after[max(last[g] for _, g in params_grads)].append(
-            make_op(block, "c_reduce_scatter_owned", {"X": reduced}, {"Out": reduced},
-                    {"owners": owners}, OpRole.COMMUNICATE))
+        grads = [g for _, g in params_grads]
+        after[max(last[g] for g in grads)].append(make_op(
+            block, "c_reduce_scatter_owned", {"X": grads}, {"Out": reduced},
+            {"owners": owners, "sources": sources, "starts": [a for a, _ in rows],
+             "ends": [b for _, b in rows]}, OpRole.COMMUNICATE))
     start = first_index(block, OpRole.OPTIMIZE) - 1
     after[start].append(make_op(block, "c_sync_comm_stream", {"X": reduced}, {"Out": reduced},
                                 {}, OpRole.COMMUNICATE))

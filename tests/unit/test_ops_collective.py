@@ -31,15 +31,26 @@ def pieces(rank: int, dtype="float64"):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_reduce_scatter_owned_gives_each_owner_the_sum_of_its_pieces(dtype):
+    """Whole inputs and row chunks of them: the last input (4 x 3) is cut into rows [0, 1)
+    for rank 1 and [1, 4) for rank 0, while packing."""
     kernel = get_kernel("c_reduce_scatter_owned")
-    outs = on_places(lambda r, ctx: kernel(np, {"X": pieces(r, dtype)},
-                                           {"owners": OWNERS, "_comm": ctx}, None)["Out"])
-    total = [sum(pieces(r, dtype)[k] for r in range(N)) for k in range(len(SHAPES))]
+    sources = [0, 1, 2, 3, 4, 4]
+    starts, ends = [-1, -1, -1, -1, 0, 1], [-1, -1, -1, -1, 1, 4]
+    owners = [2, 0, 2, 1, 1, 0]
+    attrs = {"owners": owners, "sources": sources, "starts": starts, "ends": ends}
+
+    def cut(arrays):
+        return [arrays[s] if a < 0 else arrays[s][a:b] for s, a, b in zip(sources, starts, ends)]
+
+    outs = on_places(lambda r, ctx: kernel(np, {"X": pieces(r, dtype)}, {**attrs, "_comm": ctx},
+                                           None)["Out"])
+    total = cut([sum(pieces(r, dtype)[k] for r in range(N)) for k in range(len(SHAPES))])
     for rank in range(N):
-        for k, owner in enumerate(OWNERS):
+        mine = cut(pieces(rank, dtype))
+        for k, owner in enumerate(owners):
             got = outs[rank][k]
-            assert got.shape == SHAPES[k] and got.dtype == dtype
-            want = total[k] if owner == rank else pieces(rank, dtype)[k]  # others pass through
+            assert got.shape == mine[k].shape and got.dtype == dtype
+            want = total[k] if owner == rank else mine[k]  # the others pass through
             np.testing.assert_allclose(got, want, rtol=1e-6)
 
 

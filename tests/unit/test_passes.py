@@ -718,10 +718,21 @@ def test_fused_reduce_mode_is_one_reduce_scatter_and_one_allgather(opt):
     assert not ops_of(program, "c_reduce_sum") and not ops_of(program, "c_broadcast")
     # gradients: one reduce-scatter after the last one (and its chunks) is written
     ((i, rs),) = ops_of(program, "c_reduce_scatter_owned")
-    grads = [s.name(g) for p, g in pairs for s in shards[p.name]]
-    assert rs.input("X") == rs.output("Out") == grads
+    grads = [g for _, g in pairs]
+    pieces_of_grads = [s.name(g) for p, g in pairs for s in shards[p.name]]
+    # whole gradients in; pieces out, chunks cut by rows while packing (no slice ops)
+    assert rs.input("X") == grads and rs.output("Out") == pieces_of_grads
     assert rs.attr("owners") == [s.owner for p, _ in pairs for s in shards[p.name]]
+    assert rs.attr("sources") == [k for k, (p, _) in enumerate(pairs) for _ in shards[p.name]]
+    rows = [s.rows or (-1, -1) for p, _ in pairs for s in shards[p.name]]
+    assert list(zip(rs.attr("starts"), rs.attr("ends"))) == rows
     assert rs.role is OpRole.COMMUNICATE and rs.owner is None
+    for k, name in enumerate(pieces_of_grads):
+        shape = list(block.vars[grads[rs.attr("sources")[k]]].shape)
+        if rows[k][0] >= 0:
+            shape[0] = rows[k][1] - rows[k][0]
+        assert list(block.vars[name].shape) == shape
+    assert not [op for op in block.ops if op.type == "slice" and op.role is OpRole.BACKWARD]
     writers = [j for j, op in enumerate(block.ops) if set(op.output_arg_names) & set(grads)
                and op.role is not OpRole.COMMUNICATE]
     assert max(writers) < i

@@ -15,6 +15,7 @@ timeout, printing the rank and the op: a blocking MPI call cannot be interrupted
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import os
 import queue
 import sys
@@ -52,6 +53,18 @@ class _Worker:
 
     def stop(self):
         self._queue.put((None, None, None))
+
+
+def _into(out, result):
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _call_into(call, out, *args):
+    out[...] = call(*args)
+    return out
 
 
 def _status(event: str, detail: str = "", when: float | None = None):
@@ -177,15 +190,18 @@ class CommContext:
                 f"{tag} current_endpoint {current_endpoint} is not entry {rank} of the trainer "
                 f"endpoints {endpoints}")
 
-    def _run(self, op: str, *args, inline: bool = False):
+    def _run(self, op: str, *args, inline: bool = False, out=None):
         """Run `op` now (inline, or where nothing overlaps: its result is returned) or queue it
-        on the communication thread (None: the buffer is filled in by wait_all)."""
+        on the communication thread (the buffer is filled in by wait_all). For an op whose
+        result is a new array, `out` receives it, now or by wait_all."""
         comm = self.comm
         if not self._overlap or isinstance(comm, SelfCommunicator):
-            return getattr(comm, op)(*args)  # timed by the communicator itself
+            return _into(out, getattr(comm, op)(*args))  # timed by the communicator itself
         call = self._untimed.get(op)
         if call is None:
             call = self._untimed[op] = comm.untimed(op)
+        if out is not None:
+            call = functools.partial(_call_into, call, out)
         if inline:
             if self._pending:
                 self.wait_all()  # the ones issued before go first, as on every rank
@@ -203,6 +219,7 @@ class CommContext:
             if self._worker is None:
                 self._worker = _Worker(self._name)
             self._pending.append((self._worker.submit(call, *args), op))
+        return out
 
     def allreduce(self, buf, inline: bool = False):
         self._run("allreduce", buf, inline=inline)
@@ -213,10 +230,11 @@ class CommContext:
     def broadcast(self, buf, root: int, inline: bool = False):
         self._run("broadcast", buf, root, inline=inline)
 
-    def reduce_scatter(self, buf):
-        """Inline, after everything issued before (Reduce mode's fused gradients: nothing is
-        left to overlap once they are all computed); returns this rank's section."""
-        return self._run("reduce_scatter", buf, inline=True)
+    def reduce_scatter(self, buf, out=None):
+        """This rank's section of the sum over ranks of `buf`, now; or, given `out`, queued on
+        the communication thread and written into `out` by wait_all (`buf` must stay as it
+        is until then)."""
+        return self._run("reduce_scatter", buf, inline=out is None, out=out)
 
     def allgather(self, buf):
         return self._run("allgather", buf, inline=True)

@@ -109,7 +109,10 @@ def c_reduce_scatter_owned(xp, ins, attrs, want):
     for a, owner, at in zip(arrays, owners, offsets):
         start = owner * section + at
         buf[start:start + a.size] = a.reshape(-1)
-    mine = ctx.reduce_scatter(buf)
+    # on the communication thread unless nothing is left to overlap: `mine` is then filled
+    # by the c_sync_comm_stream before the optimizer reads it (the buffer waits as long)
+    out = None if attrs["use_calc_stream"] else xp.empty(section, dtype=buf.dtype)
+    mine = ctx.reduce_scatter(buf, out=out)
     return {"Out": [mine[at:at + a.size].reshape(a.shape) if owner == ctx.rank else a
                     for a, owner, at in zip(arrays, owners, offsets)]}
 

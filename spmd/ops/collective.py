@@ -28,7 +28,7 @@ define_op("c_broadcast", inputs=["X*"], outputs=["Out*"], grad=None, collective=
 # Out[k] is rows [starts[k], ends[k]) of X[sources[k]] (the whole of it where starts[k] < 0):
 # the pieces of chunked gradients are cut while packing, with no copy of their own.
 @define_op("c_reduce_scatter_owned", inputs=["X*"], outputs=["Out*"], grad=None,
-           collective=True, attrs={"ring_id": ("int", 0), "owners": ("ints", []),
+           collective=True, attrs={**_RING, "owners": ("ints", []),
                                    "sources": ("ints", []), "starts": ("ints", []),
                                    "ends": ("ints", [])})
 def _c_reduce_scatter_owned(ctx):

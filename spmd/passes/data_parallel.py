@@ -39,7 +39,8 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
         return program, layout
     if strategy.reduce_strategy == ReduceStrategy.Reduce:
         layout = apply_reduce_mode(program, params_grads, num_devices,
-                                   strategy.fuse_broadcast_ops, strategy.fuse_all_reduce_ops)
+                                   strategy.fuse_broadcast_ops, strategy.fuse_all_reduce_ops,
+                                   bucket_mb)
     else:
         insert_allreduce(program, params_grads, strategy.fuse_all_reduce_ops, bucket_mb)
     mark_inline_collectives(program.global_block())

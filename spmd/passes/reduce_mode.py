@@ -25,6 +25,7 @@ import numpy as np
 
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
+from .allreduce import buckets
 from .common import first_index, last_writer, make_op, place_after
 
 
@@ -93,14 +94,16 @@ def assign_owners(params, nranks: int) -> dict[str, int]:
 
 
 def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
-                      fuse_all_reduce: bool = False) -> ReduceLayout:
+                      fuse_all_reduce: bool = False, bucket_mb: float = 32.0) -> ReduceLayout:
     """Rewrite `program` in place; returns where its optimizer state lives.
 
     With fuse_all_reduce (one dtype, and no op reading a gradient before the last one is
-    done), all gradients go in one buffer with a section per owner: one reduce-scatter after
-    the backward pass, one all-gather of the updated parameters after the optimizer (DESIGN:
-    Reduce mode costs what AllReduce costs). Otherwise one reduce per gradient (or chunk)
-    right after its last producer, and broadcasts."""
+    done), gradients go in buckets of about `bucket_mb` MB, filled in the order the backward
+    pass finishes them, each with a section per owner: one reduce-scatter per bucket right
+    after its last gradient (overlapping the rest of the backward pass), one all-gather of
+    the updated parameters after the optimizer (DESIGN: Reduce mode costs what AllReduce
+    costs). Otherwise one reduce per gradient (or chunk) right after its last producer, and
+    broadcasts."""
     block = program.global_block()
     shards = plan_shards([p for p, _ in params_grads], nranks,
                          _row_separable(program, params_grads))
@@ -109,8 +112,8 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     fused = (fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
              and not _read_before_all_done(block, params_grads, last))
     after = defaultdict(list)
-    reduced, owners, sources, rows = [], [], [], []
-    for k, (p, g) in enumerate(params_grads):
+    reduced = []
+    for p, g in params_grads:
         for s in shards[p.name]:
             if s.rows is not None:
                 _declare_chunk(block, g, s)
@@ -121,15 +124,11 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
                                               {"Out": [s.name(g)]}, {"root_id": s.owner},
                                               OpRole.COMMUNICATE))
             reduced.append(s.name(g))
-            owners.append(s.owner)
-            sources.append(k)
-            rows.append(s.rows or (-1, -1))
     if fused:
-        grads = [g for _, g in params_grads]
-        after[max(last[g] for g in grads)].append(make_op(
-            block, "c_reduce_scatter_owned", {"X": grads}, {"Out": reduced},
-            {"owners": owners, "sources": sources, "starts": [a for a, _ in rows],
-             "ends": [b for _, b in rows]}, OpRole.COMMUNICATE))
+        for bucket in buckets(params_grads, block, bucket_mb * 1024 * 1024):
+            in_bucket = [(p, g) for p, g in params_grads if g in set(bucket)]
+            after[max(last[g] for g in bucket)].append(
+                _reduce_scatter(block, in_bucket, shards))
     start = first_index(block, OpRole.OPTIMIZE) - 1
     after[start].append(make_op(block, "c_sync_comm_stream", {"X": reduced}, {"Out": reduced},
                                 {}, OpRole.COMMUNICATE))
@@ -146,6 +145,21 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     place_after(block, after)
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
+
+
+def _reduce_scatter(block, params_grads, shards):
+    """One fused reduce-scatter of these gradients: whole gradients in, their pieces out."""
+    pieces, owners, sources, rows = [], [], [], []
+    for k, (p, g) in enumerate(params_grads):
+        for s in shards[p.name]:
+            pieces.append(s.name(g))
+            owners.append(s.owner)
+            sources.append(k)
+            rows.append(s.rows or (-1, -1))
+    return make_op(block, "c_reduce_scatter_owned", {"X": [g for _, g in params_grads]},
+                   {"Out": pieces}, {"owners": owners, "sources": sources,
+                                     "starts": [a for a, _ in rows],
+                                     "ends": [b for _, b in rows]}, OpRole.COMMUNICATE)
 
 
 def _read_before_all_done(block, params_grads, last) -> bool:

@@ -17,11 +17,16 @@ OWNERS = [2, 0, 2, 1, 0]  # rank 2 owns 10 elements, rank 0 owns 17, rank 1 owns
 N = 3
 
 
-def on_places(fn):
+def on_places(fn, overlap=False):
     group = LocalGroup(N, timeout_s=10)
-    contexts = [CommContext(lambda i=i: group.communicator(i), overlap=False) for i in range(N)]
-    with concurrent.futures.ThreadPoolExecutor(N) as pool:
-        return list(pool.map(lambda i: fn(i, contexts[i]), range(N)))
+    contexts = [CommContext(lambda i=i: group.communicator(i), overlap=overlap)
+                for i in range(N)]
+    try:
+        with concurrent.futures.ThreadPoolExecutor(N) as pool:
+            return list(pool.map(lambda i: fn(i, contexts[i]), range(N)))
+    finally:
+        for ctx in contexts:
+            ctx.close()
 
 
 def pieces(rank: int, dtype="float64"):
@@ -29,21 +34,28 @@ def pieces(rank: int, dtype="float64"):
     return [rng.standard_normal(s).astype(dtype) for s in SHAPES]
 
 
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "on-the-comm-thread"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_reduce_scatter_owned_gives_each_owner_the_sum_of_its_pieces(dtype):
+def test_reduce_scatter_owned_gives_each_owner_the_sum_of_its_pieces(dtype, inline):
     """Whole inputs and row chunks of them: the last input (4 x 3) is cut into rows [0, 1)
-    for rank 1 and [1, 4) for rank 0, while packing."""
+    for rank 1 and [1, 4) for rank 0, while packing. Not inline, the outputs are complete
+    after wait_all (c_sync_comm_stream)."""
     kernel = get_kernel("c_reduce_scatter_owned")
     sources = [0, 1, 2, 3, 4, 4]
     starts, ends = [-1, -1, -1, -1, 0, 1], [-1, -1, -1, -1, 1, 4]
     owners = [2, 0, 2, 1, 1, 0]
-    attrs = {"owners": owners, "sources": sources, "starts": starts, "ends": ends}
+    attrs = {"owners": owners, "sources": sources, "starts": starts, "ends": ends,
+             "use_calc_stream": inline}
 
     def cut(arrays):
         return [arrays[s] if a < 0 else arrays[s][a:b] for s, a, b in zip(sources, starts, ends)]
 
-    outs = on_places(lambda r, ctx: kernel(np, {"X": pieces(r, dtype)}, {**attrs, "_comm": ctx},
-                                           None)["Out"])
+    def step(rank, ctx):
+        out = kernel(np, {"X": pieces(rank, dtype)}, {**attrs, "_comm": ctx}, None)["Out"]
+        ctx.wait_all()
+        return out
+
+    outs = on_places(step, overlap=True)
     total = cut([sum(pieces(r, dtype)[k] for r in range(N)) for k in range(len(SHAPES))])
     for rank in range(N):
         mine = cut(pieces(rank, dtype))

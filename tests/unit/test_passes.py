@@ -13,7 +13,7 @@ import pytest
 import spmd.fluid as fluid
 from spmd.core.operator import OpRole
 from spmd.errors import FeedError, InvalidArgumentError
-from spmd.passes.allreduce import insert_allreduce
+from spmd.passes.allreduce import buckets, insert_allreduce
 from spmd.passes.broadcast_params import broadcast_program
 from spmd.passes.common import (
     check_waits,
@@ -26,7 +26,7 @@ from spmd.passes.reduce_mode import ReduceLayout, apply_reduce_mode, assign_owne
 from spmd.passes.scale_loss_grad import scale_loss_grad
 from spmd.passes.strategy import BuildStrategy, GradientScaleStrategy, ReduceStrategy
 
-COLLECTIVES = ("c_allreduce_sum", "c_reduce_sum", "c_broadcast")
+COLLECTIVES = ("c_allreduce_sum", "c_reduce_sum", "c_broadcast", "c_reduce_scatter_owned")
 UPDATE_OPS = ("sgd", "momentum", "adam")
 MB = 1024 * 1024
 
@@ -299,10 +299,7 @@ def test_use_calc_stream_exactly_when_nothing_can_overlap(reduce, fuse):
     want = expected_inline(block)
     got = {i: block.ops[i].attr("use_calc_stream") for i in want}
     assert got == want
-    if reduce and fuse:  # the fused reduce-scatter and all-gather run blocking; what is left
-        assert set(got.values()) == {True}  # (the global norm's allreduce) has no overlap
-    else:
-        assert True in got.values() and False in got.values()
+    assert True in got.values() and False in got.values()
 
 
 def test_mark_inline_collectives_on_a_hand_made_block():
@@ -749,6 +746,27 @@ def test_fused_reduce_mode_is_one_reduce_scatter_and_one_allgather(opt):
     chunked = [p.name for p, _ in pairs if shards[p.name][0].rows is not None]
     assert [(op.type, op.output("Out")) for op in block.ops[k + 1:k + 1 + len(chunked)]] == [
         ("concat", [name]) for name in chunked]
+    check_waits(block)
+
+
+def test_fused_reduce_mode_buckets_overlap_the_backward_pass():
+    main, _, loss = build(opt="adam")
+    n, bucket_bytes = 3, 1000
+    program, layout = data_parallel(main, loss, n=n, bucket_mb=bucket_bytes / MB, reduce=True,
+                                    fuse=True)
+    block = program.global_block()
+    pairs = trained_params_grads(main)
+    groups = buckets(pairs, main.global_block(), bucket_bytes)
+    scatters = ops_of(program, "c_reduce_scatter_owned")
+    assert len(groups) > 1 and [op.input("X") for _, op in scatters] == groups
+    sync = min(i for i, _ in ops_of(program, "c_sync_comm_stream"))
+    for (i, op), group in zip(scatters, groups):
+        # right after its bucket's last gradient; async, but the last, and waited for
+        assert_right_after(block, i, max(last_compute_writer(block, g) for g in group))
+        assert op.output("Out") == [s.name(g) for p, g in pairs if g in group
+                                    for s in layout.shards[p.name]]
+        assert op.attr("use_calc_stream") == (op is scatters[-1][1])
+        assert i < sync
     check_waits(block)
 
 

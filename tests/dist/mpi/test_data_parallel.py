@@ -76,6 +76,15 @@ def test_n_ranks_equal_one_process(model, mode, fuse, opt, dtype, places):
                                    atol=tol * float(np.abs(value).max()), err_msg=name)
 
 
+@pytest.mark.parametrize("places", [1, 2])
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_fused_reduce_mode_in_small_buckets_equals_one_process(monkeypatch, model, places):
+    """Buckets of about 1 KB: several reduce-scatters, the earlier ones on the communication
+    thread while the backward pass goes on."""
+    monkeypatch.setenv("FLAGS_fuse_parameter_memory_size", "0.001")
+    test_n_ranks_equal_one_process(model, "Reduce", True, "adam", "float64", places)
+
+
 def test_reduce_mode_keeps_optimizer_state_on_owners_only():
     t = detect()
     main, startup, loss = build("mlp", "adam", "float64")

@@ -89,8 +89,9 @@ def _sections(arrays, owners, nranks: int):
 
 def _padded(xp, attrs, size: int, dtype):
     """The step's packing buffer, made once: zeros, so the padding at the end of the shorter
-    sections stays zero; the pieces are written over every step. The collectives using it
-    complete before the kernel returns."""
+    sections stays zero; the pieces are written over every step. The collective using it
+    completes within the step (inline, or by the c_sync_comm_stream), before the next step
+    packs again."""
     buf = attrs.get("_packed")
     if buf is None or buf.size != size or buf.dtype != dtype or not isinstance(buf, xp.ndarray):
         buf = attrs["_packed"] = xp.zeros(size, dtype=dtype)

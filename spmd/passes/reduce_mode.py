@@ -126,9 +126,9 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
             reduced.append(s.name(g))
     if fused:
         for bucket in buckets(params_grads, block, bucket_mb * 1024 * 1024):
-            in_bucket = [(p, g) for p, g in params_grads if g in set(bucket)]
-            after[max(last[g] for g in bucket)].append(
-                _reduce_scatter(block, in_bucket, shards))
+            members = set(bucket)
+            after[max(last[g] for g in bucket)].append(_reduce_scatter(
+                block, [(p, g) for p, g in params_grads if g in members], shards))
     start = first_index(block, OpRole.OPTIMIZE) - 1
     after[start].append(make_op(block, "c_sync_comm_stream", {"X": reduced}, {"Out": reduced},
                                 {}, OpRole.COMMUNICATE))
@@ -163,9 +163,9 @@ def _reduce_scatter(block, params_grads, shards):
 
 
 def _read_before_all_done(block, params_grads, last) -> bool:
-    """Whether an op reads a gradient after it is final but before the last gradient is: the
-    one reduce-scatter, placed after the last, would come too late for it (then each gradient
-    is reduced right after its last write instead)."""
+    """Whether an op reads a gradient after it is final but before the last gradient is: its
+    bucket's reduce-scatter, placed after the bucket's last gradient, might come too late for
+    it (then each gradient is reduced right after its last write instead)."""
     grads = {g for _, g in params_grads}
     end = max(last[g] for g in grads)
     return any(n in grads and i > last[n]

@@ -53,6 +53,17 @@ def reference_step(params, x, y, comm, MPI):
     sgd(params, [flat[a:b].reshape(g.shape) for a, b, g in zip(sizes, sizes[1:], grads)])
 
 
+def interleaved(comm, fns, rounds: int, steps: int) -> list[float]:
+    """Median ms per call of each fn, timed in turn within every round (all ranks together),
+    so a change in the machine's load hits them alike."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, out in zip(fns, times):
+            comm.Barrier()
+            out.append(timed(fn, steps))
+    return [statistics.median(t) * 1e3 for t in times]
+
+
 def measure_rank(rounds, steps):
     """Runs on every rank under mpiexec; returns rank 0's figures."""
     from mpi4py import MPI
@@ -101,16 +112,8 @@ def measure_rank(rounds, steps):
 
     for _ in range(3):
         spmd_run(), reduce_run(), pieces_run(), ref_run()
-    spmd_t, reduce_t, pieces_t, ref_t = [], [], [], []
-    for _ in range(rounds):
-        comm.Barrier()
-        spmd_t.append(timed(spmd_run, steps))
-        comm.Barrier()
-        reduce_t.append(timed(reduce_run, steps))
-        comm.Barrier()
-        pieces_t.append(timed(pieces_run, steps))
-        comm.Barrier()
-        ref_t.append(timed(ref_run, steps))
+    spmd_ms, reduce_ms, pieces_ms, ref_ms = interleaved(
+        comm, [spmd_run, reduce_run, pieces_run, ref_run], rounds, steps)
 
     # fused gradient allreduce vs a raw Allreduce of the same bytes
     grads = [np.array(scope.find_var(n).get_tensor()) for pair in names for n in pair]
@@ -132,12 +135,7 @@ def measure_rank(rounds, steps):
     def raw_allreduce():
         comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)
 
-    fused_t, raw_t = [], []
-    for _ in range(rounds):
-        comm.Barrier()
-        fused_t.append(timed(fused, steps))
-        comm.Barrier()
-        raw_t.append(timed(raw_allreduce, steps))
+    fused_ms, raw_ms = interleaved(comm, [fused, raw_allreduce], rounds, steps)
     ctx.close()
 
     # optimizer-state bytes per rank: Adam, Reduce vs AllReduce
@@ -153,12 +151,9 @@ def measure_rank(rounds, steps):
         state_bytes[mode] = int(sum(np.array(scope.find_var(s).get_tensor()).nbytes
                                     for s in held))
     per_rank_reduce = comm.gather(state_bytes["Reduce"], root=0)  # a few ints, setup only
-    return {"ranks": comm.size, "spmd_ms": statistics.median(spmd_t) * 1e3,
-            "reduce_ms": statistics.median(reduce_t) * 1e3,
-            "pieces_ms": statistics.median(pieces_t) * 1e3,
-            "ref_ms": statistics.median(ref_t) * 1e3, "grad_bytes": nbytes,
-            "fused_ms": statistics.median(fused_t) * 1e3,
-            "raw_ms": statistics.median(raw_t) * 1e3,
+    return {"ranks": comm.size, "spmd_ms": spmd_ms, "reduce_ms": reduce_ms,
+            "pieces_ms": pieces_ms, "ref_ms": ref_ms, "grad_bytes": nbytes,
+            "fused_ms": fused_ms, "raw_ms": raw_ms,
             "state_allreduce": state_bytes["AllReduce"], "state_reduce": per_rank_reduce}
 
 

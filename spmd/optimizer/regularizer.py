@@ -32,8 +32,16 @@ class WeightDecayRegularizer:
     """Base of the regularizers: `__call__(param, grad, block)` appends the ops computing the
     decay term of `param` and returns the variable holding it (shaped like `param`)."""
 
+    _label = ""  # how str() names it, as fluid does
+
+    def __init__(self, regularization_coeff: float = 0.0):
+        self._regularization_coeff = _coeff(regularization_coeff, type(self).__name__)
+
     def __call__(self, param, grad, block):
         raise NotImplementedError
+
+    def __str__(self):
+        return f"{self._label}, regularization_coeff={self._regularization_coeff:f}"
 
 
 class L2DecayRegularizer(WeightDecayRegularizer):
@@ -42,17 +50,13 @@ class L2DecayRegularizer(WeightDecayRegularizer):
     >>> opt_reg = L2DecayRegularizer(regularization_coeff=0.1)
     """
 
-    def __init__(self, regularization_coeff: float = 0.0):
-        self._regularization_coeff = _coeff(regularization_coeff, type(self).__name__)
+    _label = "L2Decay"
 
     def __call__(self, param, grad, block):
         decay = tmp_var(block, f"{param.name}_l2_decay", param.shape, param.dtype)
         block.append_op("scale", inputs={"X": [param]}, outputs={"Out": [decay]},
                         attrs={"scale": self._regularization_coeff})
         return decay
-
-    def __str__(self):
-        return f"L2Decay, regularization_coeff={self._regularization_coeff:f}"
 
 
 class L1DecayRegularizer(WeightDecayRegularizer):
@@ -61,8 +65,7 @@ class L1DecayRegularizer(WeightDecayRegularizer):
     >>> opt_reg = L1DecayRegularizer(regularization_coeff=0.1)
     """
 
-    def __init__(self, regularization_coeff: float = 0.0):
-        self._regularization_coeff = _coeff(regularization_coeff, type(self).__name__)
+    _label = "L1Decay"
 
     def __call__(self, param, grad, block):
         sign = tmp_var(block, f"{param.name}_sign", param.shape, param.dtype)
@@ -71,9 +74,6 @@ class L1DecayRegularizer(WeightDecayRegularizer):
         block.append_op("scale", inputs={"X": [sign]}, outputs={"Out": [decay]},
                         attrs={"scale": self._regularization_coeff})
         return decay
-
-    def __str__(self):
-        return f"L1Decay, regularization_coeff={self._regularization_coeff:f}"
 
 
 class L2Decay(L2DecayRegularizer):

@@ -6,7 +6,20 @@ Two faces over one engine: `import spmd.fluid as fluid` (fluid 1.x) and `import 
 >>> import spmd as paddle
 >>> paddle.enable_static()
 """
-from . import fluid, kernels, nn, ops, optimizer, static  # noqa: F401 - fill the op and kernel tables  # noqa: F401 - the faces
+from . import (  # noqa: F401 - the faces, and the op and kernel tables filled
+    compat,
+    dataset,
+    distributed,
+    fluid,
+    kernels,
+    metrics,
+    nn,
+    ops,
+    optimizer,
+    reader,
+    regularizer,
+    static,
+)
 from .core import (
     CPUPlace,
     CUDAPinnedPlace,
@@ -23,6 +36,7 @@ from .executor import Executor
 from .layers.paddle_tensor import *  # noqa: F401,F403 - paddle.mean, paddle.matmul, ...
 from .layers.paddle_tensor import __all__ as _tensor_names
 from .layers.param_attr import ParamAttr
+from .reader import batch
 
 __version__ = "0.1.0"
 
@@ -59,6 +73,7 @@ def set_device(device: str):
 
 
 __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Executor", "ParamAttr", "Parameter",
+           "batch", "compat", "dataset", "distributed", "metrics", "reader", "regularizer",
            "Program",
            "Scope", "Variable", "disable_static", "enable_static", "fluid", "global_scope",
            "in_dynamic_mode", "is_compiled_with_cuda", "nn", "optimizer", "seed", "set_device",

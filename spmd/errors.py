@@ -31,3 +31,9 @@ class ExecutionError(SpmdError, RuntimeError):
 
 class CommunicationError(SpmdError, RuntimeError):
     """A collective failed or timed out; names the op and the ranks involved."""
+
+
+class EOFException(SpmdError):
+    """A non-iterable reader (DataLoader / PyReader / py_reader) has no more batches: the epoch
+    ended. Catch it (as `fluid.core.EOFException`), call the reader's `reset()`, and start the
+    next epoch."""

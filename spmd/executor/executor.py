@@ -10,6 +10,7 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .allocator import tune_allocator
 from .comm_context import world_context
+from .fetch import as_fetched
 from .plan import Plan
 
 
@@ -122,7 +123,7 @@ class Executor:
         if return_numpy:
             # a fetch may be the scope's own array (a parameter) or a view of it: hand out a
             # copy, as fluid does, so editing a result never changes the scope
-            return [host_array(r, copy=True) for r in results]
+            return [as_fetched(host_array(r, copy=True)) for r in results]
         return [FetchedTensor(r) for r in results]
 
     def close(self):

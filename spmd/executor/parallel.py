@@ -23,6 +23,7 @@ from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
 from .comm_context import CommContext, world_context
 from .feed import merge_fetches, split_feed
+from .fetch import as_fetched
 from .fingerprint import check_same_program
 from .plan import Plan
 from .sharded_state import ShardedState
@@ -226,7 +227,7 @@ class DataParallelRunner:
         per_place = [[host_array(a, copy=True) for a in r] for r in results]
         if not return_numpy:
             return per_place[0] if len(per_place) == 1 else merge_fetches(per_place, False)
-        return merge_fetches(per_place, return_merged)
+        return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]
 
     def _run_on_places(self, fn):
         """fn(place index) on every place; several places run on threads, and one place's

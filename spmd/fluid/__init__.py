@@ -34,18 +34,30 @@ from . import (
     clip,
     compiler,
     core,
+    data_feeder,
+    dygraph,
     executor,
     framework,
+    incubate,
     initializer,
+    install_check,
     io,
     layers,
+    log_helper,
+    metrics,
+    nets,
     optimizer,
     param_attr,
+    profiler,
+    reader,
     regularizer,
     transpiler,
 )
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
+from .data_feeder import *  # noqa: F403 - DataFeeder
+from .framework import *  # noqa: F403 - name_scope, in_dygraph_mode, require_version, ...
 from .parallel_executor import ParallelExecutor
+from .reader import *  # noqa: F403 - DataLoader, PyReader
 from .transpiler import (
     DistributeTranspiler,
     DistributeTranspilerConfig,
@@ -62,4 +74,7 @@ __all__ = [
     "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",
     "layers", "load", "memory_optimize", "optimizer", "param_attr", "program_guard",
     "regularizer", "release_memory", "save", "scope_guard", "transpiler", "unique_name",
+    "data_feeder", "dygraph", "incubate", "install_check", "log_helper", "metrics", "nets",
+    "profiler", "reader",
+    *data_feeder.__all__, *framework.__all__, *reader.__all__,
 ]

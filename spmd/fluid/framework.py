@@ -11,3 +11,7 @@ from ..core import (  # noqa: F401
     switch_startup_program,
 )
 from ..core.variable import Parameter  # noqa: F401
+
+__all__ = ["Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
+           "default_startup_program", "program_guard", "switch_main_program",
+           "switch_startup_program"]

@@ -1,5 +1,23 @@
 """Kernels, one body per op against `xp`. Importing this package registers them in KERNELS."""
-from . import activation, collective, math, nn, optim, tensor  # noqa: F401 - registration side effects
+from . import (  # noqa: F401 - registration side effects
+    activation,
+    collective,
+    host,
+    index,
+    linalg,
+    logic,
+    loss,
+    manip,
+    math,
+    metric,
+    nn,
+    norm,
+    optim,
+    random,
+    reader,
+    tensor,
+    vision,
+)
 from .registry import KERNELS, get_kernel, kernel
 
 __all__ = ["KERNELS", "get_kernel", "kernel"]

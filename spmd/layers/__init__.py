@@ -38,9 +38,32 @@ paddle 2.x (spmd/static, and the top-level `spmd` imported as `paddle`):
 """
 from __future__ import annotations
 
-from . import initializer, nn_initializer  # noqa: F401 - public submodules
-from .conv import conv2d, pool2d
+from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers names
+    activation,
+    conv,
+    host,
+    index,
+    initializer,
+    io,
+    learning_rate_scheduler,
+    linalg,
+    logic,
+    loss,
+    manip,
+    math_ops,
+    metric_op,
+    nn,
+    nn_initializer,
+    norm,
+    random,
+    tensor,
+    vision,
+)
+from .activation import *  # noqa: F403
+from .conv import *  # noqa: F403
 from .helper import LayerHelper
+from .host import *  # noqa: F403
+from .index import *  # noqa: F403
 from .initializer import (
     Constant,
     ConstantInitializer,
@@ -55,76 +78,32 @@ from .initializer import (
     Xavier,
     XavierInitializer,
 )
-from .io import data
-from .loss import accuracy, cross_entropy, softmax_with_cross_entropy, square_error_cost
+from .io import *  # noqa: F403
+from .learning_rate_scheduler import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .logic import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .manip import *  # noqa: F403
 from .math_op_patch import monkey_patch_variable
-from .math_ops import (
-    clip,
-    elementwise_add,
-    elementwise_div,
-    elementwise_max,
-    elementwise_min,
-    elementwise_mul,
-    elementwise_sub,
-    exp,
-    gelu,
-    leaky_relu,
-    log,
-    matmul,
-    mean,
-    mul,
-    pow,
-    reduce_max,
-    reduce_mean,
-    reduce_sum,
-    relu,
-    scale,
-    sigmoid,
-    sqrt,
-    square,
-    tanh,
-)
-from .nn import dropout, embedding, fc, softmax, topk
-from .norm import batch_norm, layer_norm
+from .math_ops import *  # noqa: F403
+from .metric_op import *  # noqa: F403
+from .nn import *  # noqa: F403
+from .norm import *  # noqa: F403
 from .param_attr import ParamAttr
-from .tensor import (
-    assign,
-    cast,
-    concat,
-    create_global_var,
-    create_parameter,
-    fill_constant,
-    flatten,
-    gather,
-    one_hot,
-    ones,
-    reshape,
-    slice,
-    split,
-    squeeze,
-    sums,
-    transpose,
-    unsqueeze,
-    zeros,
-)
+from .random import *  # noqa: F403
+from .tensor import *  # noqa: F403
+from .vision import *  # noqa: F403
 
 monkey_patch_variable()
 
-# the fluid.layers names first (spmd.fluid.layers re-exports exactly these)
-__all__ = [
-    "accuracy", "assign", "batch_norm", "cast", "clip", "concat", "conv2d",
-    "create_global_var", "create_parameter", "cross_entropy", "data", "dropout",
-    "elementwise_add", "elementwise_div", "elementwise_max", "elementwise_min",
-    "elementwise_mul", "elementwise_sub", "embedding", "exp", "fc", "fill_constant", "flatten",
-    "gather", "gelu", "layer_norm", "leaky_relu", "log", "matmul", "mean", "mul", "one_hot",
-    "ones", "pool2d", "pow", "reduce_max", "reduce_mean", "reduce_sum", "relu", "reshape",
-    "scale", "sigmoid", "slice", "softmax", "softmax_with_cross_entropy", "split", "sqrt",
-    "square", "square_error_cost", "squeeze", "sums", "tanh", "topk", "transpose", "unsqueeze",
-    "zeros",
-]
+# Every module above lists in __all__ exactly the fluid.layers names it provides;
+# spmd.fluid.layers re-exports their union.
+_FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, linalg, logic, loss,
+                  manip, math_ops, metric_op, nn, norm, random, tensor, vision)
+FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
 
-FLUID_LAYERS_NAMES = tuple(__all__)
-__all__ += [
+__all__ = [
+    *FLUID_LAYERS_NAMES,
     "FLUID_LAYERS_NAMES", "initializer", "monkey_patch_variable", "nn_initializer",
     "Constant", "ConstantInitializer", "Initializer", "LayerHelper", "MSRAInitializer",
     "Normal", "NormalInitializer", "ParamAttr", "TruncatedNormal",

@@ -12,7 +12,8 @@ from ..core.dtypes import convert_dtype
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper
 
-__all__ = ["data", "fluid_data", "static_data"]
+# the fluid.layers names this module provides (fluid_data and static_data are imported by name)
+__all__ = ["data"]
 
 
 def _dims(shape, where: str) -> list[int]:

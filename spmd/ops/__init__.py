@@ -1,6 +1,24 @@
 """Op definitions. Importing this package registers every op in OP_DEFS."""
 from ..core.operator import install_op_schema
-from . import collective, math, nn, optim, tensor  # noqa: F401 - registration side effects
+from . import (  # noqa: F401 - registration side effects
+    activation,
+    collective,
+    host,
+    index,
+    linalg,
+    logic,
+    loss,
+    manip,
+    math,
+    metric,
+    nn,
+    norm,
+    optim,
+    random,
+    reader,
+    tensor,
+    vision,
+)
 from .build import build_operator
 from .registry import OP_DEFS, REQUIRED, define_op, get_op_def, grad_var_name
 

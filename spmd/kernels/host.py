@@ -1,0 +1,2 @@
+"""Kernels: host ops."""
+from __future__ import annotations

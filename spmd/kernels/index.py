@@ -1,0 +1,2 @@
+"""Kernels: index ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Kernels: linalg ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Kernels: logic ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Kernels: loss ops."""
+from __future__ import annotations

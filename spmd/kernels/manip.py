@@ -1,0 +1,2 @@
+"""Kernels: manip ops."""
+from __future__ import annotations

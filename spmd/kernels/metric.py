@@ -1,0 +1,2 @@
+"""Kernels: metric ops."""
+from __future__ import annotations

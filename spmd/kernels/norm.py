@@ -1,0 +1,2 @@
+"""Kernels: norm ops."""
+from __future__ import annotations

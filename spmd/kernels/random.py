@@ -1,0 +1,2 @@
+"""Kernels: random ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Kernels: reader ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Kernels: vision ops."""
+from __future__ import annotations

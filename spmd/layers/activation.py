@@ -1,0 +1,4 @@
+"""fluid.layers: activation builders (filled in by issue 8)."""
+from __future__ import annotations
+
+__all__: list[str] = []

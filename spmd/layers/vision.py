@@ -1,0 +1,4 @@
+"""fluid.layers: vision builders (filled in by issue 8)."""
+from __future__ import annotations
+
+__all__: list[str] = []

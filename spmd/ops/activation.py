@@ -1,0 +1,2 @@
+"""Op definitions: activation ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: host ops."""
+from __future__ import annotations

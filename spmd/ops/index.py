@@ -1,0 +1,2 @@
+"""Op definitions: index ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: linalg ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: logic ops."""
+from __future__ import annotations

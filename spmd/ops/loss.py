@@ -1,0 +1,2 @@
+"""Op definitions: loss ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: manip ops."""
+from __future__ import annotations

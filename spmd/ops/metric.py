@@ -1,0 +1,2 @@
+"""Op definitions: metric ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: norm ops."""
+from __future__ import annotations

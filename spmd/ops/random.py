@@ -1,0 +1,2 @@
+"""Op definitions: random ops."""
+from __future__ import annotations

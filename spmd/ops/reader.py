@@ -1,0 +1,2 @@
+"""Op definitions: reader ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: vision ops."""
+from __future__ import annotations

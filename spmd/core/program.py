@@ -126,6 +126,10 @@ class Program:
         self._version = 0  # bumped on every mutation; executors key their plan caches on it
         self._uid = next(_PROGRAM_UIDS)  # unlike id(), never reused after a program is freed
         self._is_test = False
+        # callables hook(feed: dict, scope) that Executor.run calls before each run of this
+        # program (or a CompiledProgram of it): a non-iterable reader adds the next batch to
+        # the feed, a learning-rate scheduler writes its value. Clones carry the same hooks.
+        self.run_hooks: list = []
 
     def _bump(self):
         self._version += 1
@@ -270,7 +274,9 @@ def _validated_attrs(op_dict: dict) -> dict:
 
 
 def _copy_python_attrs(src: Program, dst: Program):
-    """Carry what JSON does not hold: parameter initializers and regularizers objects."""
+    """Carry what JSON does not hold: parameter initializers and regularizers objects, and
+    the run hooks."""
+    dst.run_hooks = list(src.run_hooks)
     for name, var in src.global_block().vars.items():
         new = dst.global_block().vars.get(name)
         if isinstance(var, Parameter) and isinstance(new, Parameter):

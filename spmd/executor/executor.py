@@ -33,6 +33,14 @@ def _feed_by_name(feed):
     return feed
 
 
+def _call_run_hooks(program, feed, scope):
+    """The program's run hooks (readers, learning-rate schedulers) see the feed and scope
+    before the run; a CompiledProgram's are those of the Program it compiles."""
+    target = getattr(program, "program", program)
+    for hook in getattr(target, "run_hooks", ()):
+        hook(feed, scope)
+
+
 class FetchedTensor:
     """What `run(..., return_numpy=False)` returns per fetch: `numpy.array(t)` reads it."""
 
@@ -103,6 +111,7 @@ class Executor:
         if not isinstance(fetch_list, (list, tuple)):
             fetch_list = [fetch_list]
         fetch_names = [_fetch_name(f) for f in fetch_list]
+        _call_run_hooks(program, feed, scope)
         if hasattr(program, "_run_compiled"):  # CompiledProgram
             return program._run_compiled(self, feed, fetch_names, scope, return_numpy,
                                          return_merged)

@@ -15,6 +15,7 @@ from . import (  # noqa: F401 - registration side effects
     optim,
     random,
     reader,
+    reduce,
     tensor,
     vision,
 )

@@ -16,6 +16,7 @@ from . import (  # noqa: F401 - registration side effects
     optim,
     random,
     reader,
+    reduce,
     tensor,
     vision,
 )

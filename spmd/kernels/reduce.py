@@ -1,0 +1,2 @@
+"""Kernels: reduce ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Op definitions: reduce ops."""
+from __future__ import annotations

@@ -196,8 +196,9 @@ def _define_default_grad(fwd: OpDef):
         for slot in outs:
             ctx.set_output_like(slot.name, slot.name[: -len(GRAD_SUFFIX)])
 
+    # a collective forward (sync_batch_norm) has a collective gradient too
     gdef = OpDef(fwd.type + "_grad", tuple(ins), tuple(outs), dict(fwd.attrs), infer_grad, None,
-                 random=fwd.random, forward_type=fwd.type)
+                 random=fwd.random, collective=fwd.collective, forward_type=fwd.type)
     OP_DEFS[gdef.type] = gdef
 
 

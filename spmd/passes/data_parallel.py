@@ -10,6 +10,7 @@ from .common import check_waits, mark_inline_collectives, trained_params_grads
 from .reduce_mode import ReduceLayout, apply_reduce_mode
 from .scale_loss_grad import scale_loss_grad
 from .strategy import BuildStrategy, ReduceStrategy
+from .sync_batch_norm import apply_sync_batch_norm
 
 
 def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: int,
@@ -34,6 +35,8 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
             f"append_backward called {len(losses)} times); a data-parallel program takes one: "
             f"sum the losses and minimize the sum once")
     scale_loss_grad(program, loss_name, strategy.gradient_scale_strategy, num_devices)
+    if num_devices > 1 and getattr(strategy, "sync_batch_norm", False):
+        apply_sync_batch_norm(program)
     params_grads = trained_params_grads(program)
     if num_devices == 1 or not params_grads:
         return program, layout

@@ -1,0 +1,136 @@
+"""Run the corpus: every program on 1 process and on 2 ranks, and compare their parameters.
+
+    python examples/corpus/run_corpus.py                 # all programs, prints the table
+    python examples/corpus/run_corpus.py simnet_bow      # some programs
+    python examples/corpus/run_corpus.py --write-readme  # also update README.md's count
+    python examples/corpus/run_corpus.py --dir examples/book   # the book examples
+
+A program passes when both runs exit 0 and every variable the 1-process run saved (under
+--save_dir) equals the 2-rank run's within float32 round-off: N ranks on 1/N of each batch
+train what one process trains on the whole batch. The 2-rank run goes through paddle-launch,
+which sets the PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM the programs read, as fluid 1.x
+programs do.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RTOL, ATOL = 2e-4, 2e-6  # float32 sums taken in another order, a few steps deep
+
+
+def programs(directory: pathlib.Path = HERE) -> list[pathlib.Path]:
+    """The training scripts in `directory` (every .py file but this runner)."""
+    return sorted(p for p in directory.glob("*.py") if p.stem != "run_corpus")
+
+
+@dataclass
+class Outcome:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _env() -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                SPMD_COLLECTIVE_TIMEOUT="60", PYTHONUNBUFFERED="1",
+                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+
+def _run(cmd: list[str], timeout: float) -> tuple[int, str]:
+    try:
+        res = subprocess.run(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        return res.returncode, res.stdout
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode("replace")
+        return -1, f"{out}\n(still running after {timeout} s: killed)"
+
+
+def _saved(directory: pathlib.Path) -> dict[str, np.ndarray]:
+    return {str(p.relative_to(directory)): np.load(p, allow_pickle=False)
+            for p in sorted(directory.rglob("*.npy"))}
+
+
+def compare(one: pathlib.Path, two: pathlib.Path) -> str:
+    """'' when the two runs saved the same variables with equal values, else what differs."""
+    a, b = _saved(one), _saved(two)
+    if not a:
+        return f"the 1-process run saved no .npy file under {one}"
+    if sorted(a) != sorted(b):
+        return f"saved different variables: {sorted(set(a) ^ set(b))[:5]}"
+    for name in a:
+        if a[name].shape != b[name].shape:
+            return f"{name}: shape {a[name].shape} vs {b[name].shape}"
+        if not np.allclose(a[name], b[name], rtol=RTOL, atol=ATOL):
+            worst = float(np.max(np.abs(a[name].astype("float64") - b[name])))
+            return f"{name}: 1 process and 2 ranks differ (max abs diff {worst:.3g})"
+    return ""
+
+
+def check(path: pathlib.Path, timeout: float = 300) -> Outcome:
+    """Run the script at `path` on 1 process and on 2 ranks; compare what they saved."""
+    name, script = path.stem, str(path)
+    launcher = str(pathlib.Path(sys.executable).parent / "paddle-launch")
+    with tempfile.TemporaryDirectory(prefix=f"corpus-{name}-") as tmp:
+        one, two = pathlib.Path(tmp, "one"), pathlib.Path(tmp, "two")
+        code, out = _run([sys.executable, script, "--save_dir", str(one)], timeout)
+        if code != 0:
+            return Outcome(name, False, f"1 process failed (exit {code}):\n{out[-3000:]}")
+        code, out2 = _run([launcher, "--nproc_per_node", "2", "--log_dir",
+                           str(pathlib.Path(tmp, "logs")), script, "--save_dir", str(two)],
+                          timeout)
+        if code != 0:
+            return Outcome(name, False, f"2 ranks failed (exit {code}):\n{out2[-3000:]}")
+        diff = compare(one, two)
+        return Outcome(name, not diff, diff or out.strip().splitlines()[-1][:100])
+
+
+BEGIN, END = "<!-- corpus:begin -->\n", "<!-- corpus:end -->\n"
+
+
+def table(outcomes: list[Outcome]) -> str:
+    passed = sum(o.ok for o in outcomes)
+    lines = [f"**{passed} of {len(outcomes)}** corpus programs pass on 1 process and 2 ranks "
+             f"with equal parameters (`python examples/corpus/run_corpus.py --write-readme`).",
+             "", "| program | result |", "|---|---|"]
+    for o in outcomes:
+        lines.append(f"| `{o.name}` | {'pass' if o.ok else 'FAIL: ' + o.detail.splitlines()[0]} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="programs to run (default: all)")
+    parser.add_argument("--dir", default=str(HERE), help="folder of the programs")
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args(argv)
+    directory = pathlib.Path(args.dir).resolve()
+    paths = [directory / f"{n}.py" for n in args.names] if args.names else programs(directory)
+    outcomes = []
+    for path in paths:
+        outcome = check(path)
+        print(f"{outcome.name}: pass  {outcome.detail.splitlines()[0]}" if outcome.ok
+              else f"{outcome.name}: FAIL\n{outcome.detail}", flush=True)
+        outcomes.append(outcome)
+    text = table(outcomes)
+    print(text)
+    if args.write_readme and directory == HERE:
+        readme = ROOT / "README.md"
+        body = readme.read_text()
+        start, stop = body.index(BEGIN) + len(BEGIN), body.index(END)
+        readme.write_text(body[:start] + text + body[stop:])
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -38,6 +38,7 @@ class Outcome:
     name: str
     ok: bool
     detail: str
+    output: str = ""  # what the 1-process run printed
 
 
 def _env() -> dict:
@@ -92,7 +93,7 @@ def check(path: pathlib.Path, timeout: float = 300) -> Outcome:
         if code != 0:
             return Outcome(name, False, f"2 ranks failed (exit {code}):\n{out2[-3000:]}")
         diff = compare(one, two)
-        return Outcome(name, not diff, diff or out.strip().splitlines()[-1][:100])
+        return Outcome(name, not diff, diff or out.strip().splitlines()[-1][:100], out)
 
 
 BEGIN, END = "<!-- corpus:begin -->\n", "<!-- corpus:end -->\n"

@@ -20,6 +20,7 @@ from . import (  # noqa: F401 - the faces, and the op and kernel tables filled
     regularizer,
     static,
 )
+from .comm.topology import fill_paddle_env
 from .core import (
     CPUPlace,
     CUDAPinnedPlace,
@@ -39,6 +40,9 @@ from .layers.param_attr import ParamAttr
 from .reader import batch
 
 __version__ = "0.1.0"
+
+# fluid programs read PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM; mpirun does not set them
+fill_paddle_env()
 
 
 def enable_static():

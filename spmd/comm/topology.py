@@ -76,6 +76,29 @@ def check_paddle_env(rank: int, size: int, env) -> tuple[list, str | None]:
     return endpoints, current
 
 
+# (rank, size) variables of process managers, read without loading MPI
+_LAUNCHER_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                       ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
+                       ("SLURM_PROCID", "SLURM_NTASKS"))
+
+
+def fill_paddle_env(env=None) -> bool:
+    """Under an MPI launcher (mpirun / mpiexec / srun) that left PADDLE_TRAINER_ID and
+    PADDLE_TRAINERS_NUM unset, set them from the launcher's own rank and size variables, so a
+    fluid program that picks its data shard with `os.getenv("PADDLE_TRAINER_ID")` (as fluid's
+    launch sets it) does so under a plain `mpirun -n 4 python train.py` too. Values already set
+    are left alone (detect() checks them against MPI). Returns whether it set them."""
+    env = os.environ if env is None else env
+    if not launched_by_mpi(env) or "PADDLE_TRAINER_ID" in env or "PADDLE_TRAINERS_NUM" in env:
+        return False
+    for rank_var, size_var in _LAUNCHER_RANK_VARS:
+        rank, size = env.get(rank_var, ""), env.get(size_var, "")
+        if rank.isdigit() and size.isdigit():
+            env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"] = rank, size
+            return True
+    return False
+
+
 _detected: Topology | None = None
 
 

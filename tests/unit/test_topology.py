@@ -6,7 +6,14 @@ import sys
 
 import pytest
 
-from spmd.comm.topology import Topology, check_paddle_env, detect, launched_by_mpi, select_gpu
+from spmd.comm.topology import (
+    Topology,
+    check_paddle_env,
+    detect,
+    fill_paddle_env,
+    launched_by_mpi,
+    select_gpu,
+)
 from spmd.errors import InvalidArgumentError
 
 
@@ -21,6 +28,22 @@ def test_launch_detection():
     assert not launched_by_mpi({})
     assert launched_by_mpi({"PMI_RANK": "0"})
     assert launched_by_mpi({"OMPI_COMM_WORLD_SIZE": "2"})
+
+
+@pytest.mark.parametrize("launcher", [{"PMI_RANK": "1", "PMI_SIZE": "4"},
+                                      {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"},
+                                      {"PMI_FD": "5", "SLURM_PROCID": "1", "SLURM_NTASKS": "4"}])
+def test_mpi_launch_fills_paddle_trainer_env(launcher):
+    env = dict(launcher)
+    assert fill_paddle_env(env)
+    assert (env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"]) == ("1", "4")
+
+
+def test_paddle_trainer_env_is_left_alone_when_set_or_not_under_mpi():
+    env = {"PMI_RANK": "1", "PMI_SIZE": "4", "PADDLE_TRAINER_ID": "1"}
+    assert not fill_paddle_env(env) and "PADDLE_TRAINERS_NUM" not in env
+    env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "4"}  # sbatch's shell, not an MPI launch
+    assert not fill_paddle_env(env) and "PADDLE_TRAINER_ID" not in env
 
 
 def test_trainers_without_mpi_is_a_clear_error():

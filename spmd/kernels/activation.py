@@ -207,14 +207,173 @@ def pow_grad(xp, ins, attrs, want):
     return {"X@GRAD": t}
 
 
+def _clip_bounds(ins, attrs):
+    """(min, max): the Min / Max tensors when bound, else the attributes."""
+    lo, hi = ins.get("Min"), ins.get("Max")
+    return (attrs["min"] if lo is None else float(lo.reshape(-1)[0]),
+            attrs["max"] if hi is None else float(hi.reshape(-1)[0]))
+
+
 @kernel("clip")
 def clip(xp, ins, attrs, want):
-    return {"Out": xp.clip(ins["X"], attrs["min"], attrs["max"])}
+    x = ins["X"]
+    lo, hi = _clip_bounds(ins, attrs)
+    # float bounds widen an int X to float64: cast back (copy=False: no copy for floats)
+    return {"Out": xp.clip(x, lo, hi).astype(x.dtype, copy=False)}
 
 
 @kernel("clip_grad")
 def clip_grad(xp, ins, attrs, want):
     x = ins["X"]
-    inside = x > attrs["min"]
-    inside &= x < attrs["max"]
+    lo, hi = _clip_bounds(ins, attrs)
+    inside = x > lo
+    inside &= x < hi
     return {"X@GRAD": ins["Out@GRAD"] * inside}
+
+
+# -- fluid 1.8's other activations: forward f(x) and derivative f'(x) side by side ---------------
+# Each entry registers "<op>" computing f and "<op>_grad" computing dOut * f'(x, out); the
+# formulas are fluid's activation functors (activation_op.h), in the same piecewise form.
+
+def _act(type_, fwd, deriv):
+    def forward(xp, ins, attrs, want):
+        return {"Out": fwd(xp, ins["X"], attrs)}
+
+    def backward(xp, ins, attrs, want):
+        d = deriv(xp, ins["X"], ins.get("Out"), attrs)
+        d *= ins["Out@GRAD"]
+        return {"X@GRAD": d}
+
+    kernel(type_)(forward)
+    kernel(type_ + "_grad")(backward)
+
+
+def _mask(cond, x):
+    """cond as 0/1 in x's dtype (a fresh array the caller may scale in place)."""
+    return cond.astype(x.dtype)
+
+
+def _softplus(xp, x):
+    return xp.logaddexp(x, x.dtype.type(0))  # log(1 + e^x) without overflow
+
+
+def _round_half_away(xp, x):
+    # fluid rounds halves away from zero (std::round); numpy's round goes to even
+    return xp.copysign(xp.floor(xp.abs(x) + 0.5), x)
+
+
+_INV_SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+
+_act("abs", lambda xp, x, a: xp.abs(x), lambda xp, x, o, a: xp.sign(x))
+_act("acos", lambda xp, x, a: xp.arccos(x), lambda xp, x, o, a: -1.0 / xp.sqrt(1.0 - x * x))
+_act("asin", lambda xp, x, a: xp.arcsin(x), lambda xp, x, o, a: 1.0 / xp.sqrt(1.0 - x * x))
+_act("atan", lambda xp, x, a: xp.arctan(x), lambda xp, x, o, a: 1.0 / (1.0 + x * x))
+_act("cos", lambda xp, x, a: xp.cos(x), lambda xp, x, o, a: -xp.sin(x))
+_act("sin", lambda xp, x, a: xp.sin(x), lambda xp, x, o, a: xp.cos(x))
+_act("erf", lambda xp, x, a: _special(xp).erf(x),
+     lambda xp, x, o, a: _INV_SQRT_PI_2 * xp.exp(-(x * x)))
+_act("logsigmoid", lambda xp, x, a: -_softplus(xp, -x),
+     lambda xp, x, o, a: _special(xp).expit(-x))
+_act("reciprocal", lambda xp, x, a: 1.0 / x, lambda xp, x, o, a: -(o * o))
+_act("rsqrt", lambda xp, x, a: 1.0 / xp.sqrt(x), lambda xp, x, o, a: -0.5 * o * o * o)
+_act("softplus", lambda xp, x, a: _softplus(xp, x), lambda xp, x, o, a: _special(xp).expit(x))
+_act("softsign", lambda xp, x, a: x / (1.0 + xp.abs(x)),
+     lambda xp, x, o, a: 1.0 / xp.square(1.0 + xp.abs(x)))
+_act("tanh_shrink", lambda xp, x, a: x - xp.tanh(x), lambda xp, x, o, a: xp.square(xp.tanh(x)))
+_act("log1p", lambda xp, x, a: xp.log1p(x), lambda xp, x, o, a: 1.0 / (1.0 + x))
+_act("ceil", lambda xp, x, a: xp.ceil(x), lambda xp, x, o, a: xp.zeros_like(x))
+_act("floor", lambda xp, x, a: xp.floor(x), lambda xp, x, o, a: xp.zeros_like(x))
+_act("round", lambda xp, x, a: _round_half_away(xp, x), lambda xp, x, o, a: xp.zeros_like(x))
+
+_act("hard_shrink",
+     lambda xp, x, a: x * (xp.abs(x) > a["threshold"]),
+     lambda xp, x, o, a: _mask(xp.abs(x) > a["threshold"], x))
+_act("softshrink",
+     lambda xp, x, a: xp.where(x > a["lambda"], x - a["lambda"],
+                               xp.where(x < -a["lambda"], x + a["lambda"], 0.0 * x)),
+     lambda xp, x, o, a: _mask(xp.abs(x) > a["lambda"], x))
+_act("thresholded_relu",
+     lambda xp, x, a: x * (x > a["threshold"]),
+     lambda xp, x, o, a: _mask(x > a["threshold"], x))
+_act("brelu",
+     lambda xp, x, a: xp.clip(x, a["t_min"], a["t_max"]),
+     lambda xp, x, o, a: _mask((x > a["t_min"]) & (x < a["t_max"]), x))
+_act("elu",
+     lambda xp, x, a: xp.where(x > 0, x, a["alpha"] * xp.expm1(xp.minimum(x, 0.0))),
+     lambda xp, x, o, a: xp.where(x > 0, 1.0, a["alpha"] * xp.exp(xp.minimum(x, 0.0))))
+_act("hard_sigmoid",
+     lambda xp, x, a: xp.clip(x * a["slope"] + a["offset"], 0.0, 1.0),
+     lambda xp, x, o, a: a["slope"] * _mask((o > 0) & (o < 1), x))
+_act("relu6",
+     lambda xp, x, a: xp.clip(x, 0.0, a["threshold"]),
+     lambda xp, x, o, a: _mask((x > 0) & (x < a["threshold"]), x))
+_act("stanh",
+     lambda xp, x, a: a["scale_b"] * xp.tanh(a["scale_a"] * x),
+     lambda xp, x, o, a: a["scale_a"] * a["scale_b"] * (1.0 - xp.square(xp.tanh(a["scale_a"] * x))))
+_act("swish",
+     lambda xp, x, a: x * _special(xp).expit(a["beta"] * x),
+     lambda xp, x, o, a: _swish_deriv(xp, x, a["beta"]))
+
+
+def _swish_deriv(xp, x, beta):
+    s = _special(xp).expit(beta * x)
+    return s * (1.0 + beta * x * (1.0 - s))
+
+
+def _hard_swish(xp, x, a):
+    return x * xp.clip(x + a["offset"], 0.0, a["threshold"]) / a["scale"]
+
+
+def _hard_swish_deriv(xp, x, o, a):
+    t = x + a["offset"]
+    inside = (t > 0) & (t < a["threshold"])
+    return xp.where(inside, (2.0 * x + a["offset"]) / a["scale"],
+                    _mask(t >= a["threshold"], x) * (a["threshold"] / a["scale"]))
+
+
+_act("hard_swish", _hard_swish, _hard_swish_deriv)
+
+
+def _selu(xp, x, a):
+    neg = a["alpha"] * xp.expm1(xp.minimum(x, 0.0))
+    return a["scale"] * xp.where(x > 0, x, neg)
+
+
+def _selu_deriv(xp, x, o, a):
+    return xp.where(x > 0, a["scale"], a["scale"] * a["alpha"] * xp.exp(xp.minimum(x, 0.0)))
+
+
+_act("selu", _selu, _selu_deriv)
+
+
+def _soft_relu(xp, x, a):
+    t = a["threshold"]
+    return xp.log1p(xp.exp(xp.clip(x, -t, t)))
+
+
+def _soft_relu_deriv(xp, x, o, a):
+    t = a["threshold"]
+    return -xp.expm1(-o) * ((x > -t) & (x < t))  # 1 - e^-out = sigmoid(x) inside the clip
+
+
+_act("soft_relu", _soft_relu, _soft_relu_deriv)
+
+
+def _mish_softplus(xp, x, t):
+    """fluid's thresholded softplus: x above t, e^x below -t, log(1 + e^x) between."""
+    return xp.where(x > t, x, xp.where(x < -t, xp.exp(xp.minimum(x, t)), _softplus(xp, x)))
+
+
+def _mish(xp, x, a):
+    return x * xp.tanh(_mish_softplus(xp, x, a["threshold"]))
+
+
+def _mish_deriv(xp, x, o, a):
+    t = a["threshold"]
+    th = xp.tanh(_mish_softplus(xp, x, t))
+    dsp = xp.where(x > t, 1.0, xp.where(x < -t, xp.exp(xp.minimum(x, t)),
+                                        _special(xp).expit(x)))
+    return th + x * (1.0 - th * th) * dsp
+
+
+_act("mish", _mish, _mish_deriv)

@@ -1,2 +1,235 @@
-"""Kernels: index ops."""
+"""Kernels: picking, sorting, scattering and finding elements by index."""
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from .registry import kernel
+from .tensor import _check_ids, _scatter_add
+from .xxhash import xxh64
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+# -- arg reductions and sorting --------------------------------------------------------------
+def _arg(xp, fn, ins, attrs):
+    x, axis = ins["X"], attrs["axis"]
+    out = fn(x, axis=axis)
+    if attrs["keepdims"]:
+        out = xp.expand_dims(out, axis)
+    dtype = "int32" if attrs["dtype"] == 2 else "int64"  # VarType INT32 = 2, default int64
+    return {"Out": out.reshape(out.shape or (1,)).astype(dtype)}
+
+
+@kernel("arg_max")
+def arg_max(xp, ins, attrs, want):
+    return _arg(xp, xp.argmax, ins, attrs)
+
+
+@kernel("arg_min")
+def arg_min(xp, ins, attrs, want):
+    return _arg(xp, xp.argmin, ins, attrs)
+
+
+@kernel("argsort")
+def argsort(xp, ins, attrs, want):
+    x, axis = ins["X"], attrs["axis"]
+    # stable, and descending by sorting the negation, so ties keep their input order
+    idx = xp.argsort(-x if attrs["descending"] else x, axis=axis, kind="stable")
+    return {"Out": xp.take_along_axis(x, idx, axis=axis), "Indices": idx.astype(np.int64)}
+
+
+@kernel("argsort_grad")
+def argsort_grad(xp, ins, attrs, want):
+    idx, dout = ins["Indices"], ins["Out@GRAD"]
+    inverse = xp.argsort(idx, axis=attrs["axis"])  # where each input element went
+    return {"X@GRAD": xp.take_along_axis(dout, inverse, axis=attrs["axis"])}
+
+
+# -- gathering -------------------------------------------------------------------------------
+def _nd_index(xp, x, index, what):
+    k = index.shape[-1]
+    for j in range(k):
+        _check_ids(xp, index[..., j], x.shape[j], f"{what}: Index[..., {j}]")
+    return tuple(index[..., j] for j in range(k))
+
+
+@kernel("gather_nd")
+def gather_nd(xp, ins, attrs, want):
+    x, index = ins["X"], ins["Index"]
+    if index.shape[-1] == 0:  # an empty index row selects the whole of X for every row
+        return {"Out": xp.broadcast_to(x, index.shape[:-1] + x.shape).copy()}
+    return {"Out": x[_nd_index(xp, x, index, "gather_nd")].copy()}
+
+
+@kernel("gather_nd_grad")
+def gather_nd_grad(xp, ins, attrs, want):
+    x, index, dout = ins["X"], ins["Index"], ins["Out@GRAD"]
+    dx = xp.zeros(x.shape, dtype=dout.dtype)
+    if index.shape[-1] == 0:
+        dx += dout.reshape((-1,) + x.shape).sum(axis=0)
+    else:
+        _scatter_add(xp, dx, tuple(index[..., j] for j in range(index.shape[-1])), dout)
+    return {"X@GRAD": dx}
+
+
+@kernel("index_sample")
+def index_sample(xp, ins, attrs, want):
+    x, index = ins["X"], ins["Index"]
+    _check_ids(xp, index, x.shape[1], "index_sample: Index")
+    return {"Out": xp.take_along_axis(x, index.astype(np.int64), axis=1)}
+
+
+@kernel("index_sample_grad")
+def index_sample_grad(xp, ins, attrs, want):
+    x, index, dout = ins["X"], ins["Index"].astype(np.int64), ins["Out@GRAD"]
+    dx = xp.zeros(x.shape, dtype=dout.dtype)
+    rows = xp.broadcast_to(xp.arange(x.shape[0])[:, None], index.shape)
+    _scatter_add(xp, dx, (rows, index), dout)
+    return {"X@GRAD": dx}
+
+
+@kernel("index_select")
+def index_select(xp, ins, attrs, want):
+    x, index = ins["X"], ins["Index"].reshape(-1)
+    dim = attrs["dim"] % x.ndim
+    _check_ids(xp, index, x.shape[dim], "index_select: Index")
+    return {"Out": xp.take(x, index, axis=dim)}
+
+
+@kernel("index_select_grad")
+def index_select_grad(xp, ins, attrs, want):
+    x, index, dout = ins["X"], ins["Index"].reshape(-1), ins["Out@GRAD"]
+    dim = attrs["dim"] % x.ndim
+    acc = xp.zeros((x.shape[dim],) + tuple(d for i, d in enumerate(x.shape) if i != dim),
+                   dtype=dout.dtype)
+    _scatter_add(xp, acc, index, xp.moveaxis(dout, dim, 0))
+    return {"X@GRAD": xp.ascontiguousarray(xp.moveaxis(acc, 0, dim))}
+
+
+@kernel("multiplex")
+def multiplex(xp, ins, attrs, want):
+    xs, ids = ins["X"], ins["Ids"].reshape(-1)
+    _check_ids(xp, ids, len(xs), "multiplex: Ids")
+    stacked = xp.stack(xs)
+    return {"Out": stacked[ids, xp.arange(ids.size)]}
+
+
+@kernel("multiplex_grad")
+def multiplex_grad(xp, ins, attrs, want):
+    ids, dout = ins["Ids"].reshape(-1), ins["Out@GRAD"]
+    mask_shape = (-1,) + (1,) * (dout.ndim - 1)
+    return {"X@GRAD": [dout * (ids == k).reshape(mask_shape).astype(dout.dtype)
+                       for k in range(len(ins["X"]))]}
+
+
+# -- scattering ------------------------------------------------------------------------------
+@kernel("scatter")
+def scatter(xp, ins, attrs, want):
+    x, ids, upd = ins["X"], ins["Ids"].reshape(-1), ins["Updates"]
+    _check_ids(xp, ids, x.shape[0], "scatter: Ids")
+    out = x.copy()
+    if attrs["overwrite"]:
+        out[ids] = upd  # a repeated id keeps its last update, as fluid's kernel does
+    else:
+        out[ids] = 0  # repeated ids add up, starting from zero (fluid's accumulate mode)
+        _scatter_add(xp, out, ids, upd)
+    return {"Out": out}
+
+
+@kernel("scatter_grad")
+def scatter_grad(xp, ins, attrs, want):
+    ids, dout = ins["Ids"].reshape(-1), ins["Out@GRAD"]
+    res = {}
+    if "X@GRAD" in want:
+        dx = dout.copy()
+        dx[ids] = 0  # overwritten rows take no gradient back to X
+        res["X@GRAD"] = dx
+    if "Updates@GRAD" in want:
+        res["Updates@GRAD"] = xp.take(dout, ids, axis=0)
+    return res
+
+
+@kernel("scatter_nd_add")
+def scatter_nd_add(xp, ins, attrs, want):
+    x, index, upd = ins["X"], ins["Index"], ins["Updates"]
+    out = x.copy()
+    if index.shape[-1] == 0:
+        out += upd.reshape((-1,) + x.shape).sum(axis=0)
+    else:
+        _scatter_add(xp, out, _nd_index(xp, x, index, "scatter_nd_add"), upd)
+    return {"Out": out}
+
+
+@kernel("scatter_nd_add_grad")
+def scatter_nd_add_grad(xp, ins, attrs, want):
+    index, dout = ins["Index"], ins["Out@GRAD"]
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = dout.copy()
+    if "Updates@GRAD" in want:
+        if index.shape[-1] == 0:
+            upd = xp.broadcast_to(dout, index.shape[:-1] + dout.shape).copy()
+        else:
+            upd = dout[tuple(index[..., j] for j in range(index.shape[-1]))]
+        res["Updates@GRAD"] = upd
+    return res
+
+
+# -- finding ---------------------------------------------------------------------------------
+@kernel("where_index")
+def where_index(xp, ins, attrs, want):
+    return {"Out": xp.argwhere(ins["Condition"]).astype(np.int64)}
+
+
+def _unique(x):
+    """Unique values in order of first appearance (fluid's order), the index of each input
+    element among them and how often each occurs."""
+    values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return values[order], rank[inverse.reshape(-1)], counts[order]
+
+
+@kernel("unique")
+def unique(xp, ins, attrs, want):
+    out, index, _ = _unique(_host(ins["X"]))
+    return {"Out": xp.asarray(out), "Index": xp.asarray(index.astype(attrs["dtype"]))}
+
+
+@kernel("unique_with_counts")
+def unique_with_counts(xp, ins, attrs, want):
+    out, index, count = _unique(_host(ins["X"]))
+    return {"Out": xp.asarray(out), "Index": xp.asarray(index.astype(attrs["dtype"])),
+            "Count": xp.asarray(count.astype(attrs["dtype"]))}
+
+
+@kernel("shard_index")
+def shard_index(xp, ins, attrs, want):
+    x = ins["X"]
+    num, nshards, sid = attrs["index_num"], attrs["nshards"], attrs["shard_id"]
+    if x.size and bool(((x < 0) | (x >= num)).any()):
+        raise InvalidArgumentError(
+            f"shard_index: ids must be in [0, index_num={num}), got values outside")
+    size = (num + nshards - 1) // nshards
+    mine = (x // size) == sid
+    return {"Out": xp.where(mine, x - sid * size, attrs["ignore_value"]).astype(x.dtype)}
+
+
+@kernel("hash")
+def hash_(xp, ins, attrs, want):
+    """Each row of X (its last dim) hashed num_hash times with XXH64 (seeds 0..num_hash-1),
+    modulo mod_by: the bytes hashed are the row's values as stored."""
+    x = np.ascontiguousarray(_host(ins["X"]))
+    rows = x.reshape(-1, x.shape[-1])
+    k, mod = attrs["num_hash"], attrs["mod_by"]
+    out = np.empty((rows.shape[0], k, 1), dtype=np.int64)
+    for i, row in enumerate(rows):
+        data = row.tobytes()
+        for s in range(k):
+            out[i, s, 0] = xxh64(data, s) % mod
+    return {"Out": xp.asarray(out.reshape(x.shape[:-1] + (k, 1)))}

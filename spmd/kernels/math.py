@@ -1,4 +1,4 @@
-"""Kernels: arithmetic, elementwise ops with fluid's axis broadcasting, reductions.
+"""Kernels: arithmetic, elementwise ops with fluid's axis broadcasting, cumsum, prelu.
 
 Written against `xp`; results keep the input dtype (Python float constants only, never numpy
 float64 scalars, which would promote float32 arrays). Temporaries are made once and then
@@ -268,92 +268,91 @@ def elementwise_min_grad(xp, ins, attrs, want):
     return _select_grads(xp, ins, attrs, want, lambda x, y: x < y)
 
 
-# -- reductions --------------------------------------------------------------------------------
-
-def _reduce_axes(x, attrs):
-    """The axes a reduce op folds; None for all of them."""
-    dims = attrs["dim"]
-    if attrs["reduce_all"] or not dims:
-        return None
-    return tuple(d + x.ndim if d < 0 else d for d in dims)
-
-
-def _reduced(out):
-    # reducing everything without keep_dim gives a scalar; fluid 1.8 gives shape [1]
-    return out.reshape(1) if out.ndim == 0 else out
+# fluid 1.8's integer division truncates toward zero (C++ `/`), its integer mod takes the
+# dividend's sign (C++ `%`), while its float mod takes the divisor's, as Python's does.
+def _floordiv(xp, x, y):
+    if x.dtype.kind in "iu":
+        q = xp.abs(x) // xp.abs(y)
+        return xp.where((x < 0) != (y < 0), -q, q).astype(x.dtype)
+    return xp.trunc(x / y)
 
 
-def _kept_shape(x, axes):
-    """Out's shape as if keep_dim were set, to broadcast gradients back over X."""
-    return tuple(1 if axes is None or i in axes else d for i, d in enumerate(x.shape))
+def _mod(xp, x, y):
+    return xp.fmod(x, y) if x.dtype.kind in "iu" else xp.mod(x, y)
 
 
-@kernel("reduce_sum")
-def reduce_sum(xp, ins, attrs, want):
+_elementwise("elementwise_pow", lambda xp, x, y: xp.power(x, y))
+_elementwise("elementwise_floordiv", _floordiv)
+_elementwise("elementwise_mod", _mod)
+
+
+@kernel("elementwise_pow_grad")
+def elementwise_pow_grad(xp, ins, attrs, want):
+    x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
+    ya = align_y(x, y, attrs["axis"])
+    res = {}
+    if "X@GRAD" in want:  # y x^(y-1)
+        res["X@GRAD"] = unbroadcast(xp, dout * ya * xp.power(x, ya - 1.0), x.shape)
+    if "Y@GRAD" in want:  # x^y ln x
+        res["Y@GRAD"] = _grad_y(xp, dout * xp.power(x, ya) * xp.log(x), x, y, attrs["axis"])
+    return res
+
+
+@kernel("increment")
+def increment(xp, ins, attrs, want):
     x = ins["X"]
-    # dtype=x.dtype: numpy would widen int32 sums to int64
-    out = x.sum(axis=_reduce_axes(x, attrs), dtype=x.dtype, keepdims=attrs["keep_dim"])
-    return {"Out": _reduced(out)}
+    return {"Out": x + x.dtype.type(attrs["step"])}
 
 
-@kernel("reduce_sum_grad")
-def reduce_sum_grad(xp, ins, attrs, want):
-    x, dout = ins["X"], ins["Out@GRAD"]
-    dk = dout.reshape(_kept_shape(x, _reduce_axes(x, attrs)))
-    return {"X@GRAD": xp.broadcast_to(dk, x.shape).copy()}  # a real (contiguous) buffer
+# -- cumsum, prelu -----------------------------------------------------------------------------
+
+def _cumsum(xp, x, axis, exclusive, reverse):
+    if reverse:
+        x = xp.flip(x, axis)
+    out = xp.cumsum(x, axis=axis, dtype=x.dtype)
+    if exclusive:  # shift by one: element i sums the ones before it
+        out = out - x
+    return xp.flip(out, axis).copy() if reverse else out
 
 
-@kernel("reduce_mean")
-def reduce_mean(xp, ins, attrs, want):
+@kernel("cumsum")
+def cumsum(xp, ins, attrs, want):
+    return {"Out": _cumsum(xp, ins["X"], attrs["axis"], attrs["exclusive"], attrs["reverse"])}
+
+
+@kernel("cumsum_grad")
+def cumsum_grad(xp, ins, attrs, want):
+    # each input feeds every output after it: the gradient sums the other way round
+    g = _cumsum(xp, ins["Out@GRAD"], attrs["axis"], attrs["exclusive"], not attrs["reverse"])
+    return {"X@GRAD": g}
+
+
+def _prelu_alpha(x, alpha, mode):
+    """Alpha shaped to broadcast against X: one value, one per channel (dim 1), or one per
+    element of a sample."""
+    if mode == "all":
+        return alpha.reshape(())
+    if mode == "channel":
+        return alpha.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return alpha.reshape((1,) + x.shape[1:])
+
+
+@kernel("prelu")
+def prelu(xp, ins, attrs, want):
     x = ins["X"]
-    out = x.mean(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
-    return {"Out": _reduced(out)}
+    a = _prelu_alpha(x, ins["Alpha"], attrs["mode"]).astype(x.dtype)
+    return {"Out": xp.where(x > 0, x, a * x)}
 
 
-@kernel("reduce_mean_grad")
-def reduce_mean_grad(xp, ins, attrs, want):
-    x, dout = ins["X"], ins["Out@GRAD"]
-    dk = dout.reshape(_kept_shape(x, _reduce_axes(x, attrs)))
-    count = x.size // dk.size if dk.size else 1
-    return {"X@GRAD": xp.broadcast_to(dk * (1.0 / count), x.shape).copy()}
-
-
-@kernel("reduce_max")
-def reduce_max(xp, ins, attrs, want):
-    x = ins["X"]
-    out = x.max(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
-    return {"Out": _reduced(out)}
-
-
-@kernel("reduce_max_grad")
-def reduce_max_grad(xp, ins, attrs, want):
-    # as fluid: every element equal to the maximum receives the gradient
-    x, out, dout = ins["X"], ins["Out"], ins["Out@GRAD"]
-    kept = _kept_shape(x, _reduce_axes(x, attrs))
-    return {"X@GRAD": (x == out.reshape(kept)) * dout.reshape(kept)}
-
-
-@kernel("mean")
-def mean(xp, ins, attrs, want):
-    x = ins["X"]
-    return {"Out": x.mean(dtype=x.dtype).reshape(1)}
-
-
-@kernel("mean_grad")
-def mean_grad(xp, ins, attrs, want):
-    x, dout = ins["X"], ins["Out@GRAD"]
-    return {"X@GRAD": xp.full(x.shape, dout.reshape(()) / x.size, dtype=x.dtype)}
-
-
-@kernel("squared_l2_norm")
-def squared_l2_norm(xp, ins, attrs, want):
-    v = ins["X"].reshape(-1)
-    return {"Out": xp.asarray(xp.dot(v, v)).reshape(1)}  # BLAS, no squared temporary
-
-
-@kernel("squared_l2_norm_grad")
-def squared_l2_norm_grad(xp, ins, attrs, want):
-    x, dout = ins["X"], ins["Out@GRAD"]
-    t = x * 2.0
-    t *= dout.reshape(())  # 0-d: keeps t's shape whatever X's rank
-    return {"X@GRAD": t}
+@kernel("prelu_grad")
+def prelu_grad(xp, ins, attrs, want):
+    x, alpha, dout = ins["X"], ins["Alpha"], ins["Out@GRAD"]
+    a = _prelu_alpha(x, alpha, attrs["mode"]).astype(x.dtype)
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = xp.where(x > 0, dout, a * dout)
+    if "Alpha@GRAD" in want:
+        full = xp.where(x > 0, 0.0, x * dout)
+        res["Alpha@GRAD"] = unbroadcast(xp, full, a.shape).reshape(alpha.shape).astype(
+            alpha.dtype)
+    return res

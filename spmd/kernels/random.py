@@ -1,2 +1,123 @@
-"""Kernels: random ops."""
+"""Kernels: random tensors, drawn on the host from the run's numpy Generator (or the op's own,
+seeded, when its `seed` attribute is nonzero) and moved to the device."""
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from .registry import kernel
+from .tensor import ints_of, shape_arg
+
+
+def _draw_rng(attrs, key="seed"):
+    """The op's own generator when it has a seed (same seed, same values on every run),
+    else the program's."""
+    seed = attrs[key]
+    return np.random.default_rng(seed) if seed else attrs["_rng"]
+
+
+def _batch_like_shape(ins, attrs):
+    shape = list(attrs["shape"])
+    shape[attrs["output_dim_idx"]] = ins["Input"].shape[attrs["input_dim_idx"]]
+    return shape
+
+
+def _uniform(attrs, shape):
+    values = _draw_rng(attrs).uniform(attrs["min"], attrs["max"], size=shape)
+    values = values.astype(attrs["dtype"])
+    num, step = attrs["diag_num"], attrs["diag_step"]
+    if num > 0:
+        flat = values.reshape(-1)
+        flat[np.arange(num) * (step + 1)] = attrs["diag_val"]
+    return values
+
+
+@kernel("uniform_random")
+def uniform_random(xp, ins, attrs, want):
+    return {"Out": xp.asarray(_uniform(attrs, shape_arg(ins, attrs)))}
+
+
+@kernel("uniform_random_batch_size_like")
+def uniform_random_batch_size_like(xp, ins, attrs, want):
+    return {"Out": xp.asarray(_uniform(attrs, _batch_like_shape(ins, attrs)))}
+
+
+def _gaussian(attrs, shape):
+    values = _draw_rng(attrs).normal(attrs["mean"], attrs["std"], size=shape)
+    return values.astype(attrs["dtype"])
+
+
+@kernel("gaussian_random")
+def gaussian_random(xp, ins, attrs, want):
+    return {"Out": xp.asarray(_gaussian(attrs, shape_arg(ins, attrs)))}
+
+
+@kernel("gaussian_random_batch_size_like")
+def gaussian_random_batch_size_like(xp, ins, attrs, want):
+    return {"Out": xp.asarray(_gaussian(attrs, _batch_like_shape(ins, attrs)))}
+
+
+@kernel("truncated_gaussian_random")
+def truncated_gaussian_random(xp, ins, attrs, want):
+    # a standard normal redrawn wherever it falls outside +-2 (about 4.6% per round), then
+    # scaled: the same distribution as fluid's inverse-CDF sampling of the truncated normal
+    rng = _draw_rng(attrs)
+    z = rng.standard_normal(size=attrs["shape"])
+    bad = np.abs(z) > 2.0
+    while bad.any():
+        z[bad] = rng.standard_normal(size=int(bad.sum()))
+        bad = np.abs(z) > 2.0
+    values = attrs["mean"] + attrs["std"] * z
+    return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
+
+
+@kernel("randint")
+def randint(xp, ins, attrs, want):
+    values = _draw_rng(attrs).integers(attrs["low"], attrs["high"], size=shape_arg(ins, attrs))
+    return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
+
+
+@kernel("randperm")
+def randperm(xp, ins, attrs, want):
+    values = _draw_rng(attrs).permutation(attrs["n"])
+    return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
+
+
+@kernel("random_crop")
+def random_crop(xp, ins, attrs, want):
+    """Each instance (the leading dims) gets its own random window of `shape` in the trailing
+    dims. With a Seed tensor the windows come from that seed, and SeedOut carries the next one,
+    so a persistable seed variable makes the sequence of crops reproducible."""
+    x, shape = ins["X"], list(attrs["shape"])
+    res = {}
+    if ins.get("Seed") is not None:
+        rng = np.random.default_rng(ints_of(ins["Seed"])[0] & 0xFFFFFFFFFFFFFFFF)
+        res["SeedOut"] = xp.asarray(
+            np.asarray([rng.integers(1, 2 ** 31)], dtype=ins["Seed"].dtype))
+    else:
+        rng = _draw_rng(attrs, "startup_seed")
+    k = x.ndim - len(shape)
+    if k < 0 or any(d < s for d, s in zip(x.shape[k:], shape)):
+        raise InvalidArgumentError(
+            f"random_crop: shape {shape} does not fit in the trailing dims of X {list(x.shape)}")
+    lead = x.shape[:k]
+    flat = x.reshape((-1,) + x.shape[k:])
+    out = xp.empty((flat.shape[0],) + tuple(shape), dtype=x.dtype)
+    for i in range(flat.shape[0]):
+        starts = [int(rng.integers(0, d - s + 1)) for d, s in zip(x.shape[k:], shape)]
+        out[i] = flat[(i,) + tuple(slice(b, b + s) for b, s in zip(starts, shape))]
+    res["Out"] = out.reshape(tuple(lead) + tuple(shape))
+    return res
+
+
+@kernel("sampling_id")
+def sampling_id(xp, ins, attrs, want):
+    """One id per row of X: the first column where the running sum of the row exceeds a
+    uniform draw in [min, max) (X's rows are probabilities)."""
+    x = ins["X"]
+    host = x.get() if hasattr(x, "get") else np.asarray(x)
+    r = _draw_rng(attrs).uniform(attrs["min"], attrs["max"], size=(host.shape[0], 1))
+    above = np.cumsum(host, axis=1) > r
+    # a row whose sum never exceeds the draw takes its last column, as fluid does
+    ids = np.where(above.any(axis=1), above.argmax(axis=1), host.shape[1] - 1)
+    return {"Out": xp.asarray(ids.astype(np.int64))}

@@ -9,10 +9,29 @@ from ..errors import InvalidArgumentError
 from .registry import kernel
 
 
+def ints_of(a) -> list[int]:
+    """A small int tensor (a shape, bounds) as python ints, wherever it lives."""
+    return [int(v) for v in (a.get() if hasattr(a, "get") else np.asarray(a)).reshape(-1)]
+
+
+def shape_arg(ins, attrs, tensor="ShapeTensor", tensors="ShapeTensorList", attr="shape"):
+    """The run-time shape: a 1-D tensor, else one [1] tensor per dim, else the attribute."""
+    if ins.get(tensor) is not None:
+        return ints_of(ins[tensor])
+    if ins.get(tensors):
+        return [ints_of(t)[0] for t in ins[tensors]]
+    return list(attrs[attr])
+
+
 @kernel("fill_constant")
 def fill_constant(xp, ins, attrs, want):
-    value = float(attrs["str_value"]) if attrs["str_value"] else attrs["value"]
-    return {"Out": xp.full(attrs["shape"], value, dtype=attrs["dtype"])}
+    if ins.get("ValueTensor") is not None:
+        value = ins["ValueTensor"].reshape(-1)[0]
+    else:
+        text, dtype = attrs["str_value"], attrs["dtype"]
+        exact_int = dtype.startswith(("int", "uint")) and text.lstrip("-").isdigit()
+        value = int(text) if exact_int else float(text) if text else attrs["value"]
+    return {"Out": xp.full(shape_arg(ins, attrs), value, dtype=attrs["dtype"])}
 
 
 @kernel("fill_any_like")
@@ -34,13 +53,6 @@ def assign(xp, ins, attrs, want):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _draw_rng(attrs):
-    """The op's own generator when it has a seed (same seed, same values on every run),
-    else the program's."""
-    seed = attrs["seed"]
-    return np.random.default_rng(seed) if seed else attrs["_rng"]
-
-
 def _check_ids(xp, ids, rows: int, what: str):
     """Ids outside [0, rows) are a user error, named here instead of surfacing as an
     IndexError or a silently wrapped negative index."""
@@ -75,38 +87,6 @@ def _xshape(xp, x):
     return xp.empty((0,) + x.shape, dtype=x.dtype)
 
 
-# -- random creation -------------------------------------------------------------------------
-@kernel("uniform_random")
-def uniform_random(xp, ins, attrs, want):
-    shape, dtype = attrs["shape"], attrs["dtype"]
-    values = _draw_rng(attrs).uniform(attrs["min"], attrs["max"], size=shape).astype(dtype)
-    num, step = attrs["diag_num"], attrs["diag_step"]
-    if num > 0:
-        flat = values.reshape(-1)
-        flat[np.arange(num) * (step + 1)] = attrs["diag_val"]
-    return {"Out": xp.asarray(values)}
-
-
-@kernel("gaussian_random")
-def gaussian_random(xp, ins, attrs, want):
-    values = _draw_rng(attrs).normal(attrs["mean"], attrs["std"], size=attrs["shape"])
-    return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
-
-
-@kernel("truncated_gaussian_random")
-def truncated_gaussian_random(xp, ins, attrs, want):
-    # a standard normal redrawn wherever it falls outside +-2 (about 4.6% per round), then
-    # scaled: the same distribution as fluid's inverse-CDF sampling of the truncated normal
-    rng = _draw_rng(attrs)
-    z = rng.standard_normal(size=attrs["shape"])
-    bad = np.abs(z) > 2.0
-    while bad.any():
-        z[bad] = rng.standard_normal(size=int(bad.sum()))
-        bad = np.abs(z) > 2.0
-    values = attrs["mean"] + attrs["std"] * z
-    return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
-
-
 # -- cast ------------------------------------------------------------------------------------
 @kernel("cast")
 def cast(xp, ins, attrs, want):
@@ -134,7 +114,12 @@ def _reshape_target(x, shape):
 def reshape2(xp, ins, attrs, want):
     x = ins["X"]
     shape_in = ins.get("Shape")
-    shape = [int(d) for d in shape_in.tolist()] if shape_in is not None else attrs["shape"]
+    if shape_in is not None:
+        shape = ints_of(shape_in)
+    elif ins.get("ShapeTensor"):
+        shape = [ints_of(t)[0] for t in ins["ShapeTensor"]]
+    else:
+        shape = attrs["shape"]
     res = {"Out": x.reshape(_reshape_target(x, shape)).copy()}
     if "XShape" in want:
         res["XShape"] = _xshape(xp, x)
@@ -223,8 +208,11 @@ def concat_grad(xp, ins, attrs, want):
 @kernel("split")
 def split(xp, ins, attrs, want):
     x = ins["X"]
-    axis = attrs["axis"] % x.ndim
+    axis = ints_of(ins["AxisTensor"])[0] if ins.get("AxisTensor") is not None else attrs["axis"]
+    axis = axis % x.ndim
     dim, num, sections = x.shape[axis], attrs["num"], attrs["sections"]
+    if ins.get("SectionsTensorList"):
+        sections = [ints_of(t)[0] for t in ins["SectionsTensorList"]]
     if num > 0:
         if dim % num:
             raise InvalidArgumentError(
@@ -239,9 +227,21 @@ def split(xp, ins, attrs, want):
     return {"Out": [p.copy() for p in xp.split(x, _split_points(sizes), axis=axis)]}
 
 
-def _slices(x, attrs):
+def slice_bounds(ins, attrs, name: str) -> list[int]:
+    """starts/ends (/strides) of a slicing op: a tensor, a list of [1] tensors or the attr."""
+    key = name.capitalize()
+    if ins.get(f"{key}Tensor") is not None:
+        return ints_of(ins[f"{key}Tensor"])
+    if ins.get(f"{key}TensorList"):
+        return [ints_of(t)[0] for t in ins[f"{key}TensorList"]]
+    return list(attrs[name])
+
+
+def _slices(x, attrs, ins=None):
     index = [slice(None)] * x.ndim
-    for a, s, e in zip(attrs["axes"], attrs["starts"], attrs["ends"]):
+    ins = ins or {}
+    for a, s, e in zip(attrs["axes"], slice_bounds(ins, attrs, "starts"),
+                       slice_bounds(ins, attrs, "ends")):
         index[a] = slice(s, e)  # python slicing clamps out-of-range bounds as fluid does
     return tuple(index)
 
@@ -249,7 +249,7 @@ def _slices(x, attrs):
 @kernel("slice")
 def slice_(xp, ins, attrs, want):
     x = ins["Input"]
-    out = x[_slices(x, attrs)]
+    out = x[_slices(x, attrs, ins)]
     decrease = attrs["decrease_axis"]
     if decrease:
         shape = [d for i, d in enumerate(out.shape) if i not in decrease] or [1]
@@ -260,7 +260,7 @@ def slice_(xp, ins, attrs, want):
 @kernel("slice_grad")
 def slice_grad(xp, ins, attrs, want):
     x, dout = ins["Input"], ins["Out@GRAD"]
-    index = _slices(x, attrs)
+    index = _slices(x, attrs, ins)
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     dx[index] = dout.reshape(dx[index].shape)  # undoes decrease_axis
     return {"Input@GRAD": dx}

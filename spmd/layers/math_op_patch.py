@@ -1,6 +1,9 @@
 """Python operators on Variables, as fluid's math_op_patch: `a + b`, `2 * a`, `-a`, `a / 3`,
-`a ** 2`. Two Variables give elementwise ops (numpy-style broadcasting, axis=-1); a Python
-number gives one `scale` op (or `pow` for `**`), so no constant tensor is made.
+`a ** 2`, `a ** b`, `2 ** a`, `a // b`, `a % 3`, `a < b`, `a >= 0.5`. Two Variables give
+elementwise ops (numpy-style broadcasting, axis=-1); a Python number gives one `scale` op (or
+`pow` for `**`) for + - * / **, and a [1] constant tensor for //, %, comparisons and `2 ** a`.
+Comparisons give bool Variables. `==` and `!=` keep Python's identity meaning (fluid 1.8 makes
+them ops, which would break `var in list`); use layers.equal / not_equal.
 
 Installed by importing spmd.layers (`monkey_patch_variable()`).
 
@@ -83,16 +86,46 @@ def _rdiv_scalar(var, value):
     return _scale(out, value, 0.0)
 
 
+def _fill_scalar(like: Variable, value: float) -> Variable:
+    """A [1] tensor holding `value` in like's dtype (fluid's create_scalar)."""
+    out = _new_var(like)
+    like.block.append_op("fill_constant", {}, {"Out": [out]},
+                         {"shape": [1], "value": float(value), "dtype": like.dtype})
+    out.stop_gradient = True
+    return out
+
+
 def _pow(self, other):
-    if _is_scalar(other):
+    if _is_scalar(other):  # one pow op: the same numbers as fluid's fill_constant + pow
         out = _new_var(self)
         self.block.append_op("pow", {"X": [self]}, {"Out": [out]}, {"factor": float(other)})
         return out
     if isinstance(other, Variable):
-        raise InvalidArgumentError(
-            f"{self.name} ** {other.name}: a Variable exponent needs the elementwise_pow op, "
-            f"which spmd does not define; use a Python number as the exponent")
+        return _elementwise("elementwise_pow", self, other)
     return _unsupported("**", self, other)
+
+
+def _rpow(self, other):
+    if _is_scalar(other):
+        return _elementwise("elementwise_pow", _fill_scalar(self, other), self)
+    return _unsupported("**", self, other)
+
+
+def _tensor_binary(op_type: str, symbol: str, compare: bool = False):
+    """Variable (op) Variable-or-number, a number made a [1] tensor first (as fluid does);
+    comparisons (their ops infer bool) stop gradients."""
+
+    def method(self, other):
+        if _is_scalar(other):
+            other = _fill_scalar(self, other)
+        elif not isinstance(other, Variable):
+            return _unsupported(symbol, self, other)
+        out = _elementwise(op_type, self, other)
+        if compare:
+            out.stop_gradient = True
+        return out
+
+    return method
 
 
 def _neg(self):
@@ -110,6 +143,13 @@ _METHODS = {
     "__rtruediv__": _binary("elementwise_div", "/", _rdiv_scalar, reverse=True),
     "__neg__": _neg,
     "__pow__": _pow,
+    "__rpow__": _rpow,
+    "__floordiv__": _tensor_binary("elementwise_floordiv", "//"),
+    "__mod__": _tensor_binary("elementwise_mod", "%"),
+    "__lt__": _tensor_binary("less_than", "<", True),
+    "__le__": _tensor_binary("less_equal", "<=", True),
+    "__gt__": _tensor_binary("greater_than", ">", True),
+    "__ge__": _tensor_binary("greater_equal", ">=", True),
 }
 
 

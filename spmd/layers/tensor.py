@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 import numbers
+from builtins import range as _builtin_range  # `range` below is fluid's layer
 
 import numpy as np
 
 from ..core.dtypes import convert_dtype
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
-from ..ops.registry import OP_DEFS
 from .helper import LayerHelper, check_variable
 from .initializer import ConstantInitializer
 from .param_attr import ParamAttr
@@ -30,26 +30,75 @@ def _int_list(value, arg: str, where: str) -> list[int]:
     return [int(v) for v in values]
 
 
-def _shape(shape, where: str) -> list[int]:
+def _shape(shape, where: str) -> list[int]:  # a shape of python ints only
     dims = _int_list(shape, "shape", where)
     if any(d < 0 for d in dims):
         raise InvalidArgumentError(f"{where}: shape {dims} must not have negative dims")
     return dims
 
 
+def int_tensor_inputs(helper, values, what: str, dtype="int32"):
+    """fluid's way to pass a list that may hold Variables: the attribute keeps the python ints
+    (-1 where a Variable stands) and every entry also becomes a [1] int tensor (a
+    `fill_constant` for the python ones). Returns (attr_list, tensors or None)."""
+    if not any(isinstance(v, Variable) for v in values):
+        return _int_list(values, what, helper.layer_type), None
+    attr, tensors = [], []
+    for v in values:
+        if isinstance(v, Variable):
+            check_variable(v, what, helper.layer_type, dtypes={"int32", "int64"})
+            v.stop_gradient = True
+            attr.append(-1)
+            tensors.append(v)
+        else:
+            attr.append(_int_list(v, what, helper.layer_type)[0])
+            tensors.append(fill_constant([1], dtype, attr[-1], force_cpu=True))
+    return attr, tensors
+
+
+def shape_inputs(helper, shape, op_inputs: dict, where: str) -> list[int]:
+    """Adds ShapeTensor / ShapeTensorList to `op_inputs` when `shape` is (or holds) Variables;
+    returns the `shape` attribute."""
+    if isinstance(shape, Variable):
+        check_variable(shape, "shape", where, dtypes={"int32", "int64"})
+        shape.stop_gradient = True
+        op_inputs["ShapeTensor"] = [shape]
+        return []
+    if not isinstance(shape, (list, tuple)):
+        raise InvalidArgumentError(
+            f"{where}: shape must be a list/tuple of ints (Variables allowed) or a "
+            f"1-D int Variable, got {shape!r}")
+    attr, tensors = int_tensor_inputs(helper, list(shape), "shape", "int64")
+    if tensors is not None:
+        op_inputs["ShapeTensorList"] = tensors
+    elif any(d < 0 for d in attr):
+        raise InvalidArgumentError(f"{where}: shape {attr} must not have negative dims")
+    return attr
+
+
 def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
-    """A tensor of `shape` filled with `value`.
+    """A tensor of `shape` filled with `value`; `shape` may be a 1-D int Variable or a list
+    holding Variables, `value` a [1] Variable; `out` is written when given.
 
     >>> # one = fill_constant(shape=[1], dtype="int64", value=1)
     """
     helper = LayerHelper("fill_constant", name=name)
-    dims = _shape(shape, "fill_constant")
     dtype = convert_dtype(dtype)
+    inputs: dict = {}
+    attrs = {"force_cpu": bool(force_cpu), "dtype": dtype}
+    if isinstance(value, Variable):
+        inputs["ValueTensor"] = [value]
+    else:
+        attrs["value"] = float(value)
+        # str_value keeps int64 values exact beyond float precision, as in fluid
+        attrs["str_value"] = str(int(value)) if dtype in ("int32", "int64") else str(float(value))
+    attrs["shape"] = shape_inputs(helper, shape, inputs, "fill_constant")
     if out is None:
         out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op("fill_constant", {}, {"Out": [out]},
-                     {"shape": dims, "dtype": dtype, "value": float(value),
-                      "force_cpu": bool(force_cpu)})
+    elif out.dtype != dtype:
+        raise InvalidArgumentError(
+            f"fill_constant: out ({out.name}) has dtype {out.dtype}, but dtype is {dtype}")
+    helper.append_op("fill_constant", inputs, {"Out": [out]}, attrs)
     out.stop_gradient = True
     return out
 
@@ -97,27 +146,30 @@ def assign(input, output=None):
             output = helper.create_variable_for_type_inference(input.dtype)
         helper.append_op("assign", {"X": [input]}, {"Out": [output]})
         return output
-    if isinstance(input, (list, tuple, numbers.Number, np.ndarray)):
-        return _assign_value(helper, np.asarray(input), output)
+    if isinstance(input, np.ndarray):
+        return _assign_value(helper, input, output)
     raise InvalidArgumentError(
-        f"assign: input must be a Variable or a numpy array, got {type(input).__name__}")
+        f"assign: input must be a Variable or a numpy.ndarray, got {type(input).__name__}")
 
 
 def _assign_value(helper, array, output):
-    if "assign_value" not in OP_DEFS:
-        raise InvalidArgumentError(
-            "assign: copying a numpy array needs the 'assign_value' op, which spmd does not "
-            "define yet; create the value with fill_constant or feed it instead")
     dtype = convert_dtype(array.dtype)
-    values = {"float32": "fp32_values", "float64": "fp64_values", "int32": "int32_values",
-              "int64": "int64_values", "bool": "bool_values"}
+    values = {"float32": "fp32_values", "int32": "int32_values", "int64": "int64_values",
+              "bool": "bool_values"}
     if dtype not in values:
-        raise InvalidArgumentError(f"assign: arrays of dtype {dtype} are not supported")
+        raise InvalidArgumentError(
+            f"assign: a numpy array must have dtype bool, float32, int32 or int64 (as in "
+            f"fluid 1.8), got {dtype}; convert it first, e.g. array.astype('float32')")
+    if array.size > 1024 * 1024:
+        raise InvalidArgumentError(
+            f"assign: the array has {array.size} elements, more than fluid's limit of "
+            f"1048576; save it to a file and load it, or feed it instead")
     if output is None:
         output = helper.create_variable_for_type_inference(dtype)
+    flat = array.reshape(-1).tolist()
     helper.append_op("assign_value", {}, {"Out": [output]},
                      {"shape": list(array.shape), "dtype": dtype,
-                      values[dtype]: array.reshape(-1).tolist()})
+                      values[dtype]: [int(v) for v in flat] if dtype == "bool" else flat})
     return output
 
 
@@ -156,10 +208,21 @@ def split(input, num_or_sections, dim=-1, name=None):
     helper = LayerHelper("split", name=name)
     check_variable(input, "input", "split")
     rank = input.ndim
+    extra: dict = {}
+    if isinstance(dim, Variable):
+        check_variable(dim, "dim", "split", dtypes={"int32", "int64"})
+        extra["AxisTensor"] = [dim]
+        dim = 0
+    if isinstance(num_or_sections, (list, tuple)) and any(
+            isinstance(s, Variable) for s in num_or_sections):
+        sections, tensors = int_tensor_inputs(helper, list(num_or_sections), "num_or_sections")
+        extra["SectionsTensorList"] = tensors
     if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
         raise InvalidArgumentError(f"split: dim={dim!r} is out of range for rank {rank}")
-    size = input.shape[dim]
-    if isinstance(num_or_sections, numbers.Integral) and not isinstance(num_or_sections, bool):
+    size = -1 if extra else input.shape[dim]
+    if "SectionsTensorList" in extra:
+        num, count = 0, len(sections)
+    elif isinstance(num_or_sections, numbers.Integral) and not isinstance(num_or_sections, bool):
         num, sections = int(num_or_sections), []
         if num <= 0 or (size >= 0 and size % num):
             raise InvalidArgumentError(
@@ -174,8 +237,8 @@ def split(input, num_or_sections, dim=-1, name=None):
             raise InvalidArgumentError(
                 f"split: sections {sections} do not add up to dim {dim} of size {size}")
         num, count = 0, len(sections)
-    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in range(count)]
-    helper.append_op("split", {"X": [input]}, {"Out": outs},
+    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in _builtin_range(count)]
+    helper.append_op("split", {"X": [input], **extra}, {"Out": outs},
                      {"num": num, "sections": sections, "axis": dim})
     return outs
 
@@ -191,24 +254,47 @@ def _with_xshape(op_type: str, layer: str, x, attrs: dict, name=None, act=None):
 
 
 def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
-    """x with a new shape: 0 copies the input's dim, one -1 is inferred (reshape2).
+    """x with a new shape: 0 copies the input's dim, one -1 is inferred (reshape2). `shape`
+    may be a 1-D int Variable or a list holding [1] int Variables; `actual_shape` (a 1-D int
+    Variable) overrides `shape` at run time. `inplace` is accepted for fluid compatibility:
+    spmd's memory passes decide reuse, the values are the same.
 
     >>> # reshape(x [N, 2, 6], shape=[0, 3, -1])  -> [N, 3, 4]
     """
-    dims = _int_list(shape, "shape", "reshape")
-    if dims.count(-1) > 1:
-        raise InvalidArgumentError(f"reshape: at most one dim may be -1, got {dims}")
-    if any(d < -1 for d in dims):
-        raise InvalidArgumentError(f"reshape: dims must be >= -1, got {dims}")
+    check_variable(x, "x", "reshape")
+    inputs: dict = {"X": [x]}
+    if isinstance(shape, Variable):
+        check_variable(shape, "shape", "reshape", dtypes={"int32", "int64"})
+        shape.stop_gradient = True
+        inputs["Shape"] = [shape]
+        dims = []
+    else:
+        if not isinstance(shape, (list, tuple)):
+            raise InvalidArgumentError(
+                f"reshape: shape must be a list/tuple or a Variable, got {type(shape).__name__}")
+        helper = LayerHelper("reshape2", name=name)
+        dims, tensors = int_tensor_inputs(helper, list(shape), "shape")
+        if tensors is not None:
+            inputs["ShapeTensor"] = tensors
+        else:
+            if dims.count(-1) > 1:
+                raise InvalidArgumentError(f"reshape: at most one dim may be -1, got {dims}")
+            if any(d < -1 for d in dims):
+                raise InvalidArgumentError(f"reshape: dims must be >= -1, got {dims}")
     if actual_shape is not None:
-        raise InvalidArgumentError("reshape: actual_shape (a run-time shape) is not supported")
-    return _with_xshape("reshape2", "reshape2", x, {"shape": dims}, name, act)
+        check_variable(actual_shape, "actual_shape", "reshape", dtypes={"int32", "int64"})
+        inputs["Shape"] = [actual_shape]
+    helper = LayerHelper("reshape2", name=name, act=act)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    x_shape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op("reshape2", inputs, {"Out": [out], "XShape": [x_shape]}, {"shape": dims})
+    return helper.append_activation(out)
 
 
 def transpose(x, perm, name=None):
     """x with its dims permuted by `perm` (transpose2)."""
     perm = _int_list(perm, "perm", "transpose")
-    if isinstance(x, Variable) and sorted(perm) != list(range(x.ndim)):
+    if isinstance(x, Variable) and sorted(perm) != list(_builtin_range(x.ndim)):
         raise InvalidArgumentError(
             f"transpose: perm {perm} is not a permutation of the {x.ndim} dims of {x.name} "
             f"{list(x.shape)}")
@@ -236,19 +322,38 @@ def unsqueeze(input, axes, name=None):
 
 
 def slice(input, axes, starts, ends):  # noqa: A001 - fluid's name
-    """input[starts:ends] along each of `axes` (negative and out-of-range bounds as numpy)."""
+    """input[starts:ends] along each of `axes` (negative and out-of-range bounds as numpy);
+    `starts` / `ends` may be 1-D int Variables or lists holding [1] int Variables.
+
+    >>> # slice(x [4, 6], axes=[1], starts=[1], ends=[-1])  -> x[:, 1:-1], shape [4, 4]
+    """
     helper = LayerHelper("slice")
     check_variable(input, "input", "slice")
     axes = _int_list(axes, "axes", "slice")
-    starts = _int_list(starts, "starts", "slice")
-    ends = _int_list(ends, "ends", "slice")
-    if not len(axes) == len(starts) == len(ends):
+    inputs: dict = {"Input": [input]}
+    attrs: dict = {"axes": axes}
+    flags = [1] * len(axes)
+    for key, value in (("starts", starts), ("ends", ends)):
+        slot = key.capitalize()
+        if isinstance(value, Variable):
+            check_variable(value, key, "slice", dtypes={"int32", "int64"})
+            value.stop_gradient = True
+            inputs[f"{slot}Tensor"] = [value]
+            attrs[key] = [-1] * len(axes)
+            flags = [-1] * len(axes)
+            continue
+        vals, tensors = int_tensor_inputs(helper, list(value) if isinstance(
+            value, (list, tuple)) else [value], key)
+        if tensors is not None:
+            inputs[f"{slot}TensorList"] = tensors
+            flags = [-1 if isinstance(v, Variable) else f for v, f in zip(value, flags)]
+        attrs[key] = vals
+    if not len(axes) == len(attrs["starts"]) == len(attrs["ends"]):
         raise InvalidArgumentError(
             f"slice: axes {axes}, starts {starts} and ends {ends} must have equal lengths")
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("slice", {"Input": [input]}, {"Out": [out]},
-                     {"axes": axes, "starts": starts, "ends": ends},
-                     compat_attrs={"infer_flags": [1] * len(axes), "decrease_axis": []})
+    helper.append_op("slice", inputs, {"Out": [out]}, attrs,
+                     compat_attrs={"infer_flags": flags, "decrease_axis": []})
     return out
 
 
@@ -273,3 +378,9 @@ def one_hot(input, depth, allow_out_of_range=False):
     helper.append_op("one_hot", {"X": [input]}, {"Out": [out]}, {"depth": depth},
                      compat_attrs={"allow_out_of_range": bool(allow_out_of_range)})
     return out
+
+
+from .creation import *  # noqa: E402,F403 - fluid keeps these in layers/tensor.py too
+from .creation import __all__ as _creation_names  # noqa: E402
+
+__all__ += _creation_names

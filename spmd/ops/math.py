@@ -1,5 +1,8 @@
-"""Op definitions: arithmetic, elementwise ops with fluid's axis broadcasting, activations,
-reductions."""
+"""Op definitions: arithmetic, elementwise ops with fluid's axis broadcasting (add ... max, pow,
+floordiv, mod), increment, the core activations, clip, and the sum / mean / max reductions.
+
+>>> # OP_DEFS["elementwise_mod"].grad is None   # as in fluid
+"""
 from __future__ import annotations
 
 import math
@@ -159,6 +162,23 @@ for _type, _uses in [("elementwise_add", ("X", "Y")), ("elementwise_sub", ("X", 
     define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
               grad_uses=_uses)(_elementwise_infer)
 
+# fluid registers no gradient for integer-style division and remainder
+for _type in ("elementwise_floordiv", "elementwise_mod"):
+    define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
+              grad=None)(_elementwise_infer)
+define_op("elementwise_pow", inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
+          grad_uses=("X", "Y"))(_elementwise_infer)
+
+
+@define_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)},
+           grad=None)
+def _increment(ctx):
+    """Out = X + step for a one-element X (a loop counter); fluid gives it no gradient."""
+    x = ctx.input("X")
+    n = _prod(x.shape)
+    ctx.check(n in (-1, 1), f"X '{x.name}' must hold one element, got shape {list(x.shape)}")
+    ctx.set_output_like("Out", "X")
+
 
 # -- activations -------------------------------------------------------------------------------
 
@@ -196,8 +216,19 @@ def _check_clip(ctx):
     ctx.check(lo <= hi, f"attribute min={lo} is greater than max={hi}: expected min <= max")
 
 
-_unary("clip", attrs={"min": ("float", REQUIRED), "max": ("float", REQUIRED)},
-       infer_check=_check_clip, grad_uses=("X",))
+@define_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"],
+           attrs={**ACTIVATION_ATTRS, "min": ("float", REQUIRED), "max": ("float", REQUIRED)},
+           no_grad_inputs=("Min", "Max"), grad_uses=("X", "Min", "Max"))
+def _clip(ctx):
+    """Min / Max, one-element tensors, override the attributes when given (fluid's clamp)."""
+    for slot in ("Min", "Max"):
+        t = ctx.input(slot)
+        if t is not None:
+            ctx.check(_prod(t.shape) in (-1, 1),
+                      f"{slot} '{t.name}' must hold one value, got shape {list(t.shape)}")
+    if not ctx.has_input("Min") and not ctx.has_input("Max"):
+        _check_clip(ctx)
+    ctx.set_output_like("Out", "X")
 
 
 @define_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"],

@@ -3,12 +3,31 @@ from __future__ import annotations
 
 from .registry import REQUIRED, define_op
 
+SHAPE_TENSORS = ["ShapeTensor?", "ShapeTensorList*"]
 
-@define_op("fill_constant", outputs=["Out"], grad=None,
+
+def shape_from_tensors(ctx) -> list:
+    """The output shape of an op whose `shape` may come at run time: from ShapeTensor (a 1-D
+    int tensor: only its length is known now) or ShapeTensorList (one [1] tensor per dim; the
+    attribute holds -1 for those), else the `shape` attribute."""
+    shape = list(ctx.attr("shape"))
+    if ctx.has_input("ShapeTensor"):
+        t = ctx.input("ShapeTensor")
+        _check_int_dtype(ctx, t, "ShapeTensor")
+        n = t.shape[0] if t.shape and t.shape[0] >= 0 else len(shape)
+        ctx.check(n > 0, "ShapeTensor has an unknown length: cannot tell the rank of Out")
+        return [-1] * n
+    if ctx.has_input("ShapeTensorList"):
+        n = len(ctx.inputs("ShapeTensorList"))
+        return shape if len(shape) == n else [-1] * n
+    return shape
+
+
+@define_op("fill_constant", inputs=["ValueTensor?", *SHAPE_TENSORS], outputs=["Out"], grad=None,
            attrs={"shape": ("ints", []), "value": ("float", 0.0), "dtype": ("dtype", "float32"),
                   "str_value": ("str", ""), "force_cpu": ("bool", False)})
 def _fill_constant(ctx):
-    ctx.set_output("Out", ctx.attr("shape"), ctx.attr("dtype"))
+    ctx.set_output("Out", shape_from_tensors(ctx), ctx.attr("dtype"))
 
 
 @define_op("fill_any_like", inputs=["X"], outputs=["Out"], grad=None,
@@ -73,49 +92,6 @@ def _xshape(ctx, x):
     ctx.set_output("XShape", (0,) + tuple(x.shape), x.dtype)
 
 
-# -- random creation -------------------------------------------------------------------------
-def _random_infer(ctx):
-    shape = ctx.attr("shape")
-    ctx.check(len(shape) > 0, "attribute 'shape' must list at least one dimension, got []")
-    ctx.check(all(d >= 0 for d in shape),
-              f"attribute 'shape' must hold sizes >= 0, got {shape}")
-    ctx.set_output("Out", shape, ctx.attr("dtype"))
-
-
-_RANDOM_COMMON = {"shape": ("ints", []), "seed": ("int", 0), "dtype": ("dtype", "float32")}
-
-
-@define_op("uniform_random", outputs=["Out"], grad=None, random=True,
-           attrs={**_RANDOM_COMMON, "min": ("float", -1.0), "max": ("float", 1.0),
-                  "diag_num": ("int", 0), "diag_step": ("int", 0), "diag_val": ("float", 1.0)})
-def _uniform_random(ctx):
-    _random_infer(ctx)
-    lo, hi = ctx.attr("min"), ctx.attr("max")
-    ctx.check(lo <= hi, f"min must not exceed max, got min={lo}, max={hi}")
-    num, step = ctx.attr("diag_num"), ctx.attr("diag_step")
-    if num > 0:
-        size = _prod(ctx.attr("shape"))
-        last = (num - 1) * (step + 1)  # the flat position of the last diagonal element
-        ctx.check(step >= 0 and last < size,
-                  f"diag_num={num}, diag_step={step} place element {last} outside the "
-                  f"{size} elements of shape {ctx.attr('shape')}")
-
-
-@define_op("gaussian_random", outputs=["Out"], grad=None, random=True,
-           attrs={**_RANDOM_COMMON, "mean": ("float", 0.0), "std": ("float", 1.0),
-                  "use_mkldnn": ("bool", False)})
-def _gaussian_random(ctx):
-    _random_infer(ctx)
-    ctx.check(ctx.attr("std") >= 0, f"std must be >= 0, got {ctx.attr('std')}")
-
-
-@define_op("truncated_gaussian_random", outputs=["Out"], grad=None, random=True,
-           attrs={**_RANDOM_COMMON, "mean": ("float", 0.0), "std": ("float", 1.0)})
-def _truncated_gaussian_random(ctx):
-    _random_infer(ctx)
-    ctx.check(ctx.attr("std") >= 0, f"std must be >= 0, got {ctx.attr('std')}")
-
-
 # -- cast ------------------------------------------------------------------------------------
 def _cast_grad(op, g):
     """The gradient of a cast is the output gradient cast back to the input's dtype."""
@@ -176,8 +152,8 @@ def reshape_target(ctx, in_shape, shape) -> tuple:
 _RESHAPE_GRAD = dict(grad_uses=("XShape",), nondiff_outputs=("XShape",))
 
 
-@define_op("reshape2", inputs=["X", "Shape?"], outputs=["Out", "XShape"],
-           no_grad_inputs=("Shape",), attrs={"shape": ("ints", []),
+@define_op("reshape2", inputs=["X", "Shape?", "ShapeTensor*"], outputs=["Out", "XShape"],
+           no_grad_inputs=("Shape", "ShapeTensor"), attrs={"shape": ("ints", []),
                                              "use_quantizer": ("bool", False)},
            **_RESHAPE_GRAD)
 def _reshape2(ctx):
@@ -191,6 +167,10 @@ def _reshape2(ctx):
         ctx.check(rank > 0, "input Shape has an unknown length and attribute 'shape' is empty: "
                             "cannot tell the rank of Out")
         out = (-1,) * rank
+    elif ctx.has_input("ShapeTensor"):
+        n = len(ctx.inputs("ShapeTensor"))
+        attr = ctx.attr("shape")
+        out = tuple(attr) if len(attr) == n and min(attr) > 0 else (-1,) * n
     else:
         out = reshape_target(ctx, x.shape, ctx.attr("shape"))
     ctx.set_output("Out", out, x.dtype)
@@ -332,10 +312,20 @@ def _split_grad(op, g):
     return [("concat", {"X": douts}, {"Out": [dx]}, {"axis": op.attr("axis")})]
 
 
-@define_op("split", inputs=["X"], outputs=["Out*"], grad=_split_grad,
+@define_op("split", inputs=["X", "AxisTensor?", "SectionsTensorList*"], outputs=["Out*"],
+           grad=_split_grad, no_grad_inputs=("AxisTensor", "SectionsTensorList"),
            attrs={"num": ("int", 0), "sections": ("ints", []), "axis": ("int", 0)})
 def _split(ctx):
     x = ctx.input("X")
+    if ctx.has_input("AxisTensor") or ctx.has_input("SectionsTensorList"):
+        # the axis or the sizes come at run time: only the number of pieces is known now
+        shape = list(x.shape)
+        if ctx.has_input("AxisTensor"):
+            shape = [-1] * len(shape)
+        else:
+            shape[_norm_axis(ctx, ctx.attr("axis"), len(shape))] = -1
+        ctx.set_output("Out", shape, x.dtype)
+        return
     axis = _norm_axis(ctx, ctx.attr("axis"), len(x.shape))
     sizes = split_sizes(ctx, x.shape[axis], ctx.attr("num"), ctx.attr("sections"),
                         ctx.num_outputs("Out"))
@@ -345,24 +335,35 @@ def _split(ctx):
         ctx.set_output("Out", shape, x.dtype, index=i)
 
 
-@define_op("slice", inputs=["Input"], outputs=["Out"], grad_uses=("Input",),
+SLICE_TENSORS = ["StartsTensor?", "EndsTensor?", "StartsTensorList*", "EndsTensorList*"]
+
+
+@define_op("slice", inputs=["Input", *SLICE_TENSORS], outputs=["Out"],
+           no_grad_inputs=tuple(s.rstrip("?*") for s in SLICE_TENSORS),
            attrs={"axes": ("ints", REQUIRED), "starts": ("ints", []), "ends": ("ints", []),
                   "infer_flags": ("ints", []), "decrease_axis": ("ints", [])})
 def _slice(ctx):
     x = ctx.input("Input")
     axes, starts, ends = ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")
+    # bounds given as tensors are known at run time only: those axes get size -1
+    flags = list(ctx.attr("infer_flags")) or [1] * len(axes)
+    if ctx.has_input("StartsTensor") or ctx.has_input("EndsTensor"):
+        flags = [-1] * len(axes)
+    starts = starts if len(starts) == len(axes) else [0] * len(axes)
+    ends = ends if len(ends) == len(axes) else [-1] * len(axes)
+    ctx.check(len(flags) == len(axes), f"infer_flags {flags} must match axes {axes}")
     ctx.check(len(starts) == len(axes) and len(ends) == len(axes),
               f"axes, starts and ends must have one entry each per sliced axis, got "
               f"axes={axes}, starts={starts}, ends={ends}")
     rank = len(x.shape)
     out = list(x.shape)
     seen = set()
-    for a, s, e in zip(axes, starts, ends):
+    for a, s, e, flag in zip(axes, starts, ends, flags):
         ctx.check(0 <= a < rank, f"axes entry {a} is out of range for Input{list(x.shape)}: "
                                  f"expected [0, {rank - 1}]")
         ctx.check(a not in seen, f"axis {a} is sliced twice (axes={axes})")
         seen.add(a)
-        if x.shape[a] >= 0:
+        if x.shape[a] >= 0 and flag != -1:
             # python slicing clamps negative and out-of-range bounds exactly as fluid does
             lo, hi, _ = slice(s, e).indices(x.shape[a])
             ctx.check(hi > lo, f"slice [{s}:{e}] of axis {a} (size {x.shape[a]}) is empty")

@@ -168,12 +168,24 @@ def _backward(block, targets, target_seeds, sources: set, no_grad: set):
     with program.role_guard(OpRole.BACKWARD):
         for k, (type_, ins, outs, attrs) in enumerate(specs):
             role = OpRole.LOSS if k < len(target_seeds) else None  # the seeds of target grads
-            block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
+            op = block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
+            _append_error_clips(block, op, ctx.grad_of)
     grads = {n: g for n, g in finalized.items() if g is not None}
     for n, g in grads.items():
         block.vars[g].stop_gradient = True  # grads are not differentiated again
         program.grad_var_map[n] = g
     return grads
+
+
+def _append_error_clips(block, op, grad_of: dict):
+    """fluid's error_clip_callback: right after the op that writes the gradient of a forward
+    variable carrying `error_clip` (fluid.clip.ErrorClipByValue), clip that gradient in place,
+    so the ops before it in the backward pass see the clipped error."""
+    for name in op.output_arg_names:
+        fwd = grad_of.get(name)
+        clip = getattr(block.vars.get(fwd), "error_clip", None) if fwd is not None else None
+        if clip is not None:
+            clip._append_clip_op(block, name)
 
 
 def _no_grad_names(block, no_grad_set) -> set:

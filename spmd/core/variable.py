@@ -45,6 +45,7 @@ class Variable:
         self.is_data = bool(is_data)
         self.type = type
         self.need_check_feed = need_check_feed
+        self.error_clip = None  # an ErrorClipByValue, applied to this var's gradient
 
     @property
     def ndim(self) -> int:
@@ -60,6 +61,10 @@ class Variable:
              "persistable": self.persistable, "stop_gradient": self.stop_gradient,
              "lod_level": self.lod_level, "is_data": self.is_data, "type": self.type}
         return d
+
+    def _set_error_clip(self, error_clip):
+        """fluid's spelling of `var.error_clip = clip` (fluid.clip.ErrorClipByValue)."""
+        self.error_clip = error_clip
 
     def _short(self) -> str:
         flags = "".join(f for f, on in (("P", self.persistable), ("D", self.is_data)) if on)

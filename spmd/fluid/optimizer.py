@@ -1,10 +1,37 @@
 """fluid.optimizer: fluid 1.8's optimizer names and arguments."""
 from ..optimizer.fluid_names import (  # noqa: F401
     SGD,
+    Adadelta,
+    AdadeltaOptimizer,
+    Adagrad,
+    AdagradOptimizer,
     Adam,
+    Adamax,
+    AdamaxOptimizer,
     AdamOptimizer,
+    DecayedAdagrad,
+    DecayedAdagradOptimizer,
+    ExponentialMovingAverage,
+    Ftrl,
+    FtrlOptimizer,
+    Lamb,
+    LambOptimizer,
+    LarsMomentum,
+    LarsMomentumOptimizer,
+    LookaheadOptimizer,
+    ModelAverage,
     Momentum,
     MomentumOptimizer,
     Optimizer,
+    RMSProp,
+    RMSPropOptimizer,
     SGDOptimizer,
 )
+
+__all__ = [
+    "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
+    "Adamax", "AdamaxOptimizer", "DecayedAdagrad", "DecayedAdagradOptimizer",
+    "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer", "Lamb", "LambOptimizer",
+    "LarsMomentum", "LarsMomentumOptimizer", "LookaheadOptimizer", "ModelAverage", "Momentum",
+    "MomentumOptimizer", "Optimizer", "RMSProp", "RMSPropOptimizer", "SGD", "SGDOptimizer",
+]

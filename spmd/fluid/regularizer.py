@@ -7,3 +7,8 @@ from ..optimizer.fluid_names import (  # noqa: F401
     WeightDecayRegularizer,
     append_regularization_ops,
 )
+
+__all__ = [
+    "L1Decay", "L1DecayRegularizer", "L2Decay", "L2DecayRegularizer", "WeightDecayRegularizer",
+    "append_regularization_ops",
+]

@@ -7,6 +7,7 @@ runs on numpy and on cupy without a device-to-host copy.
 """
 from __future__ import annotations
 
+from . import optim_adaptive, optim_schedule  # noqa: F401  (their kernels register on import)
 from .registry import kernel
 
 

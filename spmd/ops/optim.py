@@ -1,5 +1,6 @@
 """Op definitions: parameter update ops (sgd, momentum, adam) and the helpers optimizers use
-(sign for L1 decay, clip_by_norm for GradientClipByNorm).
+(sign for L1 decay, clip_by_norm for GradientClipByNorm). The adaptive update ops are in
+optim_adaptive.py, the step counter and learning-rate schedule ops in optim_schedule.py.
 
 Update ops have no gradient. Their state outputs are bound by the optimizer to the same
 variables as the matching inputs (ParamOut = Param, VelocityOut = Velocity, ...): that is how
@@ -7,30 +8,10 @@ parameters and accumulators persist from one run to the next.
 """
 from __future__ import annotations
 
-import math
-
+from . import optim_adaptive, optim_schedule  # noqa: F401  (their ops register on import)
+from .optim_common import check_same_shape as _check_same_shape
+from .optim_common import check_scalar as _check_scalar
 from .registry import REQUIRED, define_op
-
-
-def _numel(shape) -> int:
-    """Element count, or -1 when a dim is unknown."""
-    return -1 if any(d < 0 for d in shape) else math.prod(shape)
-
-
-def _check_same_shape(ctx, slot: str, ref: str = "Param"):
-    a, b = ctx.input(ref), ctx.input(slot)
-    ctx.check(tuple(a.shape) == tuple(b.shape),
-              f"{slot} {b.name}{list(b.shape)} must have the shape of {ref} "
-              f"{a.name}{list(a.shape)}")
-
-
-def _check_scalar(ctx, slot: str):
-    """Learning rates and beta powers hold one value (fluid: shape [1])."""
-    v = ctx.input(slot)
-    if v is None:
-        return
-    n = _numel(v.shape)
-    ctx.check(n in (1, -1), f"{slot} {v.name} must hold one element, got shape {list(v.shape)}")
 
 
 @define_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], grad=None)

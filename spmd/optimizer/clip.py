@@ -10,14 +10,20 @@ GradientClipByGlobalNorm their gradients also stay out of the global norm.
 """
 from __future__ import annotations
 
+import copy
 import numbers
+import warnings
 
 from ..core.operator import OpRole
+from ..core.program import default_main_program
 from ..errors import InvalidArgumentError
 from .common import tmp_var
 
-__all__ = ["ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue", "GradientClipBase",
-           "GradientClipByGlobalNorm", "GradientClipByNorm", "GradientClipByValue"]
+__all__ = ["BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm", "ClipByValue",
+           "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue", "ErrorClipByValue",
+           "GradientClipBase", "GradientClipByGlobalNorm", "GradientClipByNorm",
+           "GradientClipByValue", "append_gradient_clip_ops", "error_clip_callback",
+           "set_gradient_clip"]
 
 
 def _float(value, what: str, where: str) -> float:
@@ -167,10 +173,115 @@ class GradientClipByGlobalNorm(GradientClipBase):
         return f"Gradient Clip By GlobalNorm, global_norm={self.clip_norm:f}"
 
 
-# paddle 2.x names (paddle.nn.ClipGradBy*): the same classes.
-ClipGradByValue = GradientClipByValue
-ClipGradByNorm = GradientClipByNorm
-ClipGradByGlobalNorm = GradientClipByGlobalNorm
+# paddle 2.x names (paddle.nn.ClipGradBy*) and fluid's short aliases: the same classes.
+ClipGradByValue = ClipByValue = GradientClipByValue
+ClipGradByNorm = ClipByNorm = GradientClipByNorm
+ClipGradByGlobalNorm = ClipByGlobalNorm = GradientClipByGlobalNorm
+
+
+class BaseErrorClipAttr:
+    """Base of the error clips: `_append_clip_op(block, grad_name)` appends the op clipping
+    the gradient `grad_name` in place (called by the backward pass)."""
+
+    def _append_clip_op(self, block, grad_name):
+        raise NotImplementedError
+
+
+class ErrorClipByValue(BaseErrorClipAttr):
+    """Clip the gradient (the "error") flowing back through a variable into [min, max], as soon
+    as the backward pass has computed it; `min` defaults to -max. Set it on the forward
+    variable: `var.error_clip = ErrorClipByValue(...)`.
+
+    >>> clip = ErrorClipByValue(max=1e-3)        # hidden.error_clip = clip
+    """
+
+    def __init__(self, max, min=None):  # fluid's argument names
+        where = type(self).__name__
+        self.max = _float(max, "max", where)
+        self.min = -self.max if min is None else _float(min, "min", where)
+        if self.min > self.max:
+            raise InvalidArgumentError(f"{where}: min ({self.min}) must be <= max ({self.max})")
+
+    def __str__(self):
+        return f"ByValue, min={self.min:f}, max={self.max:f}"
+
+    def _append_clip_op(self, block, grad_name):
+        block.append_op("clip", inputs={"X": [grad_name]}, outputs={"Out": [grad_name]},
+                        attrs={"min": self.min, "max": self.max})
+
+
+def error_clip_callback(block, context):
+    """fluid's backward callback: clip the gradients the last op of `block` wrote, for the
+    forward variables (context: grad name -> forward name) that carry an error_clip. spmd's
+    backward pass applies error clips itself; this stays for programs that pass it."""
+    op = block.ops[-1]
+    for name in op.output_arg_names:
+        fwd = context.get(name)
+        clip = getattr(block.vars.get(fwd), "error_clip", None) if fwd else None
+        if clip is not None and not isinstance(clip, BaseErrorClipAttr):
+            raise InvalidArgumentError(
+                f"error_clip of variable '{fwd}' must be an ErrorClipByValue, got {clip!r}")
+        if clip is not None:
+            clip._append_clip_op(block, name)
+
+
+def set_gradient_clip(clip, param_list=None, program=None):
+    """fluid 1.8's older way to clip: attach `clip` to the parameters of `program` (default
+    main program) named in `param_list` (names or Parameters; default all). An optimizer built
+    without `grad_clip` then applies it in minimize; `grad_clip=` wins when both are given.
+    As in fluid 1.8, the clip only takes effect when every parameter with a gradient carries
+    one (the last parameter's clip, in name order, is used for all), and it must be set
+    before minimize.
+
+    >>> # set_gradient_clip(GradientClipByGlobalNorm(clip_norm=2.0))
+    >>> # fluid.optimizer.SGD(learning_rate=1e-3).minimize(loss)
+    """
+    warnings.warn("Caution! 'set_gradient_clip' is not recommended and may be deprecated in "
+                  "future! Set 'grad_clip' when constructing the optimizer instead.",
+                  stacklevel=2)
+    if not isinstance(clip, GradientClipBase):
+        raise InvalidArgumentError(
+            f"set_gradient_clip: clip must be GradientClipByValue, GradientClipByNorm or "
+            f"GradientClipByGlobalNorm, got {clip!r}")
+    program = default_main_program() if program is None else program
+    block = program.global_block()
+    if any(op.role is OpRole.OPTIMIZE for op in block.ops):
+        warnings.warn("'minimize' has been invoked before, this will make 'set_gradient_clip' "
+                      "be ineffective! Please invoke 'set_gradient_clip' before 'minimize'.",
+                      stacklevel=2)
+    params = block.all_parameters() if param_list is None else list(param_list)
+    for i, p in enumerate(params):
+        if isinstance(p, str):
+            if not block.has_var(p) or p not in {q.name for q in block.all_parameters()}:
+                raise InvalidArgumentError(
+                    f"set_gradient_clip: param_list[{i}] '{p}' is not a parameter of the program")
+            params[i] = block.var(p)
+        elif not hasattr(params[i], "gradient_clip_attr"):
+            raise InvalidArgumentError(
+                f"set_gradient_clip: param_list must hold Parameters or parameter names, "
+                f"got {p!r} at index {i}")
+    for p in params:
+        p.gradient_clip_attr = copy.deepcopy(clip)
+
+
+def append_gradient_clip_ops(params_grads):
+    """Apply the clips set_gradient_clip attached to the parameters (fluid 1.8's rule: only when
+    every parameter with a gradient has one; the last one's clip is used for all)."""
+    params_grads = list(params_grads)
+    clip = None
+    for p, g in params_grads:
+        if g is None:
+            continue
+        clip = getattr(p, "gradient_clip_attr", None)
+        if clip is None:
+            return params_grads
+        if not isinstance(clip, GradientClipBase):
+            raise InvalidArgumentError(
+                f"gradient_clip_attr of parameter '{p.name}' must be a GradientClipBase, "
+                f"got {clip!r}")
+    if clip is None:
+        return params_grads
+    return clip(params_grads)
 
 
 def check_grad_clip(value, where: str):

@@ -1,18 +1,47 @@
-"""The fluid 1.8 names: fluid.optimizer.{SGD, SGDOptimizer, Momentum, MomentumOptimizer, Adam,
-AdamOptimizer, Optimizer}, fluid.regularizer.{L1Decay, L2Decay, L1DecayRegularizer,
-L2DecayRegularizer, append_regularization_ops} and fluid.clip.{GradientClipByValue,
-GradientClipByNorm, GradientClipByGlobalNorm}.
+"""The fluid 1.8 names: fluid.optimizer (SGD, Momentum, Adam, Adagrad, DecayedAdagrad, RMSProp,
+Adadelta, Adamax, Ftrl, Lamb, LarsMomentum and their *Optimizer spellings, LookaheadOptimizer,
+ExponentialMovingAverage, ModelAverage, Optimizer), fluid.regularizer (L1Decay, L2Decay,
+L1DecayRegularizer, L2DecayRegularizer, append_regularization_ops) and fluid.clip
+(GradientClipByValue, GradientClipByNorm, GradientClipByGlobalNorm, ErrorClipByValue,
+set_gradient_clip).
 
 >>> opt = MomentumOptimizer(learning_rate=0.1, momentum=0.9,
 ...                         regularization=L2DecayRegularizer(regularization_coeff=1e-4))
 """
 from __future__ import annotations
 
+from .adaptive import (
+    Adadelta,
+    AdadeltaOptimizer,
+    Adagrad,
+    AdagradOptimizer,
+    Adamax,
+    AdamaxOptimizer,
+    DecayedAdagrad,
+    DecayedAdagradOptimizer,
+    Ftrl,
+    FtrlOptimizer,
+    Lamb,
+    LambOptimizer,
+    LarsMomentum,
+    LarsMomentumOptimizer,
+    RMSProp,
+    RMSPropOptimizer,
+)
+from .averaging import ExponentialMovingAverage, LookaheadOptimizer, ModelAverage
 from .clip import (
+    BaseErrorClipAttr,
+    ClipByGlobalNorm,
+    ClipByNorm,
+    ClipByValue,
+    ErrorClipByValue,
     GradientClipBase,
     GradientClipByGlobalNorm,
     GradientClipByNorm,
     GradientClipByValue,
+    append_gradient_clip_ops,
+    error_clip_callback,
+    set_gradient_clip,
 )
 from .optimizer import (
     SGD,
@@ -36,16 +65,28 @@ L1Decay = L1DecayRegularizer
 L2Decay = L2DecayRegularizer
 
 # what goes into fluid.optimizer, fluid.regularizer and fluid.clip respectively
-OPTIMIZER_NAMES = ("Adam", "AdamOptimizer", "Momentum", "MomentumOptimizer", "Optimizer", "SGD",
-                   "SGDOptimizer")
+OPTIMIZER_NAMES = (
+    "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
+    "Adamax", "AdamaxOptimizer", "DecayedAdagrad", "DecayedAdagradOptimizer",
+    "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer", "Lamb", "LambOptimizer",
+    "LarsMomentum", "LarsMomentumOptimizer", "LookaheadOptimizer", "ModelAverage", "Momentum",
+    "MomentumOptimizer", "Optimizer", "RMSProp", "RMSPropOptimizer", "SGD", "SGDOptimizer")
 REGULARIZER_NAMES = ("L1Decay", "L1DecayRegularizer", "L2Decay", "L2DecayRegularizer",
                      "WeightDecayRegularizer", "append_regularization_ops")
-CLIP_NAMES = ("GradientClipBase", "GradientClipByGlobalNorm", "GradientClipByNorm",
-              "GradientClipByValue")
+CLIP_NAMES = ("BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm", "ClipByValue",
+              "ErrorClipByValue", "GradientClipBase", "GradientClipByGlobalNorm",
+              "GradientClipByNorm", "GradientClipByValue", "append_gradient_clip_ops",
+              "error_clip_callback", "set_gradient_clip")
 
 __all__ = [
-    "SGD", "Adam", "AdamOptimizer", "GradientClipBase", "GradientClipByGlobalNorm",
-    "GradientClipByNorm", "GradientClipByValue", "L1Decay", "L1DecayRegularizer", "L2Decay",
-    "L2DecayRegularizer", "Momentum", "MomentumOptimizer", "Optimizer", "SGDOptimizer",
-    "WeightDecayRegularizer", "append_regularization_ops",
+    "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
+    "Adamax", "AdamaxOptimizer", "BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm",
+    "ClipByValue", "DecayedAdagrad", "DecayedAdagradOptimizer", "ErrorClipByValue",
+    "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer", "GradientClipBase",
+    "GradientClipByGlobalNorm", "GradientClipByNorm", "GradientClipByValue", "L1Decay",
+    "L1DecayRegularizer", "L2Decay", "L2DecayRegularizer", "Lamb", "LambOptimizer",
+    "LarsMomentum", "LarsMomentumOptimizer", "LookaheadOptimizer", "ModelAverage", "Momentum",
+    "MomentumOptimizer", "Optimizer", "RMSProp", "RMSPropOptimizer", "SGD", "SGDOptimizer",
+    "WeightDecayRegularizer", "append_gradient_clip_ops", "append_regularization_ops",
+    "error_clip_callback", "set_gradient_clip",
 ]

@@ -31,8 +31,9 @@ from ..core.program import default_main_program, default_startup_program, progra
 from ..core.scope import global_scope
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
-from .clip import check_grad_clip
+from .clip import append_gradient_clip_ops, check_grad_clip
 from .common import persistable_var, tmp_var
+from .lr import LRScheduler
 from .regularizer import append_regularization_ops, check_regularizer
 
 __all__ = ["Adam", "AdamOptimizer", "Momentum", "MomentumOptimizer", "Optimizer", "SGD",
@@ -53,9 +54,11 @@ class Optimizer:
     def __init__(self, learning_rate, parameter_list=None, regularization=None, grad_clip=None,
                  name=None):
         where = type(self).__name__
-        if not _is_number(learning_rate) and not isinstance(learning_rate, Variable):
+        if not _is_number(learning_rate) and not isinstance(learning_rate,
+                                                              (Variable, LRScheduler)):
             raise InvalidArgumentError(
-                f"{where}: learning_rate must be a float or a Variable, got {learning_rate!r}"
+                f"{where}: learning_rate must be a float, a Variable (a fluid.layers schedule) "
+                f"or a paddle.optimizer.lr scheduler, got {learning_rate!r}"
             )
         self._learning_rate = learning_rate
         self._parameter_list = list(parameter_list) if parameter_list is not None else None
@@ -83,6 +86,10 @@ class Optimizer:
                     f"one float (shape [1]), got shape {list(lr.shape)} and dtype {lr.dtype}"
                 )
             var = lr
+        elif isinstance(lr, LRScheduler):
+            var = persistable_var(main, startup, unique_name.generate("learning_rate"), [1],
+                                  "float32", float(lr()))
+            main.run_hooks.append(_SchedulerHook(lr, var.name))
         else:
             # fluid keeps the learning rate as a float32 [1] tensor whatever the params' dtype
             var = persistable_var(main, startup, unique_name.generate("learning_rate"), [1],
@@ -109,18 +116,33 @@ class Optimizer:
         return scaled
 
     def get_lr(self) -> float:
-        """The current learning rate: the float given, or the value of the learning-rate
-        Variable in the global scope."""
-        if not isinstance(self._learning_rate, Variable):
-            return float(self._learning_rate)
-        value = global_scope().get(self._learning_rate.name)
+        """The current learning rate: the float given, the scheduler's current value, or the
+        value of the learning-rate Variable (a fluid.layers schedule) in the global scope.
+
+        >>> SGDOptimizer(learning_rate=0.1).get_lr()
+        0.1
+        """
+        lr = self._learning_rate
+        if isinstance(lr, LRScheduler):
+            return float(lr())
+        if not isinstance(lr, Variable):
+            return float(lr)
+        value = global_scope().get(lr.name)
         if value is None:
             raise PreconditionError(
-                f"learning rate variable '{self._learning_rate.name}' has no value yet: run the "
-                f"startup program first"
+                f"learning rate variable '{lr.name}' has no value yet: run the startup program "
+                f"(and, for a schedule, the main program) first"
             )
         host = value if isinstance(value, np.ndarray) else value.get()  # cupy -> numpy
         return float(host.reshape(-1)[0])
+
+    def current_step_lr(self) -> float:
+        """fluid 1.8's name of get_lr(): the learning rate of the current step.
+
+        >>> SGDOptimizer(learning_rate=0.1).current_step_lr()
+        0.1
+        """
+        return self.get_lr()
 
     # -- accumulators ------------------------------------------------------------------------
     def _add_accumulator(self, main, startup, name, param, fill_value=0.0, shape=None,
@@ -190,6 +212,8 @@ class Optimizer:
         with main.role_guard(OpRole.OPTIMIZE):
             if self._grad_clip is not None:
                 params_grads = self._grad_clip(params_grads)
+            else:  # what fluid.clip.set_gradient_clip attached to the parameters
+                params_grads = append_gradient_clip_ops(params_grads)
             params_grads = append_regularization_ops(params_grads, self.regularization)
             return self._create_optimization_pass(params_grads, main, startup)
 
@@ -212,7 +236,11 @@ class Optimizer:
         for param, grad in live:
             state.setdefault(param.name, [])
             ops.append(self._append_optimize_op(block, param, grad))
+        self._finish_update(block, live)
         return ops
+
+    def _finish_update(self, block, params_grads):
+        """Hook: ops after all updates (Adamax advances its beta1 power here, as fluid)."""
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Append backward, clipping, regularization and update ops for `loss`; return
@@ -342,6 +370,19 @@ class AdamOptimizer(Optimizer):
             outputs={"ParamOut": [param], "Moment1Out": [m1], "Moment2Out": [m2],
                      "Beta1PowOut": [b1p], "Beta2PowOut": [b2p]},
             attrs=attrs)
+
+
+class _SchedulerHook:
+    """Run hook writing a paddle.optimizer.lr scheduler's current value into the learning-rate
+    variable before each run. It goes in as a feed: a persistable [1] feed is copied to every
+    place of a data-parallel program (and every rank computes the same value)."""
+
+    def __init__(self, scheduler, name: str):
+        self.scheduler, self.name = scheduler, name
+
+    def __call__(self, feed, scope):
+        if self.name not in feed:
+            feed[self.name] = np.array([self.scheduler()], dtype="float32")
 
 
 # fluid.optimizer exports both spellings

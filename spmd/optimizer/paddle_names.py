@@ -1,5 +1,6 @@
-"""The paddle 2.x names: paddle.optimizer.{SGD, Momentum, Adam}, paddle.regularizer.{L1Decay,
-L2Decay}, paddle.nn.{ClipGradByValue, ClipGradByNorm, ClipGradByGlobalNorm}.
+"""The paddle 2.x names: paddle.optimizer.{SGD, Momentum, Adam, AdamW, Adagrad, RMSProp,
+Adadelta, Adamax}, paddle.regularizer.{L1Decay, L2Decay}, paddle.nn.{ClipGradByValue,
+ClipGradByNorm, ClipGradByGlobalNorm}.
 
 They build the same ops as the fluid optimizers; only the constructor arguments differ:
 `parameters` for `parameter_list`, `weight_decay` (a float means L2Decay(float)) for
@@ -12,12 +13,17 @@ from __future__ import annotations
 import numbers
 
 from ..errors import InvalidArgumentError
+from .adaptive import AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, RMSPropOptimizer
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+from .common import tmp_var
 from .optimizer import AdamOptimizer, MomentumOptimizer, Optimizer, SGDOptimizer
 from .regularizer import L1Decay, L2Decay, WeightDecayRegularizer
 
-__all__ = ["SGD", "Adam", "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue",
-           "L1Decay", "L2Decay", "Momentum", "Optimizer"]
+__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "ClipGradByGlobalNorm",
+           "ClipGradByNorm", "ClipGradByValue", "L1Decay", "L2Decay", "Momentum", "Optimizer",
+           "RMSProp"]
+
+REQUIRED_LR = object()  # paddle 2.x: learning_rate has no default for these
 
 
 def _weight_decay(value, where: str):
@@ -77,3 +83,111 @@ class Adam(_Paddle2Minimize, AdamOptimizer):
         super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list=parameters,
                          regularization=_weight_decay(weight_decay, "Adam"),
                          grad_clip=grad_clip, name=name, lazy_mode=lazy_mode)
+
+
+def _paddle2(fluid_cls, doc: str, defaults: dict, order: tuple):
+    """A paddle 2.x class over a fluid optimizer: `parameters` for parameter_list,
+    `weight_decay` (float: L2Decay) for regularization; other arguments pass through."""
+
+    def __init__(self, *args, **kwargs):
+        where = type(self).__name__
+        if len(args) > len(order):
+            raise InvalidArgumentError(f"{where} takes at most {len(order)} positional "
+                                       f"arguments ({', '.join(order)}), got {len(args)}")
+        given = dict(defaults, **dict(zip(order, args)))
+        for k, v in kwargs.items():
+            if k not in defaults:
+                raise InvalidArgumentError(
+                    f"{where}() got an unexpected keyword argument '{k}'; it takes "
+                    f"{', '.join(defaults)}")
+            given[k] = v
+        if given["learning_rate"] is REQUIRED_LR:
+            raise InvalidArgumentError(f"{where}: learning_rate is required")
+        given["parameter_list"] = given.pop("parameters")
+        given["regularization"] = _weight_decay(given.pop("weight_decay"), where)
+        fluid_cls.__init__(self, **given)
+
+    return type(fluid_cls.__name__.replace("Optimizer", ""), (_Paddle2Minimize, fluid_cls),
+                {"__init__": __init__, "__doc__": doc, "__module__": __name__})
+
+
+_COMMON = {"parameters": None, "weight_decay": None, "grad_clip": None, "name": None}
+
+Adagrad = _paddle2(
+    AdagradOptimizer, """paddle.optimizer.Adagrad (fluid's adagrad op).
+
+    >>> opt = Adagrad(learning_rate=0.1, epsilon=1e-6, initial_accumulator_value=0.0)
+    """, {"learning_rate": REQUIRED_LR, "epsilon": 1e-6, **_COMMON,
+          "initial_accumulator_value": 0.0},
+    ("learning_rate", "epsilon", "parameters", "weight_decay", "grad_clip", "name",
+     "initial_accumulator_value"))
+
+RMSProp = _paddle2(
+    RMSPropOptimizer, """paddle.optimizer.RMSProp (fluid's rmsprop op, centered or not).
+
+    >>> opt = RMSProp(learning_rate=0.01, rho=0.95, momentum=0.9, centered=True)
+    """, {"learning_rate": REQUIRED_LR, "rho": 0.95, "epsilon": 1e-6, "momentum": 0.0,
+          "centered": False, **_COMMON},
+    ("learning_rate", "rho", "epsilon", "momentum", "centered", "parameters", "weight_decay",
+     "grad_clip", "name"))
+
+Adadelta = _paddle2(
+    AdadeltaOptimizer, """paddle.optimizer.Adadelta (fluid 1.8's adadelta op, which does not
+    use the learning rate).
+
+    >>> opt = Adadelta(learning_rate=0.001, epsilon=1e-6, rho=0.95)
+    """, {"learning_rate": 0.001, "epsilon": 1e-6, "rho": 0.95, **_COMMON},
+    ("learning_rate", "epsilon", "rho", "parameters", "weight_decay", "grad_clip", "name"))
+
+Adamax = _paddle2(
+    AdamaxOptimizer, """paddle.optimizer.Adamax (fluid's adamax op).
+
+    >>> opt = Adamax(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8)
+    """, {"learning_rate": 0.001, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, **_COMMON},
+    ("learning_rate", "beta1", "beta2", "epsilon", "parameters", "weight_decay", "grad_clip",
+     "name"))
+
+
+class AdamW(Adam):
+    """paddle.optimizer.AdamW: Adam with decoupled weight decay. Before each parameter's adam
+    update, param *= 1 - lr * weight_decay (paddle 2.x's static AdamW), for the parameters
+    whose name apply_decay_param_fun(name) accepts (all when it is None). The adam update is
+    fluid 1.8's (see spmd/kernels/optim.py).
+
+    >>> opt = AdamW(learning_rate=0.001, weight_decay=0.01,
+    ...             apply_decay_param_fun=lambda name: not name.endswith(".b_0"))
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 parameters=None, weight_decay=0.01, apply_decay_param_fun=None, grad_clip=None,
+                 lazy_mode=False, name=None):
+        if not isinstance(weight_decay, numbers.Real) or isinstance(weight_decay, bool):
+            raise InvalidArgumentError(
+                f"AdamW: weight_decay is the decoupled decay coefficient, a float; got "
+                f"{weight_decay!r}")
+        if apply_decay_param_fun is not None and not callable(apply_decay_param_fun):
+            raise InvalidArgumentError(
+                f"AdamW: apply_decay_param_fun must be a function name -> bool or None, got "
+                f"{apply_decay_param_fun!r}")
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameters=parameters,
+                         grad_clip=grad_clip, name=name, lazy_mode=lazy_mode)
+        self._coeff = float(weight_decay)
+        self._apply_decay_param_fun = apply_decay_param_fun
+
+    def _append_optimize_op(self, block, param, grad):
+        if self._coeff != 0.0 and (self._apply_decay_param_fun is None
+                                   or self._apply_decay_param_fun(param.name)):
+            lr = self._create_param_lr(block, param)
+            coeff = tmp_var(block, f"{param.name}_decay_coeff", [1], lr.dtype)
+            block.append_op("scale", inputs={"X": [lr]}, outputs={"Out": [coeff]},
+                            attrs={"scale": -self._coeff, "bias": 1.0})
+            if coeff.dtype != param.dtype:
+                cast = tmp_var(block, f"{param.name}_decay_coeff", [1], param.dtype)
+                block.append_op("cast", inputs={"X": [coeff]}, outputs={"Out": [cast]},
+                                attrs={"in_dtype": coeff.dtype, "out_dtype": param.dtype})
+                coeff = cast
+            decayed = tmp_var(block, f"{param.name}_decayed", param.shape, param.dtype)
+            block.append_op("elementwise_mul", inputs={"X": [param], "Y": [coeff]},
+                            outputs={"Out": [decayed]})
+            block.append_op("assign", inputs={"X": [decayed]}, outputs={"Out": [param]})
+        return super()._append_optimize_op(block, param, grad)

@@ -57,9 +57,12 @@ def _nbytes(var) -> int:
 
 
 # Ops that act on each row of a parameter (or its gradient, its state) independently: a chain
-# of them gives the same rows whether run on the whole or on a chunk.
+# of them gives the same rows whether run on the whole or on a chunk. Not here: lamb and
+# lars_momentum (they scale by norms of the whole parameter), clip_by_norm, and ops that
+# reduce over the parameter.
 ROW_SEPARABLE = frozenset({
-    "sgd", "momentum", "adam", "scale", "sum", "assign", "cast", "sign", "clip",
+    "sgd", "momentum", "adam", "adagrad", "decayed_adagrad", "rmsprop", "adadelta", "adamax",
+    "ftrl", "scale", "sum", "assign", "cast", "sign", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
     "elementwise_max", "elementwise_min"})
 

@@ -135,3 +135,130 @@ def test_shape_and_attr_errors(op_type, shapes, attrs, outputs, message):
     with pytest.raises(InvalidArgumentError) as err:
         _append(op_type, shapes, attrs, outputs)
     assert message in str(err.value)
+
+
+# -- fluid 1.8's adaptive update ops (references from fluid's op docs and kernels; the kernels
+#    are also checked against fluid 1.8.5's own ops in test_optimizers_more.py) ---------------
+
+def adagrad_ref(Param, Grad, Moment, LearningRate, epsilon=1e-6):
+    m = Moment + Grad ** 2
+    return {"ParamOut": Param - LearningRate[0] * Grad / (np.sqrt(m) + epsilon), "MomentOut": m}
+
+
+def decayed_adagrad_ref(Param, Grad, Moment, LearningRate, decay=0.95, epsilon=1e-6):
+    m = decay * Moment + (1 - decay) * Grad ** 2
+    return {"ParamOut": Param - LearningRate[0] * Grad / (np.sqrt(m) + epsilon), "MomentOut": m}
+
+
+def rmsprop_ref(Param, Grad, Moment, MeanSquare, MeanGrad, LearningRate, epsilon, decay,
+                momentum, centered):
+    ms = decay * MeanSquare + (1 - decay) * Grad ** 2
+    mg = decay * MeanGrad + (1 - decay) * Grad if centered else MeanGrad
+    denom = ms - mg ** 2 if centered else ms
+    mom = momentum * Moment + LearningRate[0] * Grad / np.sqrt(denom + epsilon)
+    return {"ParamOut": Param - mom, "MomentOut": mom, "MeanSquareOut": ms, "MeanGradOut": mg}
+
+
+def adadelta_ref(Param, Grad, AvgSquaredGrad, AvgSquaredUpdate, rho, epsilon):
+    """fluid 1.8: the parameter step reads the already-updated AvgSquaredUpdate."""
+    asg = rho * AvgSquaredGrad + (1 - rho) * Grad ** 2
+    upd = -np.sqrt((AvgSquaredUpdate + epsilon) / (asg + epsilon)) * Grad
+    asu = rho * AvgSquaredUpdate + (1 - rho) * upd ** 2
+    return {"ParamOut": Param - np.sqrt((asu + epsilon) / (asg + epsilon)) * Grad,
+            "AvgSquaredGradOut": asg, "AvgSquaredUpdateOut": asu}
+
+
+def adamax_ref(Param, Grad, LearningRate, Moment, InfNorm, Beta1Pow, beta1, beta2, epsilon):
+    m = beta1 * Moment + (1 - beta1) * Grad
+    u = np.maximum(beta2 * InfNorm + epsilon, np.abs(Grad))
+    return {"ParamOut": Param - LearningRate[0] / (1 - Beta1Pow[0]) * m / u, "MomentOut": m,
+            "InfNormOut": u}
+
+
+def ftrl_ref(Param, SquaredAccumulator, LinearAccumulator, Grad, LearningRate, l1, l2,
+             lr_power):
+    lr, n = LearningRate[0], SquaredAccumulator
+    n_new = n + Grad ** 2
+    z = LinearAccumulator + Grad - (n_new ** -lr_power - n ** -lr_power) / lr * Param
+    pre = (l1 * np.sign(z) - z) / (n_new ** -lr_power / lr + 2 * l2)
+    return {"ParamOut": np.where(np.abs(z) > l1, pre, 0.0), "SquaredAccumOut": n_new,
+            "LinearAccumOut": z}
+
+
+def lamb_ref(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow, weight_decay,
+             beta1, beta2, epsilon):
+    m1 = beta1 * Moment1 + (1 - beta1) * Grad
+    m2 = beta2 * Moment2 + (1 - beta2) * Grad ** 2
+    r = m1 / (np.sqrt(m2) + epsilon) + weight_decay * Param
+    ratio = np.linalg.norm(Param) / np.linalg.norm(r)
+    return {"ParamOut": Param - LearningRate[0] * ratio * r, "Moment1Out": m1,
+            "Moment2Out": m2}
+
+
+def lars_ref(Param, Grad, Velocity, LearningRate, mu, lars_coeff, lars_weight_decay):
+    pn, gn = np.linalg.norm(Param), np.linalg.norm(Grad)
+    local = LearningRate[0] * lars_coeff * pn / (gn + lars_weight_decay * pn)
+    v = mu * Velocity + local * (Grad + lars_weight_decay * Param)
+    return {"ParamOut": Param - v, "VelocityOut": v}
+
+
+def _state(*slots, n=(3, 4)):
+    return {s: rand(*n, low=0.1, high=0.6) for s in slots}
+
+
+ADAPTIVE_CASES = [
+    OpCase("adagrad", {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR,
+                       **_state("Moment")}, adagrad_ref, attrs={"epsilon": 1e-6}),
+    OpCase("decayed_adagrad", {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR,
+                               **_state("Moment")}, decayed_adagrad_ref,
+           attrs={"decay": 0.9, "epsilon": 1e-6}),
+    *(OpCase("rmsprop", {"Param": rand(3, 4), "Grad": rand(3, 4), "Moment": rand(3, 4),
+                         "MeanSquare": rand(3, 4, low=0.5, high=1.0),
+                         "MeanGrad": rand(3, 4, low=-0.2, high=0.2), "LearningRate": LR},
+             rmsprop_ref, name=f"rmsprop_centered_{c}",
+             attrs={"epsilon": 1e-6, "decay": 0.9, "momentum": 0.5, "centered": c})
+      for c in (False, True)),
+    OpCase("adadelta", {"Param": rand(3, 4), "Grad": rand(3, 4),
+                        **_state("AvgSquaredGrad", "AvgSquaredUpdate")}, adadelta_ref,
+           attrs={"rho": 0.9, "epsilon": 1e-6}),
+    OpCase("adamax", {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR,
+                      "Moment": rand(3, 4), **_state("InfNorm"),
+                      "Beta1Pow": np.array([0.9 ** 2])}, adamax_ref,
+           attrs={"beta1": 0.9, "beta2": 0.99, "epsilon": 1e-8}),
+    *(OpCase("ftrl", {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR,
+                      "LinearAccumulator": rand(3, 4), **_state("SquaredAccumulator")},
+             ftrl_ref, name=f"ftrl_power_{p}", attrs={"l1": 0.05, "l2": 0.1, "lr_power": p})
+      for p in (-0.5, -0.3)),
+    OpCase("lamb", {"Param": rand(3, 4), "Grad": rand(3, 4), "LearningRate": LR,
+                    "Moment1": rand(3, 4), **_state("Moment2"),
+                    "Beta1Pow": np.array([0.9]), "Beta2Pow": np.array([0.999])}, lamb_ref,
+           attrs={"weight_decay": 0.01, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-6}),
+    OpCase("lars_momentum", {"Param": rand(3, 4), "Grad": rand(3, 4), "Velocity": rand(3, 4),
+                             "LearningRate": LR}, lars_ref,
+           attrs={"mu": 0.9, "lars_coeff": 0.001, "lars_weight_decay": 0.0005}),
+]
+
+
+@pytest.mark.parametrize("case", ADAPTIVE_CASES, ids=str)
+def test_adaptive_update_op_forward(case):
+    check_forward(case, "float64")
+    check_forward(case, "float32", rtol=case.fp32_rtol, atol=case.fp32_atol)
+
+
+def test_lars_and_lamb_keep_the_rate_when_a_norm_is_zero():
+    """fluid: local_lr = lr (lars) and trust ratio 1 (lamb) when a norm is 0."""
+    from spmd.kernels import get_kernel
+
+    zero, g = np.zeros((2, 2)), rand(2, 2)
+    out = get_kernel("lars_momentum")(np, {"Param": zero, "Grad": g, "Velocity": zero,
+                                           "LearningRate": LR},
+                                      {"mu": 0.9, "lars_coeff": 0.001,
+                                       "lars_weight_decay": 0.0005}, frozenset())
+    np.testing.assert_allclose(out["VelocityOut"], LR[0] * g)
+    out = get_kernel("lamb")(np, {"Param": zero, "Grad": g, "LearningRate": LR,
+                                  "Moment1": zero, "Moment2": zero, "Beta1Pow": LR,
+                                  "Beta2Pow": LR},
+                             {"weight_decay": 0.0, "beta1": 0.9, "beta2": 0.999,
+                              "epsilon": 1e-6}, frozenset())
+    np.testing.assert_allclose(out["ParamOut"], -LR[0] * (0.1 * g) / (np.sqrt(0.001 * g * g)
+                                                                       + 1e-6))

@@ -213,7 +213,7 @@ def test_per_parameter_learning_rate_multiplier():
 
 
 def test_learning_rate_errors():
-    with pytest.raises(InvalidArgumentError, match="learning_rate must be a float or a Variable"):
+    with pytest.raises(InvalidArgumentError, match="learning_rate must be a float, a Variable"):
         F.SGD(learning_rate="0.1")
     other = Program().global_block().create_var(name="lr", shape=(1,), dtype="float32")
     with pytest.raises(InvalidArgumentError, match="belongs to another Program"):

@@ -1,4 +1,252 @@
-"""placeholder (issue 8)."""
+"""fluid.profiler: time every op and every run while profiling is on, then print fluid's
+summary table and write a Chrome-trace file (chrome://tracing, Perfetto) per rank.
+
+The executor's plan asks `active()` once per run; with profiling off that is the whole cost.
+
+>>> import spmd.fluid.profiler as profiler
+>>> with profiler.profiler("CPU", "total", "/tmp/profile"):
+...     pass  # exe.run(...) steps here are timed
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import contextlib
+import json
+import threading
+import time
+import warnings
+
+from .errors import InvalidArgumentError
+
+__all__ = ["cuda_profiler", "reset_profiler", "profiler", "start_profiler", "stop_profiler"]
+
+_STATES = ("CPU", "GPU", "All")
+_TRACER_OPTIONS = ("Default", "OpDetail", "AllOpDetail")
+_SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
+_SORT_TEXT = {
+    None: "Sorted by event first end time in descending order in the same thread",
+    "calls": "Sorted by number of calls in descending order in the same thread",
+    "total": "Sorted by total time in descending order in the same thread",
+    "max": "Sorted by number of max in descending order in the same thread",
+    "min": "Sorted by number of min in descending order in the same thread",
+    "ave": "Sorted by number of avg in descending order in the same thread",
+}
+# events that are whole runs, not ops: reported in their own table
+RUN_EVENTS = ("Executor::Run", "ParallelExecutor::Run")
+
+
+class Recorder:
+    """Timed events of one profiling session: (name, thread, start ns, end ns)."""
+
+    def __init__(self, state: str):
+        self.state = state
+        self.events: list[tuple[str, int, int, int]] = []
+        self._threads: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def thread_index(self) -> int:
+        """fluid's `threadN::` prefix: threads numbered in the order they first record."""
+        ident = threading.get_ident()
+        index = self._threads.get(ident)
+        if index is None:
+            with self._lock:
+                index = self._threads.setdefault(ident, len(self._threads))
+        return index
+
+    def record(self, name: str, start_ns: int, end_ns: int, thread: int | None = None):
+        """Add one timed event (perf_counter_ns stamps) on `thread` (default: the caller's)."""
+        thread = self.thread_index() if thread is None else thread
+        self.events.append((name, thread, start_ns, end_ns))  # list.append is atomic
+
+    def reset(self):
+        """Forget the events so far (reset_profiler)."""
+        self.events = []
+
+
+_active: Recorder | None = None
+
+
+def active() -> Recorder | None:
+    """The recorder of the running profiling session, or None when profiling is off."""
+    return _active
+
+
+def now_ns() -> int:
+    """The clock events are stamped with: time.perf_counter_ns."""
+    return time.perf_counter_ns()
+
+
+def _check_choice(what: str, value, allowed):
+    if value not in allowed:
+        raise InvalidArgumentError(
+            f"{what} must be one of {list(allowed)}, got {value!r}")
+
+
+def start_profiler(state: str, tracer_option: str = "Default") -> None:
+    """Start timing ops and runs (fluid.profiler.start_profiler); a second start while one is
+    running does nothing, as in fluid.
+
+    `state` is 'CPU', 'GPU' or 'All' (on CPU places all three time the same host-side events);
+    `tracer_option` is 'Default', 'OpDetail' or 'AllOpDetail' (the report is per op type).
+
+    >>> start_profiler("CPU"); stop_profiler("total", "/tmp/profile")  # doctest: +SKIP
+    """
+    global _active
+    if _active is not None:
+        return
+    _check_choice("state", state, _STATES)
+    _check_choice("tracer_option", tracer_option, _TRACER_OPTIONS)
+    _active = Recorder(state)
+
+
+def reset_profiler() -> None:
+    """Forget the events timed so far (fluid.profiler.reset_profiler), e.g. warm-up steps.
+
+    >>> reset_profiler()
+    """
+    if _active is not None:
+        _active.reset()
+
+
+def stop_profiler(sorted_key: str | None = None, profile_path: str = "/tmp/profile") -> None:
+    """Stop timing, print the summary table sorted by `sorted_key` (None: first end time,
+    'calls', 'total', 'max', 'min', 'ave') and write the Chrome trace to `profile_path`
+    (`<profile_path>.rank<r>` when the job has several ranks). Does nothing when not started.
+
+    >>> stop_profiler()  # not started: nothing happens
+    """
+    global _active
+    if _active is None:
+        return
+    _check_choice("sorted_key", sorted_key, _SORT_KEYS)
+    recorder, _active = _active, None
+    from .comm.topology import detect
+
+    topology = detect()
+    print(report(recorder, sorted_key, topology), flush=True)
+    path = profile_path if topology.size == 1 else f"{profile_path}.rank{topology.rank}"
+    write_chrome_trace(recorder, path, topology.rank)
+
+
+@contextlib.contextmanager
+def profiler(state: str, sorted_key: str | None = None, profile_path: str = "/tmp/profile",
+             tracer_option: str = "Default"):
+    """Profile the steps run inside the block (fluid.profiler.profiler): start_profiler on
+    entry, stop_profiler(sorted_key, profile_path) on exit.
+
+    >>> with profiler("CPU", "total", "/tmp/profile"):
+    ...     pass
+    """
+    start_profiler(state, tracer_option)
+    try:
+        yield
+    finally:
+        stop_profiler(sorted_key, profile_path)
+
+
+_cuda_note_given = False
+
+
+@contextlib.contextmanager
+def cuda_profiler(output_file: str, output_mode: str | None = None, config=None):
+    """fluid.profiler.cuda_profiler: on a GPU, the block runs between cudaProfilerStart and
+    cudaProfilerStop (run the job under nvprof / nsys to collect, as with fluid); without a
+    GPU it is accepted and does nothing, saying so once.
+
+    >>> with cuda_profiler("cuda_profile.txt", "csv"):
+    ...     pass
+    """
+    output_mode = "csv" if output_mode is None else output_mode
+    _check_choice("output_mode", output_mode, ("kvp", "csv"))
+    from .core.places import is_compiled_with_cuda
+
+    if not is_compiled_with_cuda():
+        global _cuda_note_given
+        if not _cuda_note_given:
+            _cuda_note_given = True
+            warnings.warn("fluid.profiler.cuda_profiler: no CUDA device here, so nothing is "
+                          f"profiled and {output_file!r} is not written; use "
+                          "fluid.profiler.profiler('CPU') for host timings", stacklevel=3)
+        yield
+        return
+    from cupy.cuda import profiler as nvtx_profiler
+
+    nvtx_profiler.start()
+    try:
+        yield
+    finally:
+        nvtx_profiler.stop()
+
+
+def summarize(recorder: Recorder, sorted_key: str | None = None) -> list[dict]:
+    """Rows of the summary: one per (thread, event name) with calls, total, min, max, ave
+    (milliseconds) and ratio (of the total of its table: ops or runs), in report order."""
+    stats: dict[tuple[int, str], dict] = {}
+    for order, (name, thread, start, end) in enumerate(
+            sorted(recorder.events, key=lambda e: e[3])):
+        ms = (end - start) / 1e6
+        row = stats.get((thread, name))
+        if row is None:
+            row = stats[(thread, name)] = {"event": f"thread{thread}::{name}", "name": name,
+                                           "thread": thread, "calls": 0, "total": 0.0,
+                                           "min": ms, "max": ms, "first_end": order}
+        row["calls"] += 1
+        row["total"] += ms
+        row["min"], row["max"] = min(row["min"], ms), max(row["max"], ms)
+    rows = list(stats.values())
+    for row in rows:
+        row["ave"] = row["total"] / row["calls"]
+    for is_run in (False, True):
+        group = [r for r in rows if (r["name"] in RUN_EVENTS) == is_run]
+        whole = sum(r["total"] for r in group) or 1.0
+        for r in group:
+            r["ratio"] = r["total"] / whole
+    if sorted_key is None:
+        rows.sort(key=lambda r: (r["thread"], r["first_end"]))
+    else:
+        rows.sort(key=lambda r: (r["thread"], -r[sorted_key]))
+    return rows
+
+
+def _table(title: str, rows: list[dict]) -> list[str]:
+    width = max([len(r["event"]) for r in rows] + [len("Event")]) + 4
+    head = "Event".ljust(width) + "".join(
+        c.ljust(12) for c in ("Calls", "Total", "Min.", "Max.", "Ave.", "Ratio."))
+    lines = ["", f"{'-' * 25}{title.center(27)}{'-' * 25}", "", head]
+    for r in rows:
+        lines.append(r["event"].ljust(width) + str(r["calls"]).ljust(12) + "".join(
+            f"{r[k]:<12.6g}" for k in ("total", "min", "max", "ave", "ratio")))
+    return lines
+
+
+def report(recorder: Recorder, sorted_key: str | None, topology=None) -> str:
+    """fluid's profiling report: header, overview, the op/event table and the run table."""
+    rows = summarize(recorder, sorted_key)
+    ops = [r for r in rows if r["name"] not in RUN_EVENTS]
+    runs = [r for r in rows if r["name"] in RUN_EVENTS]
+    lines = ["", "------------------------->     Profiling Report     <-------------------------",
+             "", f"Place: {'CPU' if recorder.state == 'CPU' else recorder.state}"]
+    if topology is not None and topology.size > 1:
+        lines.append(f"Rank: {topology.rank}/{topology.size}")
+    lines += ["Time unit: ms", _SORT_TEXT[sorted_key]]
+    run_total = sum(r["total"] for r in runs)
+    op_total = sum(r["total"] for r in ops)
+    if run_total:
+        lines += ["", f"Total time: {run_total:.6g}",
+                  f"  Computation time       Total: {op_total:<12.6g}"
+                  f"Ratio: {100 * op_total / run_total:.6g}%",
+                  f"  Framework overhead     Total: {max(run_total - op_total, 0):<12.6g}"
+                  f"Ratio: {100 * max(run_total - op_total, 0) / run_total:.6g}%"]
+    lines += _table("Event Summary", ops)
+    if runs:
+        lines += _table("Run Summary", runs)
+    return "\n".join(lines)
+
+
+def write_chrome_trace(recorder: Recorder, path: str, rank: int = 0) -> None:
+    """The events as Chrome's trace-event JSON (complete events, microseconds)."""
+    base = min((e[2] for e in recorder.events), default=0)
+    events = [{"name": name, "cat": "run" if name in RUN_EVENTS else "op", "ph": "X",
+               "ts": (start - base) / 1e3, "dur": (end - start) / 1e3, "pid": rank,
+               "tid": thread} for name, thread, start, end in recorder.events]
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)

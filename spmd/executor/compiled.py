@@ -105,7 +105,7 @@ class CompiledProgram:
                         "training program once before the program that shares its variables")
             self._runner = DataParallelRunner(self._program, self._build_strategy,
                                               self._loss_name, self._resolve_places(executor.place),
-                                              scope, share)
+                                              scope, share, self._exec_strategy)
         return self._runner.run(scope, feed, fetch_names, return_numpy, return_merged)
 
 

@@ -52,9 +52,17 @@ def convert_feed(var, value, xp):
     return xp.ascontiguousarray(value)
 
 
-def split_feed(feed, num_places: int, tag: str = "") -> list[dict]:
+def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> list[dict]:
     """fluid's data-parallel feeding: a dict is split along dim 0 over the places (the
-    remainder going to the later places); a list of per-place dicts is used as it is."""
+    remainder going to the later places); a list of per-place dicts is used as it is. A name in
+    `replicated` (a persistable variable, such as a learning rate fed each step) is given whole
+    to every place, as fluid's ParallelExecutor does.
+
+    >>> [len(s["x"]) for s in split_feed({"x": np.zeros((5, 2))}, 2)]
+    [2, 3]
+    >>> [s["lr"].shape for s in split_feed({"lr": np.ones(1)}, 2, replicated={"lr"})]
+    [(1,), (1,)]
+    """
     if isinstance(feed, (list, tuple)):
         if len(feed) != num_places:
             raise FeedError(
@@ -66,6 +74,10 @@ def split_feed(feed, num_places: int, tag: str = "") -> list[dict]:
     shards: list[dict] = [{} for _ in range(num_places)]
     for name, value in feed.items():
         array = value if hasattr(value, "shape") else np.asarray(value)
+        if name in replicated:
+            for shard in shards:
+                shard[name] = array
+            continue
         n = array.shape[0] if array.ndim else 0
         if n < num_places:
             raise FeedError(

@@ -16,11 +16,13 @@ import numpy as np
 from ..comm.base import SelfCommunicator
 from ..comm.local import HierarchicalCommunicator, LocalGroup
 from ..comm.topology import detect
+from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
 from ..errors import CommunicationError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
+from ..passes.strategy import ExecutionStrategy, warn_unacted
 from .comm_context import CommContext, world_context
 from .feed import merge_fetches, split_feed
 from .fetch import as_fetched
@@ -65,9 +67,23 @@ def _state_comm(topology):
     return MPICommunicator(world().Dup())
 
 
+def _trained_loss(program, loss_name):
+    """`loss_name` when `program` has its backward pass; None for a test clone compiled with
+    the training loss's name (fluid runs it forward only, no gradient needed)."""
+    if loss_name is None or loss_name in program.grad_var_map:
+        return loss_name
+    if any(op.role is OpRole.LOSS for op in program.global_block().ops):
+        return loss_name  # a backward pass of another loss: build_data_parallel names it
+    return None
+
+
 class DataParallelRunner:
-    def __init__(self, program, build_strategy, loss_name, places, scope, share_from=None):
+    def __init__(self, program, build_strategy, loss_name, places, scope, share_from=None,
+                 exec_strategy=None):
         self.topology = detect()
+        self.exec_strategy = exec_strategy if exec_strategy is not None else ExecutionStrategy()
+        warn_unacted(build_strategy)
+        warn_unacted(self.exec_strategy)
         self.places = list(places)
         self.tag = self.topology.tag()
         nplaces, nprocs = len(self.places), self.topology.size
@@ -79,7 +95,7 @@ class DataParallelRunner:
         self.num_devices = nplaces * nprocs
         self._source = program  # as the user built it (whole optimizer state)
         self.program, self.layout = build_data_parallel(
-            program, build_strategy, self.num_devices, loss_name,
+            program, build_strategy, self.num_devices, _trained_loss(program, loss_name),
             flags().fuse_parameter_memory_size_mb)
         self.ranks = [self.topology.rank * nplaces + i for i in range(nplaces)]
         if share_from is not None:
@@ -207,7 +223,10 @@ class DataParallelRunner:
                 f"computes them; fetch the parameters (broadcast to every rank) or the loss")
         if not self._initialized:
             self._initialize()
-        shards = split_feed(feed, len(self.places), tag=f"{self.tag} ")
+        block = self.program.global_block()
+        shards = split_feed(feed, len(self.places), tag=f"{self.tag} ",
+                            replicated={n for n in _names(feed) if block.has_var(n)
+                                        and block.vars[n].persistable})
         key = (tuple(sorted(shards[0])), tuple(fetch_names))
         plans = self._plans.get(key)
         if plans is None:
@@ -215,10 +234,13 @@ class DataParallelRunner:
                           comm=self.contexts[i], rank=self.ranks[i], tag=self.tag)
                      for i in range(len(self.places))]
             self._plans[key] = plans
+        if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
+            return [None] * len(fetch_names)
         xp = self._xp()
         try:
-            results = self._run_on_places(
-                lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
+            for _ in range(max(1, self.exec_strategy.num_iteration_per_run)):
+                results = self._run_on_places(
+                    lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
         except Exception as e:
             if self.topology.size > 1:  # the other ranks went on to (or wait in) collectives
                 self._broken = f"a step failed here ({type(e).__name__})"
@@ -254,3 +276,10 @@ class DataParallelRunner:
             self._group.reset()
             raise first
         return results
+
+
+def _names(feed) -> list:
+    """The fed names of a dict feed or of a list of per-place dicts."""
+    if isinstance(feed, dict):
+        return list(feed)
+    return [n for f in feed if isinstance(f, dict) for n in f]

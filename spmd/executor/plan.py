@@ -6,12 +6,23 @@ scope only after every op succeeded, so a failed run leaves the scope as it was.
 """
 from __future__ import annotations
 
+from .. import profiler as _profiler
 from ..core.variable import Parameter, Variable
 from ..errors import CommunicationError, ExecutionError, FeedError, PreconditionError
 from ..kernels.registry import get_kernel
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
+
+# host ops whose output names the process: they get "[rank r/n] " (or "") as attrs["_rank_tag"]
+_RANK_TAGGED_OPS = frozenset({"print"})
+
+
+def _rank_tag() -> str:
+    from ..comm.topology import detect  # cached after the first call of the process
+
+    topology = detect()
+    return f"{topology.tag()} " if topology.size > 1 else ""
 
 
 class Step:
@@ -38,6 +49,7 @@ class Plan:
     def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag=""):
         block = program.global_block()
         self.tag = f"{tag} " if tag else ""  # "[rank r/n] " in multi-process runs
+        self._run_event = "Executor::Run" if rank is None else "ParallelExecutor::Run"
         self.block = block
         self.comm = comm
         self.fetch_names = list(fetch_names)
@@ -86,6 +98,8 @@ class Plan:
             if opdef.collective:
                 attrs["_comm"] = comm
                 self.has_collectives = True
+            if op.type in _RANK_TAGGED_OPS:
+                attrs["_rank_tag"] = _rank_tag()
             self.steps.append(Step(get_kernel(op.type), _bindings(op.inputs, opdef.input_slots),
                                    _bindings(op.outputs, opdef.output_slots), attrs,
                                    frozenset(op.outputs), tuple(frees_at.get(k, ())),
@@ -108,6 +122,9 @@ class Plan:
         return env
 
     def run(self, scope, feed: dict, xp, place):
+        rec = _profiler._active  # profiling off: this read is its whole cost
+        if rec is not None:
+            return self._run_profiled(rec, scope, feed, xp)
         try:
             env = self._inputs(scope, feed, xp)
         except (FeedError, PreconditionError) as e:
@@ -132,20 +149,74 @@ class Plan:
             if self.has_collectives:
                 self.comm.wait_all()  # outputs of collectives are complete before the commit
         except Exception as e:  # noqa: BLE001 - re-raised with the op named
-            if self.has_collectives:
-                _drain(self.comm)
-            if isinstance(e, CommunicationError):
-                raise  # already names the rank and the collective
-            i, op = step.where
-            shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
-                      if n in env and hasattr(env[n], "shape")}
-            raise ExecutionError(
-                f"{self.tag}op #{i} '{op.type}' failed: {type(e).__name__}: {e}\n  op: {op}\n"
-                f"  input shapes: {shapes}"
-            ) from e
+            error = self._failure(e, step, env)
+            if error is e:
+                raise
+            raise error from e
         for n in self.persist_writes:
             scope._assign(n, env[n])
         return [env[n] for n in self.fetch_names]
+
+    def _failure(self, e, step, env):
+        """The exception to raise for `e` raised by `step`: the op named, with its inputs."""
+        if self.has_collectives:
+            _drain(self.comm)
+        if isinstance(e, CommunicationError):
+            return e  # already names the rank and the collective
+        i, op = step.where
+        shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
+                  if n in env and hasattr(env[n], "shape")}
+        return ExecutionError(
+            f"{self.tag}op #{i} '{op.type}' failed: {type(e).__name__}: {e}\n  op: {op}\n"
+            f"  input shapes: {shapes}"
+        )
+
+    def _run_profiled(self, rec, scope, feed, xp):
+        """`run` with every op timed (fluid.profiler): events 'feed', one per op type,
+        'fetch', and the whole run. A second loop, so the unprofiled one stays as it was."""
+        now, thread = _profiler.now_ns, rec.thread_index()
+        start = now()
+        try:
+            env = self._inputs(scope, feed, xp)
+        except (FeedError, PreconditionError) as e:
+            if not self.tag:
+                raise
+            raise type(e)(f"{self.tag}{e}") from None
+        rec.record("feed", start, now(), thread)
+        step = None
+        try:
+            for step in self.steps:
+                t0 = now()
+                ins = {}
+                for slot, names, dup in step.ins:
+                    ins[slot] = [env[n] for n in names] if dup else env[names[0]]
+                res = step.fn(xp, ins, step.attrs, step.want)
+                for slot, names, dup in step.outs:
+                    if dup:
+                        for n, a in zip(names, res[slot]):
+                            env[n] = a
+                    else:
+                        env[names[0]] = res[slot]
+                for n in step.frees:
+                    del env[n]
+                rec.record(step.where[1].type, t0, now(), thread)
+            if self.has_collectives:
+                t0 = now()
+                self.comm.wait_all()
+                rec.record("wait_collectives", t0, now(), thread)
+        except Exception as e:  # noqa: BLE001 - re-raised with the op named
+            error = self._failure(e, step, env)
+            if error is e:
+                raise
+            raise error from e
+        t0 = now()
+        for n in self.persist_writes:
+            scope._assign(n, env[n])
+        fetched = [env[n] for n in self.fetch_names]
+        end = now()
+        rec.record("fetch", t0, end, thread)
+        rec.record(self._run_event, start, end, thread)
+        return fetched
 
 
 def _zeros_spec(var: Variable):

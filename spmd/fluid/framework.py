@@ -1,5 +1,11 @@
-"""fluid.framework: the IR classes and default programs."""
-from ..core import (  # noqa: F401
+"""fluid.framework: the IR classes and default programs, name_scope, require_version and
+in_dygraph_mode."""
+from __future__ import annotations
+
+import contextlib
+import re
+
+from ..core import (
     Block,
     Operator,
     Program,
@@ -10,8 +16,95 @@ from ..core import (  # noqa: F401
     switch_main_program,
     switch_startup_program,
 )
-from ..core.variable import Parameter  # noqa: F401
+from ..core.variable import Parameter
+from ..errors import InvalidArgumentError, PreconditionError
+
+# fluid 1.8 has these at its top level (from dygraph.base); fluid's face star-imports this
+# module's __all__, which is how they reach `fluid.enable_dygraph` and friends
+from .dygraph.base import disable_dygraph, disable_imperative, enable_dygraph, enable_imperative
 
 __all__ = ["Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
-           "default_startup_program", "program_guard", "switch_main_program",
-           "switch_startup_program"]
+           "default_startup_program", "disable_dygraph", "disable_imperative", "enable_dygraph",
+           "enable_imperative", "in_dygraph_mode", "name_scope", "program_guard",
+           "require_version", "switch_main_program", "switch_startup_program"]
+
+# the fluid version spmd's API follows: programs written for fluid <= 1.8 run
+FLUID_VERSION = "1.8.5"
+
+_scope_path: list[str] = []  # the names of the open name_scopes, outermost first
+_scope_children: dict[tuple, dict[str, int]] = {}  # parent path -> child name -> times used
+
+
+@contextlib.contextmanager
+def name_scope(prefix: str | None = None):
+    """Group the ops built inside: each gets the attribute `op_namescope` '/outer/inner/'
+    (a name used again under the same parent becomes name_1, name_2, ... as in fluid).
+
+    >>> import spmd.fluid as fluid
+    >>> with fluid.name_scope("encoder"):
+    ...     pass
+    """
+    if not prefix:
+        raise InvalidArgumentError("name_scope: the prefix must be a non-empty string")
+    parent = tuple(_scope_path)
+    used = _scope_children.setdefault(parent, {})
+    count = used.get(prefix, 0)
+    used[prefix] = count + 1
+    _scope_path.append(prefix if count == 0 else f"{prefix}_{count}")
+    path = "/" + "/".join(_scope_path) + "/"
+    programs = (default_main_program(), default_startup_program())
+    before = [{id(op) for block in p.blocks for op in block.ops} for p in programs]
+    try:
+        yield
+    finally:
+        _scope_path.pop()
+        # the ops appended meanwhile; an inner scope has already named its own ones
+        for program, seen in zip(programs, before):
+            for block in program.blocks:
+                for op in block.ops:
+                    if id(op) not in seen and "op_namescope" not in op.attrs:
+                        op._set_attr("op_namescope", path)
+
+
+def in_dygraph_mode() -> bool:
+    """Whether fluid's dygraph mode is on: never, spmd runs static programs.
+
+    >>> in_dygraph_mode()
+    False
+    """
+    return False
+
+
+def _version_parts(version, what: str) -> list[int]:
+    if not isinstance(version, str):
+        raise TypeError(f"The type of '{what}' in require_version must be str, but received "
+                        f"{type(version).__name__}")
+    match = re.match(r"\d+(\.\d+){0,3}", version)
+    if match is None or match.group() != version:
+        raise InvalidArgumentError(
+            f"The value of '{what}' in require_version must be in format '\\d+(\\.\\d+){{0,3}}'"
+            f", like '1.5.2.0', but received {version}")
+    parts = [int(p) for p in version.split(".")]
+    return parts + [0] * (4 - len(parts))
+
+
+def require_version(min_version: str, max_version: str | None = None) -> None:
+    """Check that the program's fluid version range admits the fluid spmd speaks (1.8.5):
+    programs for fluid <= 1.8 run; one that needs a later fluid is refused with the reason.
+
+    >>> require_version("1.6.0")
+    >>> require_version("1.5", "1.8.5")
+    """
+    low = _version_parts(min_version, "min_version")
+    high = None if max_version is None else _version_parts(max_version, "max_version")
+    have = _version_parts(FLUID_VERSION, "installed")
+    if high is not None and not low <= have <= high:
+        raise PreconditionError(
+            f"VersionError: PaddlePaddle version in [{min_version}, {max_version}] required, "
+            f"but {FLUID_VERSION} installed: spmd runs fluid {FLUID_VERSION} programs; a "
+            f"program for another fluid version range may use names spmd does not have")
+    if low > have:
+        raise PreconditionError(
+            f"VersionError: PaddlePaddle version {min_version} or higher is required, but "
+            f"{FLUID_VERSION} installed: spmd speaks fluid {FLUID_VERSION}'s API (fluid <= 1.8 "
+            f"programs run); lower the program's requirement if it uses only fluid 1.8 names")

@@ -1,1 +1,4 @@
-"""placeholder (issue 8)."""
+"""fluid.incubate: fleet's collective mode (`fluid.incubate.fleet.collective`)."""
+from . import fleet
+
+__all__ = ["fleet"]

@@ -1,0 +1,178 @@
+"""fleet's collective mode of fluid 1.6-1.8 (`paddle.fluid.incubate.fleet.collective`): the
+optimizer is minimized as usual, then the program is compiled data-parallel on spmd's engine,
+exactly as `CompiledProgram(main).with_data_parallel(loss_name=...)` would, with the strategy
+as its BuildStrategy and the role's trainer count and id.
+
+>>> # fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
+>>> # opt = fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), DistributedStrategy())
+>>> # opt.minimize(loss); exe.run(fleet.startup_program); exe.run(fleet.main_program, feed=...)
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+from ..core import default_startup_program
+from ..errors import InvalidArgumentError
+from ..passes.strategy import BuildStrategy, ExecutionStrategy
+from .base import FleetBase, bind_compiled, compile_data_parallel
+
+__all__ = ["Collective", "CollectiveOptimizer", "DistributedStrategy", "fleet"]
+
+
+@dataclass
+class DistributedStrategy(BuildStrategy):
+    """fluid 1.x's fleet strategy: a BuildStrategy plus the collective options.
+
+    `mode` 'nccl2' (default) and 'collective' with collective_mode 'grad_allreduce' both train
+    data-parallel with summed gradients; local SGD and distributed FC are refused by name;
+    `forward_recompute` and `use_amp` are accepted and warned about (spmd neither recomputes
+    nor casts to float16).
+
+    >>> s = DistributedStrategy()
+    >>> s.nccl_comm_num
+    1
+    """
+
+    use_local_sgd: bool = False
+    use_dist_fc: bool = False
+    dist_fc_config: object = None
+    mode: str = "nccl2"
+    collective_mode: str | None = None
+    forward_recompute: bool = False
+    recompute_checkpoints: list = field(default_factory=list)
+    use_amp: bool = False
+    amp_loss_scaling: float = 2.0 ** 15
+    exec_strategy: ExecutionStrategy = field(default_factory=ExecutionStrategy)
+    _ut4grad_allreduce: bool = False
+
+
+def check_strategy(strategy: DistributedStrategy):
+    """Refuse what spmd cannot train; warn about what it accepts without acting on."""
+    if strategy.use_local_sgd or strategy.collective_mode == "local_sgd":
+        raise InvalidArgumentError(
+            "DistributedStrategy: local SGD (use_local_sgd / collective_mode='local_sgd') is "
+            "not available in spmd; leave it off to average gradients every step")
+    if strategy.use_dist_fc:
+        raise InvalidArgumentError(
+            "DistributedStrategy.use_dist_fc: the distributed (model-parallel) fc is not "
+            "available in spmd; use fluid.layers.fc, which trains data-parallel")
+    if strategy.mode not in ("nccl2", "collective"):
+        raise InvalidArgumentError(
+            f"DistributedStrategy.mode must be 'nccl2' or 'collective', got {strategy.mode!r}")
+    if strategy.collective_mode not in (None, "grad_allreduce"):
+        raise InvalidArgumentError(
+            f"DistributedStrategy.collective_mode must be None or 'grad_allreduce', got "
+            f"{strategy.collective_mode!r}")
+    if not isinstance(strategy.recompute_checkpoints, list):
+        raise InvalidArgumentError("DistributedStrategy.recompute_checkpoints must be a list")
+    if strategy.forward_recompute:
+        if not strategy.recompute_checkpoints:
+            raise InvalidArgumentError(
+                "DistributedStrategy.forward_recompute=True needs recompute_checkpoints "
+                "(the variables to keep)")
+        warnings.warn("DistributedStrategy.forward_recompute is accepted but not acted on by "
+                      "spmd: activations are kept, not recomputed (same numbers, more memory)",
+                      stacklevel=3)
+    if strategy.use_amp:
+        warnings.warn("DistributedStrategy.use_amp is accepted but not acted on by spmd: the "
+                      "program trains in its own dtype, without float16 casts or loss scaling",
+                      stacklevel=3)
+
+
+class CollectiveOptimizer:
+    """What fleet.distributed_optimizer returns: minimize() trains `optimizer` data-parallel.
+
+    >>> # CollectiveOptimizer(fluid.optimizer.SGD(0.1), DistributedStrategy()).minimize(loss)
+    """
+
+    def __init__(self, optimizer, strategy: DistributedStrategy | None = None, owner=None):
+        if strategy is None:
+            strategy = DistributedStrategy()
+        if not isinstance(strategy, DistributedStrategy):
+            raise InvalidArgumentError(
+                f"strategy must be a fleet DistributedStrategy, got {type(strategy).__name__}")
+        self._optimizer = optimizer
+        self._strategy = strategy
+        self._fleet = owner if owner is not None else fleet
+
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
+                 callbacks=None):
+        """The wrapped optimizer's backward (params_grads), without compiling."""
+        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set,
+                                        callbacks)
+
+    def apply_gradients(self, params_grads):
+        """The wrapped optimizer's update ops for `params_grads`."""
+        return self._optimizer.apply_gradients(params_grads)
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        """Minimize `loss`, then set fleet.main_program (a data-parallel CompiledProgram) and
+        fleet.startup_program. Returns (optimize ops, params_grads) as the optimizer does."""
+        owner, strategy = self._fleet, self._strategy
+        owner._check_initialized()
+        check_strategy(strategy)
+        main = loss.block.program
+        startup = default_startup_program() if startup_program is None else startup_program
+        result = self._optimizer.minimize(loss, startup_program=startup,
+                                          parameter_list=parameter_list,
+                                          no_grad_set=no_grad_set)
+        owner.startup_program = startup
+        owner._origin_program = main.clone(for_test=False)
+        owner._transpiled_program = main
+        compiled = compile_data_parallel(owner, main, startup, loss, strategy,
+                                         strategy.exec_strategy)
+        bind_compiled(main, compiled, run=strategy.mode == "collective")
+        owner.main_program = compiled
+        return result
+
+
+class Collective(FleetBase):
+    """fluid 1.x's `fleet` in collective mode: every process is a worker.
+
+    >>> isinstance(fleet, Collective)
+    True
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.startup_program = None
+        self.main_program = None
+        self._origin_program = None
+
+    def init(self, role_maker=None):
+        """Take this process's role (a collective role maker; default PaddleCloudRoleMaker)."""
+        from .role_maker import PaddleCloudRoleMaker
+
+        super().init(role_maker if role_maker is not None
+                     else PaddleCloudRoleMaker(is_collective=True))
+
+    def distributed_optimizer(self, optimizer, strategy=None) -> CollectiveOptimizer:
+        """Wrap `optimizer` so that minimize() trains data-parallel over every worker."""
+        self._optimizer = CollectiveOptimizer(optimizer, strategy, owner=self)
+        return self._optimizer
+
+    def init_worker(self):
+        """Parameter-server mode only: warns, as fluid does in collective mode."""
+        warnings.warn("fleet.init_worker is for parameter-server mode; collective mode needs "
+                      "no call", stacklevel=2)
+
+    def run_worker(self, main_programs=None, scopes=None):
+        """Parameter-server mode only: warns, as fluid does in collective mode."""
+        warnings.warn("fleet.run_worker is for parameter-server mode", stacklevel=2)
+
+    def init_server(self, model_dir=None):
+        """Parameter-server mode only: warns, as fluid does in collective mode."""
+        warnings.warn("fleet.init_server is for parameter-server mode", stacklevel=2)
+
+    def run_server(self):
+        """Parameter-server mode only: warns, as fluid does in collective mode."""
+        warnings.warn("fleet.run_server is for parameter-server mode", stacklevel=2)
+
+    def stop_worker(self):
+        """Parameter-server mode only: warns, as fluid does in collective mode."""
+        warnings.warn("fleet.stop_worker is for parameter-server mode; collective mode needs "
+                      "no call", stacklevel=2)
+
+
+fleet = Collective()

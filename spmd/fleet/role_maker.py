@@ -1,0 +1,157 @@
+"""Role makers of fleet's collective mode: who this worker is and who its peers are.
+
+In collective mode every process is a worker. PaddleCloudRoleMaker reads fluid's PADDLE_*
+contract (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS,
+PADDLE_CURRENT_ENDPOINT); under a plain `mpirun -n 4 python train.py` with none set, the MPI
+rank and size stand in (spmd's topology cross-checks the two when both are there).
+"""
+from __future__ import annotations
+
+from ..comm.topology import detect
+from ..errors import InvalidArgumentError
+
+__all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker"]
+
+_BASE_PORT = 6170  # placeholder endpoints when none are given: spmd talks MPI, not sockets
+
+
+class Role:
+    """fluid's role ids."""
+
+    WORKER = 1
+    SERVER = 2
+
+
+class RoleMakerBase:
+    """A process's role; fleet.init(role) calls generate_role() once."""
+
+    def __init__(self):
+        self._worker_endpoints: list[str] = []
+        self._server_endpoints: list[str] = []
+        self._current_id = 0
+        self._trainers_num = 1
+        self._role_is_generated = False
+
+    def generate_role(self):
+        """Work out the role (once); the queries below call it when needed."""
+        self._role_is_generated = True
+
+    def _generated(self):
+        if not self._role_is_generated:
+            self.generate_role()
+        return self
+
+    def is_worker(self) -> bool:
+        """Collective mode: every process is a worker."""
+        return True
+
+    def is_server(self) -> bool:
+        """Collective mode has no parameter servers."""
+        return False
+
+    def is_first_worker(self) -> bool:
+        """Whether this is worker 0 (the one that saves, by convention)."""
+        return self._generated()._current_id == 0
+
+    def worker_index(self) -> int:
+        """This worker's id, 0 .. worker_num() - 1 (its rank)."""
+        return self._generated()._current_id
+
+    def worker_num(self) -> int:
+        """How many workers the job has."""
+        return self._generated()._trainers_num
+
+    def server_index(self) -> int:
+        """As fluid: the current id (collective mode has no servers)."""
+        return self._generated()._current_id
+
+    def get_trainer_endpoints(self) -> list[str]:
+        """Every worker's 'ip:port', in id order."""
+        return list(self._generated()._worker_endpoints)
+
+    def get_pserver_endpoints(self) -> list[str]:
+        """Parameter-server endpoints: none in collective mode."""
+        return list(self._generated()._server_endpoints)
+
+    def to_string(self) -> str:
+        """A one-line description of the role."""
+        return (f"role: worker, current_id: {self.worker_index()}, worker_endpoints: "
+                f"{self.get_trainer_endpoints()}")
+
+    def barrier_worker(self):
+        """Wait for every worker (an MPI barrier in a multi-process job)."""
+        if detect().size > 1:
+            from ..comm.mpi import world
+
+            world().Barrier()
+
+    barrier_all = barrier_worker
+
+
+class PaddleCloudRoleMaker(RoleMakerBase):
+    """fluid's role maker for jobs started by a launcher (paddle-launch, mpirun, srun).
+
+    Only collective mode (`is_collective=True`) is available: parameter-server roles
+    (TRAINING_ROLE=PSERVER) are refused with the reason.
+
+    >>> role = PaddleCloudRoleMaker(is_collective=True)
+    >>> role.worker_num() >= 1
+    True
+    """
+
+    def __init__(self, is_collective: bool = False, **kwargs):
+        super().__init__()
+        self._is_collective = is_collective
+        self._kwargs = kwargs  # 2.x passes e.g. path=...; none changes a collective role
+
+    def generate_role(self):
+        """Read the role from PADDLE_* or MPI (checked against each other by spmd)."""
+        if self._role_is_generated:
+            return
+        if not self._is_collective:
+            raise InvalidArgumentError(
+                "PaddleCloudRoleMaker(is_collective=False) makes parameter-server roles, which "
+                "spmd does not run; use PaddleCloudRoleMaker(is_collective=True) with "
+                "`from paddle.fluid.incubate.fleet.collective import fleet` (data parallel "
+                "over MPI / NCCL)")
+        topology = detect()  # PADDLE_* when set, else the MPI world; checked against each other
+        self._current_id = topology.rank
+        self._trainers_num = topology.size
+        self._worker_endpoints = list(topology.endpoints) or [
+            f"127.0.0.1:{_BASE_PORT + i}" for i in range(topology.size)]
+        self._current_endpoint = (topology.current_endpoint
+                                  or self._worker_endpoints[topology.rank])
+        self._role_is_generated = True
+
+
+class UserDefinedCollectiveRoleMaker(RoleMakerBase):
+    """Collective roles given by hand: this worker's id and every worker's endpoint.
+
+    >>> role = UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"])
+    >>> role.worker_num()
+    1
+    """
+
+    def __init__(self, current_id: int = 0, worker_endpoints=None):
+        super().__init__()
+        if not isinstance(worker_endpoints, list):
+            raise InvalidArgumentError(
+                f"worker_endpoints must be a list of 'ip:port' strings, got "
+                f"{type(worker_endpoints).__name__}")
+        if not worker_endpoints:
+            raise InvalidArgumentError("worker_endpoints must name at least one worker")
+        if len(set(worker_endpoints)) != len(worker_endpoints):
+            raise InvalidArgumentError(f"worker_endpoints has duplicates: {worker_endpoints}")
+        if not all(isinstance(e, str) for e in worker_endpoints):
+            raise InvalidArgumentError("every entry of worker_endpoints must be a string")
+        if not isinstance(current_id, int) or isinstance(current_id, bool):
+            raise InvalidArgumentError(
+                f"current_id must be an int, got {type(current_id).__name__}")
+        if not 0 <= current_id < len(worker_endpoints):
+            raise InvalidArgumentError(
+                f"current_id={current_id} must be in [0, {len(worker_endpoints) - 1}] "
+                f"(one id per entry of worker_endpoints)")
+        self._current_id = current_id
+        self._worker_endpoints = list(worker_endpoints)
+        self._trainers_num = len(worker_endpoints)
+        self._role_is_generated = True

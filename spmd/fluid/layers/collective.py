@@ -1,0 +1,75 @@
+"""fluid.layers.collective: the private collective helpers fluid 1.x programs and tests call
+(_allreduce, _broadcast, _c_allreduce, _c_broadcast, _c_sync_comm_stream), as ops on spmd's
+communicator: inside a program run by several ranks they sum or broadcast across the ranks.
+
+>>> import spmd.fluid as fluid
+>>> from spmd.fluid.layers import collective
+>>> with fluid.program_guard(fluid.Program()):
+...     x = fluid.data("x", [2], "float32")
+...     total = collective._c_allreduce(x)
+"""
+from __future__ import annotations
+
+from ...core.variable import Variable
+from ...errors import InvalidArgumentError
+from ...layers.helper import LayerHelper
+
+__all__: list[str] = []  # fluid keeps these private: reached as collective._name
+
+
+def _check(x, where: str):
+    if not isinstance(x, Variable):
+        raise InvalidArgumentError(f"{where}: x must be a Variable, got {type(x).__name__}")
+
+
+def _only_sum(reduce_type: str, where: str):
+    if reduce_type != "sum":
+        raise InvalidArgumentError(
+            f"{where}: reduce_type={reduce_type!r} is not available in spmd, whose collectives "
+            f"sum; use reduce_type='sum'")
+
+
+def _sum_op(x, out, ring_id: int, use_calc_stream: bool, where: str):
+    helper = LayerHelper(where)
+    if out is None:
+        out = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op("c_allreduce_sum", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"ring_id": ring_id, "use_calc_stream": use_calc_stream})
+    return out
+
+
+def _allreduce(x, out=None, reduce_type="sum", sync_mode=False):
+    """The sum of `x` over every rank, into `out` (a new variable when None)."""
+    _check(x, "_allreduce")
+    _only_sum(reduce_type, "_allreduce")
+    return _sum_op(x, out, 0, bool(sync_mode), "allreduce")
+
+
+def _broadcast(x, root, sync_mode=False):
+    """Rank `root`'s `x` into every rank's `x`; returns x."""
+    return _c_broadcast(x, root=root, use_calc_stream=bool(sync_mode))
+
+
+def _c_allreduce(x, out=None, reduce_type="sum", ring_id=0, use_calc_stream=False):
+    """The sum of `x` over every rank of ring `ring_id` (spmd has ring 0, the whole job)."""
+    _check(x, "_c_allreduce")
+    _only_sum(reduce_type, "_c_allreduce")
+    return _sum_op(x, out, ring_id, use_calc_stream, "c_allreduce")
+
+
+def _c_broadcast(x, root=0, ring_id=0, use_calc_stream=False):
+    """Rank `root`'s `x` into every rank's `x`; returns x."""
+    _check(x, "_c_broadcast")
+    LayerHelper("c_broadcast").append_op(
+        "c_broadcast", inputs={"X": [x]}, outputs={"Out": [x]},
+        attrs={"root": root, "ring_id": ring_id, "use_calc_stream": use_calc_stream})
+    return x
+
+
+def _c_sync_comm_stream(x, ring_id):
+    """Wait until the collectives issued so far have finished; returns x."""
+    _check(x, "_c_sync_comm_stream")
+    LayerHelper("c_sync_comm_stream").append_op(
+        "c_sync_comm_stream", inputs={"X": [x]}, outputs={"Out": [x]},
+        attrs={"ring_id": ring_id})
+    return x

@@ -94,7 +94,8 @@ def test_timeout_names_the_op_instead_of_hanging(comm):
         pytest.skip("needs a second rank that stays away")  # still passes at -n 1 as a file
     side = MPICommunicator(world().Dup(), timeout_s=1.0)
     if comm.rank != 0:
-        with pytest.raises(CommunicationError, match=r"\[rank \d+/\d+\] allreduce did not complete"):
+        timed_out = r"\[rank \d+/\d+\] allreduce did not complete"
+        with pytest.raises(CommunicationError, match=timed_out):
             side.allreduce(np.ones(2))
     comm.barrier()
     if comm.rank == 0:  # join late, completing the others' pending allreduce

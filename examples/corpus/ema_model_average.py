@@ -23,7 +23,7 @@ TRAINERS = int(os.getenv("PADDLE_TRAINERS_NUM", "1"))
 
 
 def net(x, label):
-    hidden = fluid.layers.fc(input=x, size=32)
+    hidden = fluid.layers.fc(input=x, size=32, bias_attr=False)  # batch_norm adds the bias
     hidden = fluid.layers.batch_norm(input=hidden, act="relu")
     logits = fluid.layers.fc(input=hidden, size=5)
     loss = fluid.layers.softmax_with_cross_entropy(logits=logits, label=label)

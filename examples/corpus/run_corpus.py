@@ -25,7 +25,8 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-RTOL, ATOL = 2e-4, 2e-6  # float32 sums taken in another order, a few steps deep
+# float32 sums taken in another order, a few steps deep: relative to each tensor's own scale
+RTOL = 2e-4
 
 
 def programs(directory: pathlib.Path = HERE) -> list[pathlib.Path]:
@@ -72,7 +73,8 @@ def compare(one: pathlib.Path, two: pathlib.Path) -> str:
     for name in a:
         if a[name].shape != b[name].shape:
             return f"{name}: shape {a[name].shape} vs {b[name].shape}"
-        if not np.allclose(a[name], b[name], rtol=RTOL, atol=ATOL):
+        scale = float(np.max(np.abs(a[name]))) if a[name].size else 0.0
+        if not np.allclose(a[name], b[name], rtol=RTOL, atol=RTOL * max(scale, 1e-2)):
             worst = float(np.max(np.abs(a[name].astype("float64") - b[name])))
             return f"{name}: 1 process and 2 ranks differ (max abs diff {worst:.3g})"
     return ""

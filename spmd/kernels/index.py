@@ -233,3 +233,62 @@ def hash_(xp, ins, attrs, want):
         for s in range(k):
             out[i, s, 0] = xxh64(data, s) % mod
     return {"Out": xp.asarray(out.reshape(x.shape[:-1] + (k, 1)))}
+
+
+# -- beam search and attention masks ---------------------------------------------------------
+@kernel("gather_tree")
+def gather_tree(xp, ins, attrs, want):
+    """Backtrace beam search: walk each final beam's parents from the last step to the first,
+    collecting the id chosen at each step. Ids and Parents are [max_time, batch, beam]."""
+    ids, parents = ins["Ids"], ins["Parents"]
+    beam = ids.shape[2]
+    if parents.size and bool(((parents < 0) | (parents >= beam)).any()):
+        raise InvalidArgumentError(
+            f"gather_tree: Parents must hold beam indices in [0, {beam - 1}] (beam_size "
+            f"{beam}), got values outside")
+    out = xp.empty_like(ids)
+    if ids.shape[0] == 0:
+        return {"Out": out}
+    out[-1] = ids[-1]
+    parent = parents[-1].astype(np.int64)
+    for step in range(ids.shape[0] - 2, -1, -1):
+        out[step] = xp.take_along_axis(ids[step], parent, axis=1)
+        parent = xp.take_along_axis(parents[step], parent, axis=1).astype(np.int64)
+    return {"Out": out}
+
+
+def _focus_mask(t):
+    """The greedy focus of a 2-D matrix: take the largest value, then the largest one in a
+    row and a column both still free, and so on, min(rows, cols) times."""
+    rows, cols = t.shape
+    mask = np.zeros(t.shape, dtype=bool)
+    row_free, col_free = np.ones(rows, bool), np.ones(cols, bool)
+    picked = 0
+    for flat in np.argsort(-t, axis=None, kind="stable"):
+        r, c = divmod(int(flat), cols)
+        if row_free[r] and col_free[c]:
+            mask[r, c] = True
+            row_free[r] = col_free[c] = False
+            picked += 1
+            if picked == min(rows, cols):
+                break
+    return mask
+
+
+@kernel("similarity_focus")
+def similarity_focus(xp, ins, attrs, want):
+    """For each sample, the OR over `indexes` of the focus of X's slice at that index along
+    `axis`, broadcast back along `axis`."""
+    x = _host(ins["X"])
+    axis, size = attrs["axis"], x.shape[attrs["axis"]]
+    bad = [i for i in attrs["indexes"] if not 0 <= i < size]
+    if bad:
+        raise InvalidArgumentError(
+            f"similarity_focus: indexes {bad} are outside X's dim {axis} of size {size}")
+    out = np.zeros(x.shape, dtype=x.dtype)
+    for b in range(x.shape[0]):
+        mask = np.zeros(np.delete(x.shape[1:], axis - 1), dtype=bool)
+        for i in attrs["indexes"]:
+            mask |= _focus_mask(np.take(x[b], i, axis=axis - 1))
+        out[b] = np.broadcast_to(np.expand_dims(mask, axis - 1), x.shape[1:])
+    return {"Out": xp.asarray(out)}

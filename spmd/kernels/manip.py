@@ -1,4 +1,4 @@
-"""Kernels: cropping, padding, tiling, flipping, stacking, strided slicing, triangles."""
+"""Kernels: cropping, padding, tiling, flipping, stacking, strided slicing, triangles, cvm."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +11,9 @@ from .tensor import _scatter_add, ints_of, slice_bounds
 
 # -- cropping --------------------------------------------------------------------------------
 def _crop_box(ins, attrs, x_shape, shape_slot: str, list_slot: str | None):
-    """(offsets, sizes) of a crop: tensors win over attributes; -1 (or 0 from a tensor list
-    placeholder) in the size keeps the rest of X's dim after the offset."""
+    """(offsets, sizes) of a crop: tensors win over attributes. crop_tensor: -1 in the size
+    keeps the rest of X's dim after the offset. crop (list_slot None): -1 may stand only in
+    dim 0 and means X's dim 0, the batch size, whatever the offset (fluid 1.8's rule)."""
     if ins.get("Offsets") is not None:
         offsets = ints_of(ins["Offsets"])
     elif ins.get("OffsetsTensor"):
@@ -26,13 +27,26 @@ def _crop_box(ins, attrs, x_shape, shape_slot: str, list_slot: str | None):
         sizes = [ints_of(t)[0] for t in ins[list_slot]]
     else:
         sizes = list(attrs["shape"])
-    sizes = [d - o if s == -1 else s for s, d, o in zip(sizes, x_shape, offsets)]
+    if list_slot is None:
+        sizes = _crop_batch_size(sizes, x_shape)
+    else:
+        sizes = [d - o if s == -1 else s for s, d, o in zip(sizes, x_shape, offsets)]
     for i, (o, s, d) in enumerate(zip(offsets, sizes, x_shape)):
         if o < 0 or s <= 0 or o + s > d:
             raise InvalidArgumentError(
                 f"crop: dim {i} takes [{o}, {o + s}) of a dim of size {d}: offsets {offsets} "
                 f"and shape {sizes} must fit inside X {list(x_shape)}")
     return tuple(slice(o, o + s) for o, s in zip(offsets, sizes))
+
+
+def _crop_batch_size(sizes, x_shape):
+    bad = [i for i, s in enumerate(sizes) if s == -1 and i > 0]
+    if bad:
+        raise InvalidArgumentError(
+            f"crop: shape {sizes} holds -1 in dim {bad[0]}; crop takes -1 only in dim 0 (the "
+            f"batch size of X {list(x_shape)}): give the size, or use crop_tensor, whose -1 "
+            f"keeps the rest of a dim")
+    return [x_shape[0] if i == 0 and s == -1 else s for i, s in enumerate(sizes)]
 
 
 @kernel("crop")
@@ -312,3 +326,33 @@ def shape(xp, ins, attrs, want):
 @kernel("size")
 def size(xp, ins, attrs, want):
     return {"Out": xp.asarray([ins["Input"].size], dtype=np.int64)}
+
+
+# -- CTR features ----------------------------------------------------------------------------
+@kernel("cvm")
+def cvm(xp, ins, attrs, want):
+    """use_cvm: Y = X with column 0 -> log(show + 1) and column 1 -> log(click + 1) -
+    log(show + 1); otherwise Y = X without its first two columns."""
+    x = ins["X"]
+    if not attrs["use_cvm"]:
+        return {"Y": x[:, 2:].copy()}
+    y = x.copy()
+    log_show = xp.log(x[:, 0] + 1)
+    y[:, 0] = log_show
+    y[:, 1] = xp.log(x[:, 1] + 1) - log_show
+    return {"Y": y}
+
+
+@kernel("cvm_grad")
+def cvm_grad(xp, ins, attrs, want):
+    """fluid's rule, not the derivative: X@GRAD carries Y@GRAD in the embedding columns and
+    the row's show and click (from CVM) in the first two."""
+    x, cvm_, dy = ins["X"], ins["CVM"], ins["Y@GRAD"]
+    if cvm_.shape[0] != x.shape[0]:
+        raise InvalidArgumentError(
+            f"cvm_grad: CVM has {cvm_.shape[0]} rows but X has {x.shape[0]}: give one "
+            f"(show, click) row per row of X")
+    dx = xp.empty(x.shape, dtype=dy.dtype)
+    dx[:, 2:] = dy[:, 2:] if attrs["use_cvm"] else dy
+    dx[:, :2] = cvm_[:, :2]
+    return {"X@GRAD": dx}

@@ -184,9 +184,16 @@ def unsqueeze2(xp, ins, attrs, want):
 
 
 # -- joining and cutting ---------------------------------------------------------------------
+def _concat_axis(ins, attrs) -> int:
+    """The concat axis: AxisTensor's value when given (read at run time), else the attr."""
+    if ins.get("AxisTensor") is not None:
+        return ints_of(ins["AxisTensor"])[0]
+    return attrs["axis"]
+
+
 @kernel("concat")
 def concat(xp, ins, attrs, want):
-    return {"Out": xp.concatenate(ins["X"], axis=attrs["axis"])}
+    return {"Out": xp.concatenate(ins["X"], axis=_concat_axis(ins, attrs))}
 
 
 def _split_points(sizes):
@@ -200,7 +207,7 @@ def _split_points(sizes):
 @kernel("concat_grad")
 def concat_grad(xp, ins, attrs, want):
     xs, dout = ins["X"], ins["Out@GRAD"]
-    axis = attrs["axis"] % dout.ndim
+    axis = _concat_axis(ins, attrs) % dout.ndim
     pieces = xp.split(dout, _split_points([x.shape[axis] for x in xs]), axis=axis)
     return {"X@GRAD": [p.copy() for p in pieces]}
 

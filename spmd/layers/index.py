@@ -1,4 +1,5 @@
-"""fluid.layers: gathering, scattering and finding elements by index.
+"""fluid.layers: gathering, scattering and finding elements by index; beam-search backtrace
+(gather_tree) and similarity focus masks.
 
 >>> # out = gather_nd(x, index)   # x [3, 4], index [2, 2] (int) -> out [2]
 """
@@ -10,8 +11,9 @@ from .helper import LayerHelper, check_variable
 from .tensor import fill_constant, slice
 
 __all__ = [
-    "gather_nd", "hash", "index_sample", "index_select", "multiplex", "nonzero", "scatter",
-    "scatter_nd", "scatter_nd_add", "shard_index", "unique", "unique_with_counts", "where",
+    "gather_nd", "gather_tree", "hash", "index_sample", "index_select", "multiplex", "nonzero",
+    "scatter", "scatter_nd", "scatter_nd_add", "shard_index", "similarity_focus", "unique",
+    "unique_with_counts", "where",
 ]
 
 _IDS = {"int32", "int64"}
@@ -190,3 +192,36 @@ def hash(input, hash_size, num_hash=1, name=None):  # noqa: A001 - fluid's name
     return _op("hash", "hash", {"X": [input]},
                {"num_hash": int(num_hash), "mod_by": int(hash_size)}, dtype="int64",
                stop_gradient=True, name=name)
+
+
+def gather_tree(ids, parents):
+    """The full sequences of a beam search: from the last step back to the first, each beam
+    follows its parents and collects the id chosen at each step. ids and parents are int
+    Variables of shape [max_time, batch_size, beam_size]; the result has ids' shape and dtype.
+
+    >>> # ids     = [[[2, 2], [6, 1]], [[3, 9], [6, 1]], [[0, 1], [9, 0]]]
+    >>> # parents = [[[0, 0], [1, 1]], [[1, 0], [1, 0]], [[0, 0], [0, 1]]]
+    >>> # gather_tree(ids, parents) -> [[[2, 2], [1, 6]], [[3, 3], [6, 1]], [[0, 1], [9, 0]]]
+    """
+    check_variable(ids, "ids", "gather_tree", dtypes=_IDS)
+    check_variable(parents, "parents", "gather_tree", dtypes=_IDS)
+    return _op("gather_tree", "gather_tree", {"Ids": [ids], "Parents": [parents]},
+               stop_gradient=True)
+
+
+def similarity_focus(input, axis, indexes, name=None):
+    """A 0/1 mask shaped like the 4-D `input`: for each sample and each index in `indexes`,
+    the slice input[:, ..index at `axis`..] (a 2-D matrix) marks its largest value, then the
+    largest one in a free row and a free column, and so on; the marks of all indexes are
+    OR-ed and broadcast back along `axis` (1, 2 or 3).
+
+    >>> # similarity_focus(x [N, 3, 2, 2], axis=1, indexes=[0])  -> [N, 3, 2, 2] of 0 and 1
+    """
+    check_variable(input, "input", "similarity_focus", dtypes={"float32", "float64"})
+    if isinstance(axis, bool) or not isinstance(axis, int) or axis not in (1, 2, 3):
+        raise InvalidArgumentError(f"similarity_focus: axis must be 1, 2 or 3, got {axis!r}")
+    if not isinstance(indexes, list) or not indexes:
+        raise InvalidArgumentError(
+            f"similarity_focus: indexes must be a non-empty list of ints, got {indexes!r}")
+    return _op("similarity_focus", "similarity_focus", {"X": [input]},
+               {"axis": axis, "indexes": indexes}, name=name)

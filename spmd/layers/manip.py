@@ -1,5 +1,6 @@
 """fluid.layers: cropping, padding, tiling, flipping, stacking, strided slicing and shape
-queries (the nn.py part of fluid 1.8's tensor manipulation).
+queries (the nn.py part of fluid 1.8's tensor manipulation), and the CTR show/click features
+(continuous_value_model).
 
 >>> # y = expand(x, expand_times=[1, 3])   # x [N, 2] -> y [N, 6]
 """
@@ -11,9 +12,9 @@ from .helper import LayerHelper, check_variable
 from .tensor import _int_list, assign, int_tensor_inputs, reshape
 
 __all__ = [
-    "crop", "crop_tensor", "diag_embed", "expand", "expand_as", "flip", "meshgrid", "pad",
-    "pad2d", "pad_constant_like", "rank", "roll", "shape", "size", "stack", "strided_slice",
-    "unstack",
+    "continuous_value_model", "crop", "crop_tensor", "diag_embed", "expand", "expand_as", "flip",
+    "meshgrid", "pad", "pad2d", "pad_constant_like", "rank", "roll", "shape", "size", "stack",
+    "strided_slice", "unstack",
 ]
 
 
@@ -27,7 +28,8 @@ def _simple(layer, op, inputs, attrs=None, dtype=None, name=None):
 
 def crop(x, shape=None, offsets=None, name=None):
     """x cut to `shape` (a list, or a Variable whose shape is used) starting at `offsets`
-    (a list or a 1-D int Variable; zeros by default).
+    (a list or a 1-D int Variable; zeros by default). As in fluid 1.8, -1 may stand only in
+    shape[0] and means x's batch size (crop_tensor's -1 keeps the rest of any dim).
 
     >>> # crop(x [3, 5], shape=[2, 2], offsets=[0, 1])
     """
@@ -311,3 +313,21 @@ def rank(input):
 
     check_variable(input, "input", "rank")
     return assign(np.array(input.ndim, "int32"))
+
+
+def continuous_value_model(input, cvm, use_cvm=True):
+    """CTR embeddings whose rows start with show and click counts: with use_cvm those two
+    columns become log(show + 1) and log(click + 1) - log(show + 1) ([N, D] -> [N, D]),
+    without it they are dropped ([N, D] -> [N, D - 2]). `cvm` is [N, 2] (show, click per row);
+    as in fluid, input's gradient carries cvm's values in its first two columns.
+
+    >>> # continuous_value_model(emb [N, 11], show_clk [N, 2], use_cvm=False)  -> [N, 9]
+    """
+    check_variable(input, "input", "continuous_value_model",
+                   dtypes={"float16", "float32", "float64"})
+    check_variable(cvm, "cvm", "continuous_value_model")
+    helper = LayerHelper("cvm")
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("cvm", {"X": [input], "CVM": [cvm]}, {"Y": [out]},
+                     {"use_cvm": bool(use_cvm)})
+    return out

@@ -194,11 +194,23 @@ def sums(input, out=None):
 
 
 def concat(input, axis=0, name=None):
-    """Join a list of Variables along `axis`."""
+    """Join a list of Variables along `axis`: an int, or an int Variable of shape [1].
+
+    >>> # concat([x [2, 3], y [2, 5]], axis=1)  -> [2, 8]
+    """
     helper = LayerHelper("concat", input=input, name=name)
     xs = helper.multiple_input("input")
     out = helper.create_variable_for_type_inference(helper.input_dtype("input"))
-    helper.append_op("concat", {"X": xs}, {"Out": [out]}, {"axis": int(axis)})
+    inputs, attrs = {"X": xs}, {}
+    if isinstance(axis, Variable):
+        check_variable(axis, "axis", "concat", dtypes={"int32", "int64"})
+        axis.stop_gradient = True  # as fluid does: an axis has no gradient
+        inputs["AxisTensor"] = [axis]
+    elif isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise InvalidArgumentError(f"concat: axis must be an int or an int Variable, got {axis!r}")
+    else:
+        attrs["axis"] = int(axis)
+    helper.append_op("concat", inputs, {"Out": [out]}, attrs)
     return out
 
 
@@ -211,6 +223,7 @@ def split(input, num_or_sections, dim=-1, name=None):
     extra: dict = {}
     if isinstance(dim, Variable):
         check_variable(dim, "dim", "split", dtypes={"int32", "int64"})
+        dim.stop_gradient = True
         extra["AxisTensor"] = [dim]
         dim = 0
     if isinstance(num_or_sections, (list, tuple)) and any(

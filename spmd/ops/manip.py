@@ -1,8 +1,9 @@
-"""Op definitions: cropping, padding, tiling, flipping, stacking and slicing with strides."""
+"""Op definitions: cropping, padding, tiling, flipping, stacking, slicing (plain and strided)
+and the CTR show/click features (cvm)."""
 from __future__ import annotations
 
 from . import creation  # noqa: F401 - creation ops live beside these (range, eye, assign_value)
-from .registry import define_op
+from .registry import REQUIRED, define_op
 from .tensor import _norm_axis
 
 
@@ -33,6 +34,10 @@ def _crop(ctx):
     else:
         shape = ctx.attr("shape")
         ctx.check(len(shape) > 0, "give the output shape: attribute 'shape' or input Y")
+        # fluid 1.8 reads -1 in dim 0 as X's batch size and fails on -1 anywhere else
+        ctx.check(all(d > 0 for d in shape[1:]) and shape[0] >= -1 and shape[0] != 0,
+                  f"attribute 'shape' {list(shape)} must hold sizes > 0, and -1 only in dim 0 "
+                  f"(X's batch size); crop_tensor's -1 keeps the rest of any dim")
     _same_rank(ctx, shape, x, "shape")
     if not ctx.has_input("Offsets") and ctx.attr("offsets"):
         _same_rank(ctx, ctx.attr("offsets"), x, "offsets")
@@ -210,7 +215,53 @@ def _meshgrid(ctx):
     ctx.set_output("Out", [x.shape[0] for x in xs], xs[0].dtype)
 
 
-# -- slicing with strides --------------------------------------------------------------------
+# -- slicing, plain and with strides ---------------------------------------------------------
+SLICE_TENSORS = ["StartsTensor?", "EndsTensor?", "StartsTensorList*", "EndsTensorList*"]
+
+
+@define_op("slice", inputs=["Input", *SLICE_TENSORS], outputs=["Out"],
+           no_grad_inputs=tuple(s.rstrip("?*") for s in SLICE_TENSORS),
+           attrs={"axes": ("ints", REQUIRED), "starts": ("ints", []), "ends": ("ints", []),
+                  "infer_flags": ("ints", []), "decrease_axis": ("ints", [])})
+def _slice(ctx):
+    x = ctx.input("Input")
+    axes, starts, ends = ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")
+    # bounds given as tensors are known at run time only: those axes get size -1
+    flags = list(ctx.attr("infer_flags")) or [1] * len(axes)
+    if ctx.has_input("StartsTensor") or ctx.has_input("EndsTensor"):
+        flags = [-1] * len(axes)
+    starts = starts if len(starts) == len(axes) else [0] * len(axes)
+    ends = ends if len(ends) == len(axes) else [-1] * len(axes)
+    ctx.check(len(flags) == len(axes), f"infer_flags {flags} must match axes {axes}")
+    ctx.check(len(starts) == len(axes) and len(ends) == len(axes),
+              f"axes, starts and ends must have one entry each per sliced axis, got "
+              f"axes={axes}, starts={starts}, ends={ends}")
+    rank = len(x.shape)
+    out = list(x.shape)
+    seen = set()
+    for a, s, e, flag in zip(axes, starts, ends, flags):
+        ctx.check(0 <= a < rank, f"axes entry {a} is out of range for Input{list(x.shape)}: "
+                                 f"expected [0, {rank - 1}]")
+        ctx.check(a not in seen, f"axis {a} is sliced twice (axes={axes})")
+        seen.add(a)
+        if x.shape[a] >= 0 and flag != -1:
+            # python slicing clamps negative and out-of-range bounds exactly as fluid does
+            lo, hi, _ = slice(s, e).indices(x.shape[a])
+            ctx.check(hi > lo, f"slice [{s}:{e}] of axis {a} (size {x.shape[a]}) is empty")
+            out[a] = hi - lo
+        else:
+            out[a] = -1
+    decrease = ctx.attr("decrease_axis")
+    for a in decrease:
+        ctx.check(a in seen, f"decrease_axis entry {a} is not one of the sliced axes {axes}")
+        ctx.check(out[a] in (1, -1),
+                  f"decrease_axis removes axis {a}, which must be sliced to size 1, got {out[a]}")
+    if decrease:
+        out = [d for i, d in enumerate(out) if i not in decrease] or [1]  # fluid keeps [1]
+    ctx.set_output("Out", out, x.dtype)
+
+
+
 _STRIDED_TENSORS = ["StartsTensor?", "EndsTensor?", "StridesTensor?", "StartsTensorList*",
                     "EndsTensorList*", "StridesTensorList*"]
 
@@ -280,3 +331,20 @@ def _shape(ctx):
 def _size(ctx):
     ctx.set_output("Out", (1,), "int64")
 
+
+
+# -- CTR features ----------------------------------------------------------------------------
+@define_op("cvm", inputs=["X", "CVM"], outputs=["Y"], no_grad_inputs=("CVM",),
+           grad_uses=("X", "CVM"), attrs={"use_cvm": ("bool", True)})
+def _cvm(ctx):
+    """Y is X with its first two columns (show, click) turned into log features (use_cvm) or
+    dropped (not use_cvm). The gradient follows fluid: X@GRAD's first two columns are CVM's
+    show and click, which CTR training sends back with the embedding gradient."""
+    x, cvm = ctx.input("X"), ctx.input("CVM")
+    ctx.check(len(x.shape) == 2, f"X must be 2-D [N, 2 + embedding dim], got {list(x.shape)}")
+    ctx.check(x.shape[1] < 0 or x.shape[1] >= 2,
+              f"X's rows must start with show and click: need width >= 2, got {list(x.shape)}")
+    ctx.check(len(cvm.shape) == 2 and cvm.shape[1] in (2, -1),
+              f"CVM must be [N, 2] (show, click per row), got {list(cvm.shape)}")
+    width = x.shape[1] if ctx.attr("use_cvm") or x.shape[1] < 0 else x.shape[1] - 2
+    ctx.set_output("Y", (x.shape[0], width), x.dtype)

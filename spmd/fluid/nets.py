@@ -1,4 +1,15 @@
-"""placeholder (issue 8)."""
+"""fluid.nets: simple_img_conv_pool, img_conv_group, glu, scaled_dot_product_attention.
+
+>>> # import spmd.fluid as fluid
+>>> # out = fluid.nets.glu(x, dim=1)
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+from ..layers.nets import (
+    glu,
+    img_conv_group,
+    scaled_dot_product_attention,
+    simple_img_conv_pool,
+)
+
+__all__ = ["glu", "img_conv_group", "scaled_dot_product_attention", "simple_img_conv_pool"]

@@ -1,227 +1,159 @@
-"""Kernels: conv2d / depthwise_conv2d and pool2d on NCHW, by im2col over stride tricks.
+"""Kernels: 2-D/3-D convolutions and their transposes on channel-first inputs, by im2col over
+stride tricks.
 
-Each kernel first moves the batch innermost (conv: [C, H, W, N]; pool: [H, W, N*C]), so that a
-window offset selects long contiguous runs rather than a few pixels: a row of an 8x8 digit is 8
-values, the same row across a batch is 8*N. A convolution is then one batched matmul (one batch
-entry per group) against a strided view of the input laid out as columns; its backward is the two
-transposed matmuls plus col2im, which accumulates the kh*kw shifted slices. Pooling reduces over
-the kh*kw shifted slices. Python loops run over kernel offsets only, never over pixels.
+Each kernel first moves the batch innermost ([C, *spatial, N]), so that a window offset selects
+long contiguous runs rather than a few pixels. A convolution is then one batched matmul (one
+batch entry per group) against a strided view of the input laid out as columns; its backward is
+the two transposed matmuls plus col2im, which accumulates the shifted slices, one per kernel
+offset. A transposed convolution is the adjoint: its forward is the conv's input gradient and
+its input gradient is a conv. Python loops run over kernel offsets only, never over pixels.
 
 The padding arithmetic is spmd/ops/conv.py's, shared with shape inference, so the shapes the
-op declares are the shapes these kernels produce.
+op declares are the shapes these kernels produce. Pooling kernels are in pool.py.
 """
 from __future__ import annotations
 
-from ..ops.conv import conv_geometry, conv_out_size, pool_geometry
+import itertools
+import math
+
+from ..ops.conv import conv_geometry, conv_out_size, transpose_output_shape
 from .registry import kernel
 
 
-def _padded(xp, a, pads, fill):
-    """A contiguous copy of `a` ([lead, H, W, tail]) with H and W padded by
-    pads = ((top, bottom), (left, right)), the border set to `fill`."""
-    (pt, pb), (pl, pr) = pads
-    if not (pt or pb or pl or pr):
-        return xp.ascontiguousarray(a)
-    lead, h, w, tail = a.shape
-    out = xp.full((lead, h + pt + pb, w + pl + pr, tail), fill, dtype=a.dtype)
-    out[:, pt:pt + h, pl:pl + w] = a
-    return out
-
-
-def _offset(start: int, step: int, count: int) -> slice:
+def offset_slice(start: int, step: int, count: int) -> slice:
     """The `count` positions start, start + step, ... of one window offset."""
     return slice(start, start + step * (count - 1) + 1, step)
 
 
-# ---------------------------------------------------------------------------------------------
-# convolution
+def channel_first_batch_last(xp, x, pads=None, size=None, fill=0):
+    """[N, C, *sp] -> contiguous [C, *sp', N], spatial dim i padded by pads[i] = (before,
+    after) with `fill`, or placed at offset pads[i][0] in a buffer of spatial `size`."""
+    nd = x.ndim - 2
+    xt = x.transpose(1, *range(2, nd + 2), 0)
+    if pads is None or (size is None and not any(p for pair in pads for p in pair)):
+        return xp.ascontiguousarray(xt)
+    sp = x.shape[2:]
+    if size is None:
+        size = [sp[i] + pads[i][0] + pads[i][1] for i in range(nd)]
+    out = xp.full((x.shape[1], *size, x.shape[0]), fill, dtype=x.dtype)
+    out[(slice(None), *[slice(pads[i][0], pads[i][0] + sp[i]) for i in range(nd)])] = xt
+    return out
+
+
+def batch_first(xp, a):
+    """[C, *sp, N] -> contiguous [N, C, *sp]."""
+    return xp.ascontiguousarray(a.transpose(a.ndim - 1, *range(a.ndim - 1)))
+
+
+def im2col(xp, xt, groups: int, k, strides, dil, out):
+    """Columns [G, Cg*prod(k), prod(out)*N] of xt ([C, *sp, N], already padded): column
+    (pixel, n) of group g holds the receptive field of that output pixel of image n."""
+    nd = len(k)
+    c, n = xt.shape[0], xt.shape[-1]
+    cg = c // groups
+    st = xt.strides
+    win = xp.lib.stride_tricks.as_strided(
+        xt, shape=(groups, cg, *k, *out, n),
+        strides=(st[0] * cg, st[0], *[st[1 + i] * dil[i] for i in range(nd)],
+                 *[st[1 + i] * strides[i] for i in range(nd)], st[-1]))
+    return win.reshape(groups, cg * math.prod(k), math.prod(out) * n)  # one copy
+
+
+def col2im(xp, dcols, size, strides, dil):
+    """Adjoint of im2col: dcols [G, Cg, *k, *out, N] summed back into a [C, *size, N] buffer."""
+    g, cg, n = dcols.shape[0], dcols.shape[1], dcols.shape[-1]
+    nd = (dcols.ndim - 3) // 2
+    k, out = dcols.shape[2:2 + nd], dcols.shape[2 + nd:2 + 2 * nd]
+    buf = xp.zeros((g, cg, *size, n), dtype=dcols.dtype)
+    for off in itertools.product(*[range(ki) for ki in k]):
+        where = tuple(offset_slice(off[i] * dil[i], strides[i], out[i]) for i in range(nd))
+        buf[(slice(None), slice(None), *where)] += dcols[(slice(None), slice(None), *off)]
+    return buf.reshape(g * cg, *size, n)
 
 
 def _conv_setup(x, w, attrs):
-    """(pads per dim, dilations, output (OH, OW)) for this input and filter."""
+    """(pads per dim, dilations, output spatial size) for this input and filter."""
     k, strides = w.shape[2:], attrs["strides"]
     pads, dil = conv_geometry(attrs, x.shape[2:], k)
     out = tuple(conv_out_size(x.shape[2 + i], k[i], strides[i], pads[i], dil[i])
-                for i in range(2))
+                for i in range(len(k)))
     return pads, dil, out
 
 
-def _im2col(xp, x, w_shape, attrs, pads, dil, out):
-    """Columns [G, Cg*kh*kw, OH*OW*N]: column (y, x, n) of group g holds the receptive field
-    of output pixel (y, x) of image n over that group's input channels."""
-    n = x.shape[0]
-    _, cg, kh, kw = w_shape
-    g = attrs["groups"]
-    sh, sw = attrs["strides"]
-    xt = _padded(xp, x.transpose(1, 2, 3, 0), pads, 0)  # [C, Hp, Wp, N]
-    s_c, s_h, s_w, s_n = xt.strides
-    # [g, c, i, j, y, x, n] = xt[g*cg + c, y*sh + i*dh, x*sw + j*dw, n]
-    win = xp.lib.stride_tricks.as_strided(
-        xt, shape=(g, cg, kh, kw, out[0], out[1], n),
-        strides=(s_c * cg, s_c, s_h * dil[0], s_w * dil[1], s_h * sh, s_w * sw, s_n))
-    return win.reshape(g, cg * kh * kw, out[0] * out[1] * n)  # the one copy of the forward
-
-
-@kernel("conv2d", "depthwise_conv2d")
-def conv2d(xp, ins, attrs, want):
+@kernel("conv2d", "depthwise_conv2d", "conv3d")
+def conv_nd(xp, ins, attrs, want):
     x, w = ins["Input"], ins["Filter"]
     n, m, g = x.shape[0], w.shape[0], attrs["groups"]
-    pads, dil, (oh, ow) = _conv_setup(x, w, attrs)
-    cols = _im2col(xp, x, w.shape, attrs, pads, dil, (oh, ow))
-    y = xp.matmul(w.reshape(g, m // g, -1), cols)  # [G, M/G, OH*OW*N] = [M, OH, OW, N]
-    return {"Output": xp.ascontiguousarray(y.reshape(m, oh, ow, n).transpose(3, 0, 1, 2))}
+    pads, dil, out = _conv_setup(x, w, attrs)
+    cols = im2col(xp, channel_first_batch_last(xp, x, pads), g, w.shape[2:], attrs["strides"],
+                  dil, out)
+    y = xp.matmul(w.reshape(g, m // g, -1), cols)  # [G, M/G, prod(out)*N] = [M, *out, N]
+    return {"Output": batch_first(xp, y.reshape(m, *out, n))}
 
 
-def _col2im(xp, dcols, x_shape, attrs, pads, dil):
-    """Adjoint of _im2col: each column entry is added back onto the input pixel it was read
-    from; returns NCHW."""
-    g, cg, kh, kw, oh, ow, n = dcols.shape
-    (pt, pb), (pl, pr) = pads
-    h, w = x_shape[2:]
-    sh, sw = attrs["strides"]
-    dxt = xp.zeros((g, cg, h + pt + pb, w + pl + pr, n), dtype=dcols.dtype)
-    for i in range(kh):
-        rows = _offset(i * dil[0], sh, oh)
-        for j in range(kw):
-            dxt[:, :, rows, _offset(j * dil[1], sw, ow)] += dcols[:, :, i, j]
-    dx = dxt[:, :, pt:pt + h, pl:pl + w].reshape(g * cg, h, w, n).transpose(3, 0, 1, 2)
-    return xp.ascontiguousarray(dx)
-
-
-@kernel("conv2d_grad", "depthwise_conv2d_grad")
-def conv2d_grad(xp, ins, attrs, want):
+@kernel("conv2d_grad", "depthwise_conv2d_grad", "conv3d_grad")
+def conv_nd_grad(xp, ins, attrs, want):
     x, w, dy = ins["Input"], ins["Filter"], ins["Output@GRAD"]
-    n, (m, cg, kh, kw), g = x.shape[0], w.shape, attrs["groups"]
-    pads, dil, (oh, ow) = _conv_setup(x, w, attrs)
-    dy_t = xp.ascontiguousarray(dy.transpose(1, 2, 3, 0)).reshape(g, m // g, oh * ow * n)
+    n, m, cg, k, g = x.shape[0], w.shape[0], w.shape[1], w.shape[2:], attrs["groups"]
+    nd = len(k)
+    pads, dil, out = _conv_setup(x, w, attrs)
+    dy_t = channel_first_batch_last(xp, dy).reshape(g, m // g, -1)
     res = {}
     if "Filter@GRAD" in want:
-        cols = _im2col(xp, x, w.shape, attrs, pads, dil, (oh, ow))
+        cols = im2col(xp, channel_first_batch_last(xp, x, pads), g, k, attrs["strides"], dil,
+                      out)
         res["Filter@GRAD"] = xp.matmul(dy_t, cols.transpose(0, 2, 1)).reshape(w.shape)
     if "Input@GRAD" in want:
         dcols = xp.matmul(w.reshape(g, m // g, -1).transpose(0, 2, 1), dy_t)
-        res["Input@GRAD"] = _col2im(xp, dcols.reshape(g, cg, kh, kw, oh, ow, n), x.shape,
-                                    attrs, pads, dil)
+        sp = x.shape[2:]
+        size = [sp[i] + pads[i][0] + pads[i][1] for i in range(nd)]
+        buf = col2im(xp, dcols.reshape(g, cg, *k, *out, n), size, attrs["strides"], dil)
+        crop = tuple(slice(pads[i][0], pads[i][0] + sp[i]) for i in range(nd))
+        res["Input@GRAD"] = batch_first(xp, buf[(slice(None), *crop)])
     return res
 
 
-# ---------------------------------------------------------------------------------------------
-# pooling
+def _transpose_setup(x, w, attrs):
+    """(pads, dilations, output spatial size, full buffer size). The transposed conv scatters
+    input pixel i to buffer positions i*stride + j*dilation; the output is the buffer from
+    pads_before on (output_size may reach past the scattered extent: zeros there)."""
+    sp, k = x.shape[2:], w.shape[2:]
+    pads, dil = conv_geometry(attrs, sp, k)
+    out = transpose_output_shape(attrs, sp, k)
+    size = [max((sp[i] - 1) * attrs["strides"][i] + dil[i] * (k[i] - 1) + 1, pads[i][0] + out[i])
+            for i in range(len(k))]
+    return pads, dil, out, size
 
 
-def _pool_setup(x, attrs):
-    """(ksize, strides, pads, out). The padding after each dim is what the windows reach, so a
-    ceil_mode window past the declared padding still fits; padding never counts as a value
-    (fluid clips each window to the image)."""
-    ksize, strides, pads = pool_geometry(attrs, x.shape[2:])
-    out, fit = [], []
-    for i in range(2):
-        size = x.shape[2 + i]
-        extra = strides[i] - 1 if attrs["ceil_mode"] else 0
-        o = (size - ksize[i] + sum(pads[i]) + extra) // strides[i] + 1
-        out.append(o)
-        before = pads[i][0]
-        fit.append((before, max((o - 1) * strides[i] + ksize[i] - before - size, 0)))
-    return ksize, strides, fit, out
+@kernel("conv2d_transpose", "depthwise_conv2d_transpose", "conv3d_transpose")
+def conv_transpose_nd(xp, ins, attrs, want):
+    x, w = ins["Input"], ins["Filter"]
+    n, c, mg, k, g = x.shape[0], w.shape[0], w.shape[1], w.shape[2:], attrs["groups"]
+    pads, dil, out, size = _transpose_setup(x, w, attrs)
+    xt = channel_first_batch_last(xp, x).reshape(g, c // g, -1)
+    cols = xp.matmul(w.reshape(g, c // g, -1).transpose(0, 2, 1), xt)
+    buf = col2im(xp, cols.reshape(g, mg, *k, *x.shape[2:], n), size, attrs["strides"], dil)
+    crop = tuple(slice(pads[i][0], pads[i][0] + out[i]) for i in range(len(k)))
+    return {"Output": batch_first(xp, buf[(slice(None), *crop)])}
 
 
-def _to_hwm(xp, x, pads, fill):
-    """NCHW -> padded [Hp, Wp, N*C]."""
-    n, c, h, w = x.shape
-    return _padded(xp, x.reshape(1, n * c, h, w).transpose(0, 2, 3, 1), pads, fill)[0]
+@kernel("conv2d_transpose_grad", "depthwise_conv2d_transpose_grad", "conv3d_transpose_grad")
+def conv_transpose_nd_grad(xp, ins, attrs, want):
+    x, w, dy = ins["Input"], ins["Filter"], ins["Output@GRAD"]
+    n, c, k, g = x.shape[0], w.shape[0], w.shape[2:], attrs["groups"]
+    pads, dil, out, size = _transpose_setup(x, w, attrs)
+    # the output gradient placed back in the scatter buffer, read by windows like a conv input
+    dyt = channel_first_batch_last(xp, dy, [(p[0], 0) for p in pads], size)
+    cols = im2col(xp, dyt, g, k, attrs["strides"], dil, x.shape[2:])  # [G, Mg*prod(k), P*N]
+    res = {}
+    if "Input@GRAD" in want:
+        dx = xp.matmul(w.reshape(g, c // g, -1), cols)
+        res["Input@GRAD"] = batch_first(xp, dx.reshape(c, *x.shape[2:], n))
+    if "Filter@GRAD" in want:
+        xt = channel_first_batch_last(xp, x).reshape(g, c // g, -1)
+        res["Filter@GRAD"] = xp.matmul(xt, cols.transpose(0, 2, 1)).reshape(w.shape)
+    return res
 
 
-def _from_hwm(xp, a, n: int, c: int):
-    """[H, W, N*C] -> NCHW."""
-    h, w = a.shape[:2]
-    return xp.ascontiguousarray(a.reshape(h * w, n * c).T).reshape(n, c, h, w)
-
-
-def _window_slices(xt, ksize, strides, out):
-    """The kh*kw slices of xt ([Hp, Wp, M]), one per window offset, each [OH, OW, M], in
-    row-major offset order."""
-    return [xt[_offset(i, strides[0], out[0]), _offset(j, strides[1], out[1])]
-            for i in range(ksize[0]) for j in range(ksize[1])]
-
-
-def _avg_divisor(xp, x, attrs, ksize, strides, pads, out):
-    """Per output pixel ([OH, OW, 1]), what its window sum is divided by: the in-image pixels
-    the window covers (exclusive=True) or the whole window."""
-    if not attrs["exclusive"]:
-        return x.dtype.type(ksize[0] * ksize[1])
-    counts = []
-    for i in range(2):
-        start = xp.arange(out[i]) * strides[i] - pads[i][0]
-        counts.append(xp.minimum(start + ksize[i], x.shape[2 + i]) - xp.maximum(start, 0))
-    count = counts[0][:, None, None] * counts[1][None, :, None]
-    # a window lying wholly in the padding averages to 0 instead of 0/0
-    return xp.maximum(count, 1).astype(x.dtype)
-
-
-def _is_global(x, ksize, pads, out) -> bool:
-    return list(out) == [1, 1] and list(ksize) == list(x.shape[2:]) and pads == [(0, 0)] * 2
-
-
-@kernel("pool2d")
-def pool2d(xp, ins, attrs, want):
-    x = ins["X"]
-    n, c = x.shape[:2]
-    ksize, strides, pads, out = _pool_setup(x, attrs)
-    is_max = attrs["pooling_type"] == "max"
-    if _is_global(x, ksize, pads, out):  # one reduction instead of H*W slices
-        return {"Out": x.max(axis=(2, 3), keepdims=True) if is_max
-                else x.mean(axis=(2, 3), keepdims=True)}
-    xt = _to_hwm(xp, x, pads, -xp.inf if is_max else 0)
-    slices = _window_slices(xt, ksize, strides, out)
-    acc = slices[0].copy()
-    for s in slices[1:]:
-        if is_max:
-            xp.maximum(acc, s, out=acc)
-        else:
-            acc += s
-    if not is_max:
-        acc /= _avg_divisor(xp, x, attrs, ksize, strides, pads, out)
-    return {"Out": _from_hwm(xp, acc, n, c)}
-
-
-def _global_max_grad(xp, x, dy):
-    """Global max pooling: the first maximum of each image plane gets the gradient."""
-    n, c, h, w = x.shape
-    arg = x.reshape(n * c, h * w).argmax(axis=1)
-    dx = xp.zeros((n * c, h * w), dtype=dy.dtype)
-    dx[xp.arange(n * c), arg] = dy.reshape(-1)
-    return dx.reshape(x.shape)
-
-
-@kernel("pool2d_grad")
-def pool2d_grad(xp, ins, attrs, want):
-    x, dy = ins["X"], ins["Out@GRAD"]
-    n, c, h, w = x.shape
-    ksize, strides, pads, out = _pool_setup(x, attrs)
-    is_max = attrs["pooling_type"] == "max"
-    if _is_global(x, ksize, pads, out):
-        if is_max:
-            return {"X@GRAD": _global_max_grad(xp, x, dy)}
-        return {"X@GRAD": xp.broadcast_to(dy / dy.dtype.type(h * w), x.shape).copy()}
-    dyt = dy.reshape(n * c, out[0] * out[1]).T.reshape(out[0], out[1], n * c)
-    xt = _to_hwm(xp, x, pads, -xp.inf if is_max else 0)
-    dxt = xp.zeros(xt.shape, dtype=dy.dtype)
-    dxt_slices = _window_slices(dxt, ksize, strides, out)
-    if is_max:
-        slices = _window_slices(xt, ksize, strides, out)
-        best = slices[0].copy()
-        for s in slices[1:]:
-            xp.maximum(best, s, out=best)
-        # the first maximum of each window (row-major) gets the gradient, as in fluid
-        taken = xp.zeros(best.shape, dtype=bool)
-        for s, d in zip(slices, dxt_slices):
-            hit = s == best
-            hit &= ~taken
-            taken |= hit
-            d += dyt * hit
-    else:
-        share = dyt / _avg_divisor(xp, x, attrs, ksize, strides, pads, out)
-        for d in dxt_slices:
-            d += share
-    ph, pw = pads[0][0], pads[1][0]
-    return {"X@GRAD": _from_hwm(xp, dxt[ph:ph + h, pw:pw + w], n, c)}
+# registers the pooling and deformable convolution kernels
+from . import deform, pool  # noqa: E402,F401

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..core.operator import OpRole
-from ..core.variable import Variable
+from ..core.variable import Parameter, Variable
 from ..errors import InvalidArgumentError
 from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
 
@@ -215,8 +215,17 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     no_grad |= {p.name for p in block.all_parameters() if p.name not in listed}
     seed = ("fill_constant", {}, {"Out": [grad_var_name(loss.name)]},
             {"shape": list(loss.shape) or [1], "value": 1.0, "dtype": loss.dtype})
-    grads = _backward(block, [loss], [seed], listed - no_grad, no_grad)
+    grads = _backward(block, [loss], [seed], (listed | _fed_leaves(block)) - no_grad, no_grad)
     return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
+
+
+def _fed_leaves(block) -> set[str]:
+    """Fed variables a user opened to gradients (`x.stop_gradient = False` on a data var):
+    fluid gives them an `x@GRAD` too, which programs fetch (adversarial examples, saliency)."""
+    written = {n for op in block.ops for n in op.output_arg_names}
+    return {n for n, v in block.vars.items()
+            if not v.stop_gradient and not v.persistable and n not in written
+            and not isinstance(v, Parameter)}
 
 
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):

@@ -12,6 +12,9 @@ from .registry import kernel
 
 # fluid's TolerableValue: -log(0) is reported as this instead of inf
 _APPROX_INF = 1e20
+# fluid's softmax (ValueClip) clips the max-shifted logits here before exponentiating, so a
+# softmax output is never exactly 0 and -log(softmax) stays below about 64 + log(classes)
+_SHIFT_FLOOR = -64.0
 
 
 def _axis(attrs, ndim: int) -> int:
@@ -19,15 +22,17 @@ def _axis(attrs, ndim: int) -> int:
 
 
 def _log_softmax(xp, x, axis: int):
-    """Numerically stable: the row max is subtracted before exponentiating."""
-    shifted = x - x.max(axis=axis, keepdims=True)
+    """log(softmax(x)) as fluid computes it: the row max is subtracted (stability) and the
+    shifted logits are clipped at -64 (fluid's guard) before exponentiating."""
+    with np.errstate(over="ignore"):  # x - max may overflow to -inf: the clip catches it
+        shifted = xp.maximum(x - x.max(axis=axis, keepdims=True), _SHIFT_FLOOR)
     return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
 
 @kernel("softmax")
 def softmax(xp, ins, attrs, want):
     x = ins["X"]
-    return {"Out": xp.exp(_log_softmax(xp, x, _axis(attrs, x.ndim)))}
+    return {"Out": xp.exp(_log_softmax(xp, x, _axis(attrs, x.ndim))).astype(x.dtype, copy=False)}
 
 
 @kernel("softmax_grad")
@@ -57,9 +62,11 @@ def _pick(xp, x2, idx):
 
 
 def _neg_log(xp, p):
-    """-log(p), with fluid's 1e20 standing in for -log(0)."""
-    positive = p > 0
-    return xp.where(positive, -xp.log(xp.where(positive, p, 1)), p.dtype.type(_APPROX_INF))
+    """-log(p) as fluid's TolerableValue reports it: 1e20 for p == 0 (never inf); a negative
+    p is not a probability and gives nan, as in fluid."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = -xp.log(p)
+    return xp.where(y == xp.inf, p.dtype.type(_APPROX_INF), y)
 
 
 @kernel("cross_entropy")

@@ -1,5 +1,6 @@
-"""fluid.layers losses and metrics: cross_entropy, softmax_with_cross_entropy,
-square_error_cost, accuracy.
+"""fluid.layers losses (fluid 1.8's loss.py, plus detection's sigmoid_focal_loss) and the
+accuracy metric. center_loss, hsigmoid, nce and sampled_softmax_with_cross_entropy are in
+loss_param.py.
 
 >>> # loss = mean(cross_entropy(input=softmax_out, label=label))
 """
@@ -8,11 +9,19 @@ from __future__ import annotations
 import numbers
 
 from ..errors import InvalidArgumentError
-from ..ops.registry import get_op_def
 from .helper import LayerHelper, check_variable
+from .logic import equal
+from .loss_param import center_loss, hsigmoid, nce, sampled_softmax_with_cross_entropy
+from .manip import expand
+from .math_ops import matmul, reduce_mean, reduce_sum, square
 from .nn import topk
+from .tensor import cast, reshape, transpose
 
-__all__ = ["accuracy", "cross_entropy", "softmax_with_cross_entropy", "square_error_cost"]
+__all__ = ["accuracy", "bpr_loss", "center_loss", "cross_entropy", "hsigmoid", "huber_loss",
+           "kldiv_loss", "margin_rank_loss", "mse_loss", "nce", "npair_loss", "rank_loss",
+           "sampled_softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
+           "sigmoid_focal_loss", "softmax_with_cross_entropy", "square_error_cost",
+           "teacher_student_sigmoid_loss"]
 
 _FLOATS = {"float16", "float32", "float64"}
 _INTS = {"int32", "int64"}
@@ -41,7 +50,9 @@ def _check_label(input, label, soft_label: bool, where: str, axis: int = -1):
 
 def cross_entropy(input, label, soft_label=False, ignore_index=K_IGNORE_INDEX):
     """-log(input[label]) per sample (input holds probabilities, e.g. a softmax output), or
-    -sum(label * log(input)) with soft_label. Output shape [N, 1].
+    -sum(label * log(input)) with soft_label. Output shape [N, 1]. As in fluid, -log(0) is
+    reported as 1e20 rather than inf, and hard labels use the cross_entropy2 op (its gradient
+    keeps only the picked probabilities).
 
     >>> # cost = cross_entropy(input=fc_softmax [N, 10], label=y [N, 1] int64)
     """
@@ -50,10 +61,15 @@ def cross_entropy(input, label, soft_label=False, ignore_index=K_IGNORE_INDEX):
     check_variable(input, "input", where, dtypes=_FLOATS)
     _check_label(input, label, soft_label, where)
     out = helper.create_variable_for_type_inference(input.dtype)
-    # fluid's cross_entropy op names its output Y; accept an Out-named definition as well
-    out_slot = "Y" if "Y" in get_op_def("cross_entropy").output_slots else "Out"
-    helper.append_op("cross_entropy", {"X": [input], "Label": [label]}, {out_slot: [out]},
-                     {"soft_label": bool(soft_label), "ignore_index": int(ignore_index)})
+    if soft_label:
+        helper.append_op("cross_entropy", {"X": [input], "Label": [label]}, {"Y": [out]},
+                         {"soft_label": True, "ignore_index": int(ignore_index)})
+        return out
+    xshape = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    match = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op("cross_entropy2", {"X": [input], "Label": [label]},
+                     {"Y": [out], "XShape": [xshape], "MatchX": [match]},
+                     {"ignore_index": int(ignore_index)})
     return out
 
 
@@ -113,3 +129,159 @@ def accuracy(input, label, k=1, correct=None, total=None):
     helper.append_op("accuracy", {"Out": [values], "Indices": [indices], "Label": [label]},
                      {"Accuracy": [acc], "Correct": [correct], "Total": [total]})
     return acc
+
+
+# -- fluid 1.8's other loss layers -------------------------------------------------------------
+
+def _loss_op(op_type: str, inputs: dict, out_slot: str, dtype, attrs=None, extra=(), name=None):
+    """Append `op_type` with a fresh output in `out_slot` (and in each `extra` slot, which the
+    op also writes); returns the output."""
+    helper = LayerHelper(op_type, name=name)
+    out = helper.create_variable_for_type_inference(dtype)
+    outputs = {out_slot: [out]}
+    for slot in extra:
+        outputs[slot] = [helper.create_variable_for_type_inference(dtype, stop_gradient=True)]
+    helper.append_op(op_type, {k: [v] for k, v in inputs.items() if v is not None}, outputs,
+                     attrs or {})
+    return out
+
+
+def bpr_loss(input, label, name=None):
+    """Bayesian personalized ranking: per row, the mean over classes j != label of
+    log(1 + exp(input[j] - input[label])). input [N, C] float, label [N, 1] int64; out [N, 1].
+
+    >>> # loss = bpr_loss(input=scores, label=item)
+    """
+    check_variable(input, "input", "bpr_loss", dtypes=_FLOATS)
+    _check_label(input, label, False, "bpr_loss")
+    return _loss_op("bpr_loss", {"X": input, "Label": label}, "Y", input.dtype, name=name)
+
+
+def huber_loss(input, label, delta):
+    """Elementwise Huber loss of the residual r = label - input: 0.5 r^2 where |r| <= delta,
+    delta (|r| - 0.5 delta) elsewhere; shaped like input.
+
+    >>> # loss = huber_loss(input=pred [N, 1], label=y [N, 1], delta=1.0)
+    """
+    check_variable(input, "input", "huber_loss", dtypes={"float32", "float64"})
+    check_variable(label, "label", "huber_loss", dtypes={"float32", "float64"})
+    return _loss_op("huber_loss", {"X": input, "Y": label}, "Out", input.dtype,
+                    {"delta": float(delta)}, extra=("Residual",))
+
+
+def kldiv_loss(x, target, reduction="mean", name=None):
+    """Kullback-Leibler divergence target * (log(target) - x) with x a log-probability (0 where
+    target <= 0); reduction 'none' (x's shape), 'mean', 'sum' or 'batchmean' (sum / N): [1].
+
+    >>> # loss = kldiv_loss(x=log_probs, target=probs, reduction="batchmean")
+    """
+    check_variable(x, "x", "kldiv_loss", dtypes={"float32", "float64"})
+    check_variable(target, "target", "kldiv_loss", dtypes={"float32", "float64"})
+    if not isinstance(reduction, str):
+        raise InvalidArgumentError(
+            f"kldiv_loss: reduction must be a str, got {type(reduction).__name__}")
+    return _loss_op("kldiv_loss", {"X": x, "Target": target}, "Loss", x.dtype,
+                    {"reduction": reduction}, name=name)
+
+
+def margin_rank_loss(label, left, right, margin=0.1, name=None):
+    """max(0, -label * (left - right) + margin), label +1 (left ranks higher) or -1; all [N, 1].
+
+    >>> # loss = margin_rank_loss(label=y, left=score_a, right=score_b, margin=0.1)
+    """
+    for arg, v in (("label", label), ("left", left), ("right", right)):
+        check_variable(v, arg, "margin_rank_loss", dtypes={"float32"})
+    return _loss_op("margin_rank_loss", {"Label": label, "X1": left, "X2": right}, "Out",
+                    left.dtype, {"margin": float(margin)}, extra=("Activated",), name=name)
+
+
+def rank_loss(label, left, right, name=None):
+    """RankNet's loss log(1 + exp(left - right)) - label * (left - right); all [N, 1] float32.
+
+    >>> # loss = rank_loss(label=p, left=score_a, right=score_b)
+    """
+    for arg, v in (("label", label), ("left", left), ("right", right)):
+        check_variable(v, arg, "rank_loss", dtypes={"float32"})
+    return _loss_op("rank_loss", {"Label": label, "Left": left, "Right": right}, "Out",
+                    "float32", name=name)
+
+
+def sigmoid_cross_entropy_with_logits(x, label, ignore_index=K_IGNORE_INDEX, name=None,
+                                      normalize=False):
+    """Elementwise logistic loss max(x, 0) - x * label + log(1 + exp(-|x|)); entries whose
+    label (truncated to int) equals ignore_index give 0, and normalize divides by the number
+    of the others.
+
+    >>> # loss = sigmoid_cross_entropy_with_logits(x=logits, label=targets)
+    """
+    check_variable(x, "x", "sigmoid_cross_entropy_with_logits", dtypes=_FLOATS)
+    check_variable(label, "label", "sigmoid_cross_entropy_with_logits")
+    return _loss_op("sigmoid_cross_entropy_with_logits", {"X": x, "Label": label}, "Out",
+                    x.dtype, {"ignore_index": int(ignore_index), "normalize": bool(normalize)},
+                    name=name)
+
+
+def teacher_student_sigmoid_loss(input, label, soft_max_up_bound=15.0,
+                                 soft_max_lower_bound=-15.0):
+    """Click loss plus teacher loss of logits [N, 1]; label encodes both: -2 (no click, no
+    teacher), -1 (click, no teacher), z in [0, 1) (no click, teacher z), 1 + z (click,
+    teacher z). The bounds clip the logit in the gradient, as in fluid.
+
+    >>> # loss = teacher_student_sigmoid_loss(input=logit, label=label)
+    """
+    check_variable(input, "input", "teacher_student_sigmoid_loss", dtypes={"float32", "float64"})
+    check_variable(label, "label", "teacher_student_sigmoid_loss", dtypes={"float32", "float64"})
+    return _loss_op("teacher_student_sigmoid_loss", {"X": input, "Label": label}, "Y",
+                    input.dtype, {"soft_max_up_bound": float(soft_max_up_bound),
+                                  "soft_max_lower_bound": float(soft_max_lower_bound)})
+
+
+def mse_loss(input, label):
+    """mean((input - label) ** 2), shape [1].
+
+    >>> # loss = mse_loss(input=pred, label=y)
+    """
+    check_variable(input, "input", "mse_loss", dtypes={"float32", "float64"})
+    check_variable(label, "label", "mse_loss", dtypes={"float32", "float64"})
+    return reduce_mean(square_error_cost(input, label))
+
+
+def npair_loss(anchor, positive, labels, l2_reg=0.002):
+    """N-pair loss (Sohn 2016): softmax cross entropy of anchor @ positive^T against the
+    same-label matrix (rows normalized), plus l2_reg * 0.25 * the mean squared norms; [1].
+    The batch size (labels.shape[0]) must be known when the program is built, as in fluid.
+
+    >>> # loss = npair_loss(anchor=a [N, D], positive=p [N, D], labels=y [N])
+    """
+    check_variable(anchor, "anchor", "npair_loss", dtypes={"float32", "float64"})
+    check_variable(positive, "positive", "npair_loss", dtypes={"float32", "float64"})
+    check_variable(labels, "labels", "npair_loss", dtypes={"float32", "float64", "int64"})
+    beta = 0.25
+    n = labels.shape[0]
+    if n < 0:
+        raise InvalidArgumentError(
+            "npair_loss: labels.shape[0] (the batch size) must be known when the program is "
+            f"built, got {list(labels.shape)}; declare the data with a fixed batch size")
+    lab = reshape(labels, shape=[n, 1])
+    lab = expand(lab, expand_times=[1, n])
+    same = cast(equal(lab, transpose(lab, perm=[1, 0])), "float32")
+    same = same / reduce_sum(same, dim=1, keep_dim=True)
+    l2 = (reduce_mean(reduce_sum(square(anchor), 1))
+          + reduce_mean(reduce_sum(square(positive), 1))) * beta * l2_reg
+    sim = matmul(anchor, positive, transpose_x=False, transpose_y=True)
+    ce = softmax_with_cross_entropy(logits=sim, label=same, soft_label=True)
+    return l2 + reduce_mean(reduce_sum(same * ce, 0))
+
+
+def sigmoid_focal_loss(x, label, fg_num, gamma=2.0, alpha=0.25):
+    """Focal loss of logits x [N, D] (D classes, background excluded): label [N, 1] int32 in
+    0..D (0 = background, -1 = ignored), fg_num [1] int32 the foreground count (at least 1
+    is used). Output [N, D].
+
+    >>> # loss = sigmoid_focal_loss(x=logits, label=gt, fg_num=fg, gamma=2.0, alpha=0.25)
+    """
+    check_variable(x, "x", "sigmoid_focal_loss", dtypes={"float32", "float64"})
+    check_variable(label, "label", "sigmoid_focal_loss", dtypes={"int32"})
+    check_variable(fg_num, "fg_num", "sigmoid_focal_loss", dtypes={"int32"})
+    return _loss_op("sigmoid_focal_loss", {"X": x, "Label": label, "FgNum": fg_num}, "Out",
+                    x.dtype, {"gamma": float(gamma), "alpha": float(alpha)})

@@ -1,4 +1,5 @@
-"""fluid.layers neural-network builders: fc, embedding, dropout, softmax, topk.
+"""fluid.layers neural-network builders: fc, embedding, dropout, softmax, topk, and the
+nn.py losses label_smooth, log_loss, smooth_l1, dice_loss.
 (conv2d and pool2d are in conv.py, batch_norm and layer_norm in norm.py.)
 
 >>> # hidden = fc(input=x, size=128, act="relu")
@@ -11,7 +12,8 @@ import numbers
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
 
-__all__ = ["dropout", "embedding", "fc", "softmax", "topk"]
+__all__ = ["dice_loss", "dropout", "embedding", "fc", "label_smooth", "log_loss", "smooth_l1",
+           "softmax", "topk"]
 
 _FLOATS = {"float16", "float32", "float64"}
 
@@ -160,3 +162,77 @@ def topk(input, k, name=None):
     helper.append_op("top_k", {"X": [input]}, {"Out": [values], "Indices": [indices]},
                      {"k": int(k)})
     return values, indices
+
+
+def label_smooth(label, prior_dist=None, epsilon=0.1, dtype="float32", name=None):
+    """(1 - epsilon) * label + epsilon * prior_dist (uniform 1/K when prior_dist is None) for
+    one-hot labels [N, K]; the label gets no gradient (stop_gradient is set, as in fluid).
+
+    >>> # smooth = label_smooth(label=one_hot(y, depth=10), epsilon=0.1)
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (
+            0.0 <= epsilon <= 1.0):
+        raise InvalidArgumentError(f"label_smooth: epsilon must be in [0, 1], got {epsilon!r}")
+    check_variable(label, "label", "label_smooth", dtypes={"float32", "float64"})
+    helper = LayerHelper("label_smooth", name=name)
+    label.stop_gradient = True
+    out = helper.create_variable_for_type_inference(dtype)
+    inputs = {"X": [label]}
+    if prior_dist is not None:
+        inputs["PriorDist"] = [check_variable(prior_dist, "prior_dist", "label_smooth")]
+    helper.append_op("label_smooth", inputs, {"Out": [out]}, {"epsilon": float(epsilon)})
+    return out
+
+
+def log_loss(input, label, epsilon=1e-4, name=None):
+    """-label * log(input + epsilon) - (1 - label) * log(1 - input + epsilon) for predicted
+    probabilities input [N, 1] (float32) and labels [N, 1].
+
+    >>> # loss = log_loss(input=sigmoid(logit), label=y)
+    """
+    check_variable(input, "input", "log_loss", dtypes={"float32"})
+    check_variable(label, "label", "log_loss", dtypes={"float32"})
+    helper = LayerHelper("log_loss", name=name)
+    loss = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("log_loss", {"Predicted": [input], "Labels": [label]}, {"Loss": [loss]},
+                     {"epsilon": float(epsilon)})
+    return loss
+
+
+def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):
+    """Smooth L1 summed per sample: [N, 1]. With d = inside_weight * (x - y) and s = sigma^2
+    (sigma defaults to 1.0): 0.5 * s * d^2 where |d| < 1/s, |d| - 0.5/s elsewhere, times
+    outside_weight. As in fluid, give both weights or neither.
+
+    >>> # loss = smooth_l1(x=pred_box, y=gt_box, sigma=3.0)
+    """
+    check_variable(x, "X", "smooth_l1_loss", dtypes={"float32", "float64"})
+    check_variable(y, "Y", "smooth_l1_loss", dtypes={"float32", "float64"})
+    helper = LayerHelper("smooth_l1_loss")
+    diff = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    loss = helper.create_variable_for_type_inference(x.dtype)
+    inputs = {"X": [x], "Y": [y]}
+    for slot, w in (("InsideWeight", inside_weight), ("OutsideWeight", outside_weight)):
+        if w is not None:
+            inputs[slot] = [check_variable(w, slot, "smooth_l1_loss")]
+    helper.append_op("smooth_l1_loss", inputs, {"Diff": [diff], "Out": [loss]},
+                     {"sigma": float(sigma) if sigma is not None else 1.0})
+    return loss
+
+
+def dice_loss(input, label, epsilon=0.00001, name=None):
+    """Mean over the batch of 1 - 2 |input * onehot(label)| / (|input| + |onehot(label)| +
+    epsilon), sums over all but the batch dim; input [N, ..., C] probabilities, label
+    [N, ..., 1] int64 class ids. Shape [1].
+
+    >>> # loss = dice_loss(input=softmax(seg_logits), label=seg_labels)
+    """
+    from .math_ops import reduce_mean, reduce_sum
+    from .tensor import one_hot
+
+    check_variable(input, "input", "dice_loss", dtypes=_FLOATS)
+    label = one_hot(label, depth=input.shape[-1])
+    dims = list(range(1, len(input.shape)))
+    inse = reduce_sum(input * label, dim=dims)
+    denominator = reduce_sum(input, dim=dims) + reduce_sum(label, dim=dims)
+    return reduce_mean(1 - inse * 2 / (denominator + epsilon))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import spmd
+import spmd.fluid as fluid
 from spmd.core import CPUPlace, Program, Scope
 from spmd.errors import InvalidArgumentError
 from spmd.layers import initializer as I
@@ -179,3 +180,45 @@ def test_equal_shapes_start_different_under_one_random_seed():
     spmd.Executor(spmd.CPUPlace()).run(startup, scope=scope)
     assert not np.array_equal(np.array(scope.find_var("a").get_tensor()),
                               np.array(scope.find_var("b").get_tensor()))
+
+
+# -- values given: NumpyArrayInitializer, Bilinear ------------------------------------------
+# fluid 1.8.5's first 16 Bilinear values of a [2, 1, 4, 4] filter (tests/oracle: printed by
+# real fluid for the same program); its (i / K) % K row index uses true division
+FLUID_BILINEAR_4X4 = [0.0625, 0.28125, 0.375, 0.15625, 0.1875, 0.65625, 0.75, 0.21875,
+                      0.1875, 0.46875, 0.375, 0.09375, 0.0625, 0.09375, 0.0, -0.03125]
+
+
+def _init_values(shape, dtype, initializer):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        p = fluid.layers.create_parameter(shape, dtype, default_initializer=initializer)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    return np.array(scope.find_var(p.name).get_tensor())
+
+
+def test_bilinear_equals_fluid():
+    got = _init_values([2, 1, 4, 4], "float32", fluid.initializer.Bilinear())
+    np.testing.assert_array_equal(got.reshape(-1)[:16], np.float32(FLUID_BILINEAR_4X4))
+    np.testing.assert_array_equal(got[0], got[1])
+    with pytest.raises(InvalidArgumentError, match="square kernels"):
+        _init_values([2, 1, 4, 3], "float32", fluid.initializer.Bilinear())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
+def test_numpy_array_initializer(dtype):
+    value = np.arange(6).reshape(2, 3).astype(dtype)
+    got = _init_values([2, 3], dtype, fluid.initializer.NumpyArrayInitializer(value))
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, value)
+
+
+def test_numpy_array_initializer_errors():
+    with pytest.raises(InvalidArgumentError, match="numpy.ndarray"):
+        fluid.initializer.NumpyArrayInitializer([1.0, 2.0])
+    with pytest.raises(InvalidArgumentError, match="shape"):
+        _init_values([3, 2], "float32",
+                     fluid.initializer.NumpyArrayInitializer(np.zeros((2, 3), "float32")))
+    with pytest.raises(InvalidArgumentError, match="float64"):
+        _init_values([2], "float64", fluid.initializer.NumpyArrayInitializer(np.zeros(2)))

@@ -33,12 +33,26 @@ def _feed_by_name(feed):
     return feed
 
 
-def _call_run_hooks(program, feed, scope):
+def _call_run_hooks(program, feed, scope, place):
     """The program's run hooks (readers, learning-rate schedulers) see the feed and scope
-    before the run; a CompiledProgram's are those of the Program it compiles."""
+    before the run; a CompiledProgram's are those of the Program it compiles. A hook marked
+    `takes_places` (a non-iterable reader) is also told how many places the run feeds, since
+    each place reads its own batch, and returns the feed (a list of per-place dicts when
+    there are several). Returns the feed to run with."""
     target = getattr(program, "program", program)
     for hook in getattr(target, "run_hooks", ()):
-        hook(feed, scope)
+        if getattr(hook, "takes_places", False):
+            feed = hook(feed, scope, num_places=_places_in_process(program, place))
+        else:
+            hook(feed, scope)
+    return feed
+
+
+def _places_in_process(program, place) -> int:
+    """How many places of this process one run of `program` feeds (each reads a batch)."""
+    if getattr(program, "_data_parallel", False):
+        return len(program._resolve_places(place))
+    return 1
 
 
 class FetchedTensor:
@@ -111,7 +125,7 @@ class Executor:
         if not isinstance(fetch_list, (list, tuple)):
             fetch_list = [fetch_list]
         fetch_names = [_fetch_name(f) for f in fetch_list]
-        _call_run_hooks(program, feed, scope)
+        feed = _call_run_hooks(program, feed, scope, self.place)
         if hasattr(program, "_run_compiled"):  # CompiledProgram
             return program._run_compiled(self, feed, fetch_names, scope, return_numpy,
                                          return_merged)

@@ -1,4 +1,6 @@
-"""placeholder (issue 8)."""
+"""fluid.data_feeder: DataFeeder (spmd/reader/feeder.py)."""
 from __future__ import annotations
 
-__all__: list[str] = []
+from ..reader.feeder import DataFeeder
+
+__all__ = ["DataFeeder"]

@@ -1,4 +1,6 @@
-"""placeholder (issue 8)."""
+"""fluid.reader: DataLoader and PyReader (spmd/reader/loader.py)."""
 from __future__ import annotations
 
-__all__: list[str] = []
+from ..reader.loader import DataLoader, PyReader
+
+__all__ = ["DataLoader", "PyReader"]

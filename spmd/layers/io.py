@@ -13,7 +13,8 @@ from ..errors import InvalidArgumentError
 from .helper import LayerHelper
 
 # the fluid.layers names this module provides (fluid_data and static_data are imported by name)
-__all__ = ["data"]
+__all__ = ["create_py_reader_by_data", "data", "double_buffer", "load", "py_reader",
+           "read_file"]
 
 
 def _dims(shape, where: str) -> list[int]:
@@ -68,3 +69,65 @@ def static_data(name, shape, dtype=None, lod_level=0):
     """paddle.static.data: as fluid.data, dtype None meaning float32."""
     return _data_var("paddle.static.data", name, _dims(shape, "paddle.static.data"),
                      "float32" if dtype is None else dtype, lod_level, True)
+
+
+def py_reader(capacity, shapes, dtypes, lod_levels=None, name=None, use_double_buffer=True):
+    """fluid.layers.py_reader: a reader of `capacity` batches, each holding arrays of `shapes`
+    and `dtypes`; fluid.layers.read_file(reader) gives its variables.
+
+    >>> # reader = py_reader(capacity=4, shapes=[[-1, 2], [-1, 1]], dtypes=["float32", "int64"])
+    >>> # x, y = read_file(reader)
+    """
+    from ..reader.py_reader import PyReaderVariable
+
+    return PyReaderVariable(capacity, shapes, dtypes, lod_levels, name, use_double_buffer)
+
+
+def create_py_reader_by_data(capacity, feed_list, name=None, use_double_buffer=True):
+    """fluid.layers.create_py_reader_by_data: py_reader with the shapes and dtypes of the data
+    variables in `feed_list`.
+
+    >>> # reader = create_py_reader_by_data(capacity=4, feed_list=[img, label])
+    """
+    from ..core.variable import Variable
+
+    if not isinstance(feed_list, list) or not all(isinstance(v, Variable) for v in feed_list):
+        raise InvalidArgumentError(
+            f"create_py_reader_by_data: feed_list must be a list of Variables, got {feed_list!r}")
+    return py_reader(capacity, [v.shape for v in feed_list], [v.dtype for v in feed_list],
+                     [v.lod_level for v in feed_list], name, use_double_buffer)
+
+
+def double_buffer(reader, place=None, name=None):
+    """fluid.layers.double_buffer: the reader itself, since spmd's readers always read ahead
+    in a background thread.
+
+    >>> # reader = double_buffer(py_reader(...))
+    """
+    return reader
+
+
+def read_file(reader):
+    """fluid.layers.read_file: the variables `reader` fills on each run (one, or a list).
+
+    >>> # img, label = read_file(reader)
+    """
+    from ..core.program import default_main_program
+    from ..reader.py_reader import read_reader
+
+    out = read_reader(reader, default_main_program().global_block())
+    return out[0] if len(out) == 1 else out
+
+
+def load(out, file_path, load_as_fp16=None):
+    """fluid.layers.load: an op that fills `out` from `file_path`, a file written by
+    fluid.io.save_vars / save_params / save_persistables (one variable per file; the .npy
+    extension may be left out).
+
+    >>> # load(w, "ckpt/fc_0.w_0")
+    """
+    helper = LayerHelper("load")
+    attrs = {"file_path": file_path}
+    if load_as_fp16 is not None:
+        attrs["load_as_fp16"] = load_as_fp16
+    helper.append_op(type="load", inputs={}, outputs={"Out": [out]}, attrs=attrs)

@@ -1,8 +1,17 @@
-"""paddle.reader / fluid.io readers (filled in by issue 8, item 1)."""
+"""paddle.reader and fluid's feeding: the reader decorators, paddle.batch, DataFeeder,
+DataLoader.from_generator, PyReader and the py_reader variables.
+
+>>> import spmd as paddle
+>>> def samples():
+...     yield from range(5)
+>>> list(paddle.batch(paddle.reader.shuffle(samples, 1), 2)())
+[[0, 1], [2, 3], [4]]
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+from .batch import batch
+from .decorator import *  # noqa: F403
+from .decorator import __all__ as _decorator_names
+from .multiprocess import multiprocess_reader
 
-
-def batch(reader, batch_size, drop_last=False):
-    raise NotImplementedError("paddle.batch: being built (issue 8)")
+__all__ = [*_decorator_names, "multiprocess_reader", "batch"]

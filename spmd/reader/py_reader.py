@@ -1,0 +1,106 @@
+"""The reader variables of fluid.layers.py_reader / create_py_reader_by_data: a reader made
+before its data variables exist; fluid.layers.read_file makes them and binds a non-iterable
+loader to them (the program's runs then take its batches until fluid.core.EOFException)."""
+from __future__ import annotations
+
+import numbers
+
+from ..core import unique_name
+from ..core.dtypes import convert_dtype
+from ..core.variable import Variable, normalize_shape
+from ..errors import InvalidArgumentError, PreconditionError
+from .loader import GeneratorLoader
+
+__all__: list[str] = []
+
+
+class PyReaderVariable:
+    """What fluid.layers.py_reader returns: read it with fluid.layers.read_file, give it a
+    source (decorate_paddle_reader / decorate_sample_list_generator for lists of samples,
+    decorate_tensor_provider / decorate_batch_generator for batches of arrays), then start()
+    and reset() around each epoch.
+
+    >>> # reader = fluid.layers.py_reader(capacity=8, shapes=[(-1, 784), (-1, 1)],
+    >>> #                                 dtypes=["float32", "int64"])
+    >>> # img, label = fluid.layers.read_file(reader)
+    """
+
+    def __init__(self, capacity, shapes, dtypes, lod_levels=None, name=None,
+                 use_double_buffer=True):
+        if not isinstance(capacity, numbers.Integral) or capacity <= 0:
+            raise InvalidArgumentError(f"py_reader: capacity must be an int > 0, got {capacity!r}")
+        if len(shapes) != len(dtypes):
+            raise InvalidArgumentError(
+                f"py_reader: {len(shapes)} shape(s) but {len(dtypes)} dtype(s); give one of "
+                f"each per variable read")
+        lod_levels = [0] * len(shapes) if lod_levels is None else list(lod_levels)
+        if any(lod_levels):
+            raise InvalidArgumentError(
+                f"py_reader: lod_levels={lod_levels}: spmd reads dense (lod_level 0) variables "
+                f"only; pad the sequences to one length")
+        self.name = f"{name}_reader" if name else unique_name.generate("create_py_reader")
+        self.shapes = [normalize_shape(s, self.name) for s in shapes]
+        self.dtypes = [convert_dtype(d) for d in dtypes]
+        self.capacity = int(capacity)
+        self.use_double_buffer = bool(use_double_buffer)
+        self.stop_gradient = True
+        self.persistable = True
+        self._loader: GeneratorLoader | None = None
+        self._source = None  # (setter name, reader) given before read_file
+
+    def _bind(self, out_vars: list[Variable]):
+        if self._loader is not None:
+            raise PreconditionError(
+                f"read_file was already called on the reader '{self.name}'; call it once and "
+                f"reuse the variables it returned")
+        self._loader = GeneratorLoader(out_vars, self.capacity, self.use_double_buffer,
+                                       iterable=False)
+        if self._source is not None:
+            getattr(self._loader, self._source[0])(self._source[1])
+
+    def _set(self, setter: str, reader):
+        if self._loader is None:
+            self._source = (setter, reader)
+        else:
+            getattr(self._loader, setter)(reader)
+
+    def decorate_paddle_reader(self, reader, places=None):
+        """Source: a creator of lists of samples (paddle.batch(...))."""
+        self._set("set_sample_list_generator", reader)
+
+    decorate_sample_list_generator = decorate_paddle_reader
+
+    def decorate_tensor_provider(self, reader, places=None):
+        """Source: a creator of batches, each a list of arrays in the read order."""
+        self._set("set_batch_generator", reader)
+
+    decorate_batch_generator = decorate_tensor_provider
+
+    def _bound(self, what: str) -> GeneratorLoader:
+        if self._loader is None:
+            raise PreconditionError(
+                f"py_reader '{self.name}': {what}() before fluid.layers.read_file(reader): "
+                f"read the reader's variables first")
+        return self._loader
+
+    def start(self):
+        """Start reading; the following runs take its batches."""
+        self._bound("start").start()
+
+    def reset(self):
+        """End the epoch after fluid.core.EOFException."""
+        self._bound("reset").reset()
+
+
+def read_reader(reader: PyReaderVariable, block) -> list[Variable]:
+    """read_file's work: one data variable per slot of `reader`, bound to it."""
+    if not isinstance(reader, PyReaderVariable):
+        raise InvalidArgumentError(
+            f"read_file expects a reader made by fluid.layers.py_reader / "
+            f"create_py_reader_by_data / double_buffer, got {type(reader).__name__}")
+    base = unique_name.generate("read_file")
+    out = [block.create_var(name=f"{base}.tmp_{i}", shape=shape, dtype=dtype, is_data=True,
+                            stop_gradient=True)
+           for i, (shape, dtype) in enumerate(zip(reader.shapes, reader.dtypes))]
+    reader._bind(out)
+    return out

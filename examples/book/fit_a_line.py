@@ -10,6 +10,7 @@ program cloned for_test, save_inference_model and load_inference_model for infer
 """
 import argparse
 import os
+import random
 
 import numpy
 
@@ -46,6 +47,9 @@ def main():
     parser.add_argument("--save_dir", default="fit_a_line.model")
     parser.add_argument("--num_epochs", type=int, default=3)
     args = parser.parse_args()
+    # paddle.reader.shuffle draws from Python's random: every trainer must shuffle alike, so
+    # that each takes its share of the same global batch
+    random.seed(90)
 
     main_program = fluid.default_main_program()
     startup_program = fluid.default_startup_program()

@@ -13,6 +13,7 @@ The data are synthetic (class-dependent stripes): no download.
 """
 import argparse
 import os
+import random
 
 import numpy
 
@@ -85,8 +86,14 @@ def my_share(batch_reader):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--save_dir", default="image_classification.model")
-    parser.add_argument("--num_epochs", type=int, default=2)
+    # float32 training of a small-batch batch_norm network is chaotic: after a dozen steps two
+    # runs differing only in summation order (BLAS threads, or 1 process vs 2 ranks) part by
+    # up to 1e-2; one epoch stays within 1e-5 (in float64 they agree to 1e-14)
+    parser.add_argument("--num_epochs", type=int, default=1)
     args = parser.parse_args()
+    # paddle.reader.shuffle draws from Python's random: every trainer must shuffle alike, so
+    # that each takes its share of the same global batch
+    random.seed(90)
     fluid.default_startup_program().random_seed = 90
     fluid.default_main_program().random_seed = 90
 

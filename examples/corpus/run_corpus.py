@@ -25,8 +25,9 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-# float32 sums taken in another order, a few steps deep: relative to each tensor's own scale
-RTOL = 2e-4
+# float32 sums taken in another order, amplified by a few dozen training steps: relative to
+# each tensor's own scale
+RTOL = 1e-3
 
 
 def programs(directory: pathlib.Path = HERE) -> list[pathlib.Path]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from loss_oracle import assert_matches_fluid
 from op_harness import OpCase, check_forward, run_forward
 from oracle.make_loss import METRIC_CASES, run_case, run_metric
 from oracle_io import load
-from test_numeric_guards import assert_matches_fluid
 
 import spmd.fluid as fluid
 from spmd.errors import ExecutionError, InvalidArgumentError, PreconditionError

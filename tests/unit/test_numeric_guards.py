@@ -11,26 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from loss_oracle import ORACLE, assert_matches_fluid
 from op_harness import OpCase, run_forward
-from oracle.make_loss import run_case
-from oracle_io import load
 
-import spmd.fluid as fluid
-
-ORACLE = load("loss")
 GUARD_CASES = sorted(n for n in ORACLE if n.startswith(("softmax_", "swce_", "cross_entropy")))
-
-
-def assert_matches_fluid(name, rtol=1e-5, atol=1e-6):
-    got, want = run_case(fluid, name), ORACLE[name]
-    assert len(got) == len(want), f"{name}: {len(got)} runs, fluid made {len(want)}"
-    for r, (got_run, want_run) in enumerate(zip(got, want)):
-        assert len(got_run) == len(want_run)
-        for i, (g, w) in enumerate(zip(got_run, want_run)):
-            assert g.shape == w.shape, f"{name} run {r} [{i}]: shape {g.shape} != {w.shape}"
-            assert g.dtype == w.dtype, f"{name} run {r} [{i}]: dtype {g.dtype} != {w.dtype}"
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol,
-                                       err_msg=f"{name} run {r} fetch {i}")
 
 
 def test_the_guard_cases_are_stored():

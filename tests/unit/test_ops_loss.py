@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from loss_oracle import assert_matches_fluid
 from op_harness import RNG, OpCase, check_op, rand, rand_away_from
-from test_numeric_guards import assert_matches_fluid
 
 import spmd.fluid as fluid
 from spmd.errors import InvalidArgumentError

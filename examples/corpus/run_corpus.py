@@ -9,13 +9,17 @@ A program passes when both runs exit 0 and every variable the 1-process run save
 --save_dir) equals the 2-rank run's within float32 round-off: N ranks on 1/N of each batch
 train what one process trains on the whole batch. The 2-rank run goes through paddle-launch,
 which sets the PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM the programs read, as fluid 1.x
-programs do.
+programs do. A program whose docstring has a `# corpus-data: NAME ...` line reads those
+paddle.dataset sets: both runs get a temporary HOME whose ~/.cache/paddle/dataset holds small
+files in the real formats (tests/dataset_fixtures.py), as a machine without internet would
+have them placed.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,15 +47,38 @@ class Outcome:
     output: str = ""  # what the 1-process run printed
 
 
-def _env() -> dict:
-    return dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                SPMD_COLLECTIVE_TIMEOUT="60", PYTHONUNBUFFERED="1",
-                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+def _env(home: str | None) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               SPMD_COLLECTIVE_TIMEOUT="60", PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    if home:
+        env["HOME"] = home
+    return env
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[int, str]:
+def _data_sets(script: pathlib.Path) -> list[str]:
+    found = re.search(r"^# corpus-data: ([\w ]+)", script.read_text(), re.M)
+    return found.group(1).split() if found else []
+
+
+def _fake_home(tmp: str, names: list[str]) -> str | None:
+    """A HOME whose Paddle cache folder holds small files of the data sets `names`."""
+    if not names:
+        return None
+    sys.path.insert(0, str(ROOT / "tests"))
+    import dataset_fixtures
+
+    home = os.path.join(tmp, "home")
+    cache = os.path.join(home, ".cache", "paddle", "dataset")
+    for name in names:
+        writer = getattr(dataset_fixtures, f"write_{name}")
+        writer(cache, **({"train_count": 256, "test_count": 64} if name == "mnist" else {}))
+    return home
+
+
+def _run(cmd: list[str], timeout: float, home: str | None = None) -> tuple[int, str]:
     try:
-        res = subprocess.run(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+        res = subprocess.run(cmd, cwd=ROOT, env=_env(home), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
         return res.returncode, res.stdout
     except subprocess.TimeoutExpired as e:
@@ -87,12 +114,13 @@ def check(path: pathlib.Path, timeout: float = 300) -> Outcome:
     launcher = str(pathlib.Path(sys.executable).parent / "paddle-launch")
     with tempfile.TemporaryDirectory(prefix=f"corpus-{name}-") as tmp:
         one, two = pathlib.Path(tmp, "one"), pathlib.Path(tmp, "two")
-        code, out = _run([sys.executable, script, "--save_dir", str(one)], timeout)
+        home = _fake_home(tmp, _data_sets(path))
+        code, out = _run([sys.executable, script, "--save_dir", str(one)], timeout, home)
         if code != 0:
             return Outcome(name, False, f"1 process failed (exit {code}):\n{out[-3000:]}")
         code, out2 = _run([launcher, "--nproc_per_node", "2", "--log_dir",
                            str(pathlib.Path(tmp, "logs")), script, "--save_dir", str(two)],
-                          timeout)
+                          timeout, home)
         if code != 0:
             return Outcome(name, False, f"2 ranks failed (exit {code}):\n{out2[-3000:]}")
         diff = compare(one, two)

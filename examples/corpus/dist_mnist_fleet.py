@@ -13,10 +13,10 @@ network: conv2d + pool2d (fluid.nets.simple_img_conv_pool), fc softmax, Momentum
 import argparse
 
 import numpy
-from spmd.fluid.incubate.fleet.base import role_maker
-from spmd.fluid.incubate.fleet.collective import DistributedStrategy, fleet
 
 import spmd.fluid as fluid
+from spmd.fluid.incubate.fleet.base import role_maker
+from spmd.fluid.incubate.fleet.collective import DistributedStrategy, fleet
 
 BATCH_SIZE = 32
 

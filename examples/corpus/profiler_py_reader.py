@@ -15,11 +15,11 @@ import argparse
 import os
 
 import numpy
-from spmd.fluid.dygraph.base import to_variable  # noqa: F401 - imported, never used in static
 
 import spmd as paddle
 import spmd.fluid as fluid
 import spmd.fluid.profiler as profiler
+from spmd.fluid.dygraph.base import to_variable  # noqa: F401 - imported, never used in static
 
 BATCH_SIZE = 16
 TRAINER_ID = int(os.getenv("PADDLE_TRAINER_ID", "0"))

@@ -29,6 +29,7 @@ from ..io import load, save
 from ..layers.io import fluid_data as data
 from ..layers.param_attr import ParamAttr
 from ..layers.static_nn import embedding
+from ..layers.weight_norm import WeightNormParamAttr
 from . import (
     backward,
     clip,
@@ -69,6 +70,7 @@ __all__ = [
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
     "DistributeTranspiler", "DistributeTranspilerConfig", "ExecutionStrategy", "Executor",
     "ParallelExecutor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
+    "WeightNormParamAttr",
     "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places",
     "data", "default_main_program", "default_startup_program", "embedding", "executor",
     "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",

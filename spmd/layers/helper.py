@@ -22,6 +22,7 @@ from ..errors import InvalidArgumentError
 from ..ops.registry import get_op_def
 from .initializer import ConstantInitializer, Initializer, XavierInitializer
 from .param_attr import ParamAttr
+from .weight_norm import WeightNormParamAttr, create_weight_normalized
 
 __all__ = ["LayerHelper", "check_variable"]
 
@@ -160,6 +161,8 @@ class LayerHelper:
             raise InvalidArgumentError(
                 f"{self.layer_type} '{self.name}': expected one ParamAttr, got {attr!r}")
         attr = copy.deepcopy(attr)  # the caller's ParamAttr stays reusable for other layers
+        if isinstance(attr, WeightNormParamAttr):  # w = g * v / ||v||, from two parameters
+            return create_weight_normalized(self, attr, shape, dtype, default_initializer)
         shape = [int(d) for d in shape]
         if any(d <= 0 for d in shape):
             raise InvalidArgumentError(

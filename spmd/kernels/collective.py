@@ -144,3 +144,33 @@ def c_comm_init(xp, ins, attrs, want):
                         endpoints=list(attrs["endpoints"]),
                         current_endpoint=attrs["current_endpoint"])
     return {}
+
+
+def _check_nranks(attrs, op: str):
+    comm = attrs["_comm"]
+    if attrs["nranks"] != comm.size:
+        raise ValueError(
+            f"{op}: nranks={attrs['nranks']} but the job has {comm.size} place(s) over its "
+            f"ranks; pass nranks equal to the number of places")
+    return comm
+
+
+@kernel("c_allgather")
+def c_allgather(xp, ins, attrs, want):
+    """Every place's X stacked along dim 0, in rank order."""
+    x = ins["X"]
+    every = _check_nranks(attrs, "c_allgather").allgather(xp.ascontiguousarray(x))
+    return {"Out": every.reshape((-1,) + tuple(x.shape[1:]))}
+
+
+@kernel("c_reducescatter")
+def c_reducescatter(xp, ins, attrs, want):
+    """The sum over places of X, each place keeping its 1/nranks of the rows (rank order)."""
+    x = ins["X"]
+    mine = _check_nranks(attrs, "c_reducescatter").reduce_scatter(xp.array(x, copy=True))
+    return {"Out": mine.reshape((-1,) + tuple(x.shape[1:]))}
+
+
+@kernel("c_sync_calc_stream")
+def c_sync_calc_stream(xp, ins, attrs, want):
+    return {"Out": list(ins.get("X", []))}

@@ -65,3 +65,33 @@ def _c_comm_init(ctx):
     ctx.check(ctx.attr("nranks") >= 1, f"nranks must be >= 1, got {ctx.attr('nranks')}")
     ctx.check(0 <= ctx.attr("rank") < ctx.attr("nranks"),
               f"rank {ctx.attr('rank')} is not in [0, nranks={ctx.attr('nranks')})")
+
+
+# fluid.layers.collective's gather/scatter helpers: along dim 0, over the `nranks` ranks of
+# the job (spmd's ring 0); nranks must equal the job's size when the op runs.
+@define_op("c_allgather", inputs=["X"], outputs=["Out"], grad=None, collective=True,
+           attrs={**_RING, "nranks": ("int", 1)})
+def _c_allgather(ctx):
+    x, n = ctx.input("X"), ctx.attr("nranks")
+    ctx.check(n >= 1, f"nranks must be >= 1, got {n}")
+    ctx.check(len(x.shape) >= 1, "X must have at least one dim (the one gathered)")
+    rows = x.shape[0] * n if x.shape[0] >= 0 else -1
+    ctx.set_output("Out", (rows,) + tuple(x.shape[1:]), x.dtype)
+
+
+@define_op("c_reducescatter", inputs=["X"], outputs=["Out"], grad=None, collective=True,
+           attrs={**_RING, "nranks": ("int", 1)})
+def _c_reducescatter(ctx):
+    x, n = ctx.input("X"), ctx.attr("nranks")
+    ctx.check(n >= 1, f"nranks must be >= 1, got {n}")
+    ctx.check(len(x.shape) >= 1, "X must have at least one dim (the one scattered)")
+    ctx.check(x.shape[0] < 0 or x.shape[0] % n == 0,
+              f"X's dim 0 ({x.shape[0]}) must be divisible by nranks={n}")
+    rows = x.shape[0] // n if x.shape[0] >= 0 else -1
+    ctx.set_output("Out", (rows,) + tuple(x.shape[1:]), x.dtype)
+
+
+# Compute is synchronous on spmd's places: nothing to wait for (fluid waits for the CUDA
+# compute stream here).
+define_op("c_sync_calc_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
+          grad=None)(_same_as_inputs)

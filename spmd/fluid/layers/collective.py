@@ -1,6 +1,8 @@
 """fluid.layers.collective: the private collective helpers fluid 1.x programs and tests call
-(_allreduce, _broadcast, _c_allreduce, _c_broadcast, _c_sync_comm_stream), as ops on spmd's
-communicator: inside a program run by several ranks they sum or broadcast across the ranks.
+(_allreduce, _broadcast, _c_allreduce, _c_broadcast, _c_allgather, _c_reducescatter,
+_c_sync_calc_stream, _c_sync_comm_stream), as ops on spmd's communicator: inside a program run
+by several ranks they sum, broadcast, gather or scatter across the ranks. Reductions other
+than sum (fluid's max/min/prod) are refused with a clear error.
 
 >>> import spmd.fluid as fluid
 >>> from spmd.fluid.layers import collective
@@ -72,4 +74,34 @@ def _c_sync_comm_stream(x, ring_id):
     LayerHelper("c_sync_comm_stream").append_op(
         "c_sync_comm_stream", inputs={"X": [x]}, outputs={"Out": [x]},
         attrs={"ring_id": ring_id})
+    return x
+
+
+def _gather_scatter(op: str, x, nranks, ring_id: int, use_calc_stream: bool):
+    _check(x, f"_{op}")
+    if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
+        raise InvalidArgumentError(f"_{op}: nranks must be an int >= 1, got {nranks!r}")
+    helper = LayerHelper(op)
+    out = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op(op, inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"nranks": nranks, "ring_id": ring_id,
+                            "use_calc_stream": use_calc_stream})
+    return out
+
+
+def _c_allgather(x, nranks, ring_id=0, use_calc_stream=False):
+    """Every rank's `x` stacked along dim 0, in rank order (nranks: the job's size)."""
+    return _gather_scatter("c_allgather", x, nranks, ring_id, use_calc_stream)
+
+
+def _c_reducescatter(x, nranks, ring_id=0, use_calc_stream=False):
+    """The sum of `x` over the ranks, each rank keeping its 1/nranks of the rows."""
+    return _gather_scatter("c_reducescatter", x, nranks, ring_id, use_calc_stream)
+
+
+def _c_sync_calc_stream(x):
+    """Wait for the computation issued so far (synchronous on spmd's places); returns x."""
+    _check(x, "_c_sync_calc_stream")
+    LayerHelper("c_sync_calc_stream").append_op(
+        "c_sync_calc_stream", inputs={"X": [x]}, outputs={"Out": [x]})
     return x

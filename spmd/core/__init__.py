@@ -8,6 +8,7 @@ from .places import (
     CUDAPinnedPlace,
     CUDAPlace,
     cpu_places,
+    cuda_pinned_places,
     cuda_places,
     is_compiled_with_cuda,
 )
@@ -37,7 +38,7 @@ __all__ = [
     "Variable",
     "convert_dtype",
     "cpu_places",
-    "cuda_places",
+    "cuda_pinned_places", "cuda_places",
     "default_main_program",
     "default_startup_program",
     "global_scope",

@@ -67,6 +67,20 @@ def cuda_places(device_ids=None):
     return [CUDAPlace(i) for i in device_ids]
 
 
+def cuda_pinned_places(device_count: int | None = None):
+    """fluid.cuda_pinned_places: page-locked host places, one per GPU by default; like fluid,
+    only where spmd can use CUDA."""
+    if not is_compiled_with_cuda():
+        from ..errors import PreconditionError
+
+        raise PreconditionError(
+            "cuda_pinned_places: CUDA is not available (cupy is not installed or sees no GPU); "
+            "use fluid.cpu_places() on this machine, or pip install -e '.[cuda12]'")
+    if device_count is None:
+        device_count = len(cuda_places())
+    return [CUDAPinnedPlace()] * device_count
+
+
 def cpu_places(device_count: int | None = None):
     if device_count is None:
         from ..flags import flags

@@ -14,6 +14,7 @@ from ..core import (
     Scope,
     Variable,
     cpu_places,
+    cuda_pinned_places,
     cuda_places,
     default_main_program,
     default_startup_program,
@@ -41,9 +42,11 @@ from . import (
     framework,
     incubate,
     initializer,
+    input,
     install_check,
     io,
     layers,
+    learning_rate_decay,
     log_helper,
     metrics,
     nets,
@@ -57,6 +60,7 @@ from . import (
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
 from .data_feeder import *  # noqa: F403 - DataFeeder
 from .framework import *  # noqa: F403 - name_scope, in_dygraph_mode, require_version, ...
+from .input import one_hot
 from .parallel_executor import ParallelExecutor
 from .reader import *  # noqa: F403 - DataLoader, PyReader
 from .transpiler import (
@@ -70,7 +74,7 @@ __all__ = [
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
     "DistributeTranspiler", "DistributeTranspilerConfig", "ExecutionStrategy", "Executor",
     "ParallelExecutor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
-    "WeightNormParamAttr",
+    "WeightNormParamAttr", "cuda_pinned_places", "input", "learning_rate_decay", "one_hot",
     "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places",
     "data", "default_main_program", "default_startup_program", "embedding", "executor",
     "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",

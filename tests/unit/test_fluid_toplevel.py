@@ -1,0 +1,51 @@
+"""fluid's top-level names beyond the layers: fluid.one_hot (one_hot_v2: any id shape) equal
+to fluid 1.8.5's output, the fluid.input and fluid.learning_rate_decay modules, and
+cuda_pinned_places refusing clearly where CUDA is absent."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spmd.fluid as fluid
+from spmd.errors import PreconditionError
+
+# fluid 1.8.5: one_hot(ids=[[0, 3, 5], [2, 2, 1]], depth=4, allow_out_of_range=True), flattened
+FLUID_ONE_HOT = [1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0]
+
+
+def _one_hot(ids, depth, allow_out_of_range):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("ids", [None, ids.shape[1]], "int64")
+        y = fluid.one_hot(x, depth=depth, allow_out_of_range=allow_out_of_range)
+    (out,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"ids": ids}, fetch_list=[y],
+                                                  scope=fluid.Scope())
+    return y, out
+
+
+def test_one_hot_v2_equals_fluid():
+    ids = np.array([[0, 3, 5], [2, 2, 1]], dtype="int64")
+    var, out = _one_hot(ids, 4, allow_out_of_range=True)
+    assert var.shape == (-1, 3, 4) and out.dtype == np.float32
+    np.testing.assert_array_equal(out.reshape(-1), np.float32(FLUID_ONE_HOT))
+
+
+def test_one_hot_v2_out_of_range_is_an_error_by_default():
+    with pytest.raises(Exception, match="5"):
+        _one_hot(np.array([[0, 5]], dtype="int64"), 4, allow_out_of_range=False)
+
+
+def test_modules_fluid_programs_import():
+    assert fluid.input.one_hot is fluid.one_hot and fluid.input.embedding is fluid.embedding
+    for name in ("exponential_decay", "piecewise_decay", "noam_decay", "cosine_decay"):
+        assert getattr(fluid.learning_rate_decay, name) is getattr(fluid.layers, name)
+
+
+def test_cuda_pinned_places():
+    if fluid.is_compiled_with_cuda():  # one pinned place per GPU, as fluid
+        places = fluid.cuda_pinned_places()
+        assert len(places) == len(fluid.cuda_places())
+        assert all(isinstance(p, fluid.CUDAPinnedPlace) for p in places)
+    else:
+        with pytest.raises(PreconditionError, match="cpu_places"):
+            fluid.cuda_pinned_places()

@@ -59,6 +59,7 @@ from . import (
 )
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
 from .data_feeder import *  # noqa: F403 - DataFeeder
+from .device import device_guard, get_flags, set_flags
 from .framework import *  # noqa: F403 - name_scope, in_dygraph_mode, require_version, ...
 from .input import one_hot
 from .parallel_executor import ParallelExecutor
@@ -74,7 +75,8 @@ __all__ = [
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
     "DistributeTranspiler", "DistributeTranspilerConfig", "ExecutionStrategy", "Executor",
     "ParallelExecutor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
-    "WeightNormParamAttr", "cuda_pinned_places", "input", "learning_rate_decay", "one_hot",
+    "WeightNormParamAttr", "cuda_pinned_places", "device_guard", "get_flags", "input",
+    "learning_rate_decay", "one_hot", "set_flags",
     "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places",
     "data", "default_main_program", "default_startup_program", "embedding", "executor",
     "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import spmd.fluid as fluid
-from spmd.errors import PreconditionError
+from spmd.errors import InvalidArgumentError, PreconditionError
 
 # fluid 1.8.5: one_hot(ids=[[0, 3, 5], [2, 2, 1]], depth=4, allow_out_of_range=True), flattened
 FLUID_ONE_HOT = [1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0]
@@ -49,3 +49,45 @@ def test_cuda_pinned_places():
     else:
         with pytest.raises(PreconditionError, match="cpu_places"):
             fluid.cuda_pinned_places()
+
+
+def _isolate(monkeypatch, *names):
+    """Let the test change these environment variables; pytest restores them afterwards."""
+    for name in names:
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
+
+
+def test_set_and_get_flags(monkeypatch):
+    _isolate(monkeypatch, "FLAGS_fuse_parameter_memory_size", "FLAGS_check_nan_inf")
+    # fluid 1.8.5's defaults for the flags spmd does not act on; spmd's own bucket size
+    assert fluid.get_flags(["FLAGS_check_nan_inf", "FLAGS_fuse_parameter_memory_size"]) == {
+        "FLAGS_check_nan_inf": False, "FLAGS_fuse_parameter_memory_size": 32.0}
+    with pytest.warns(UserWarning, match="does not act on FLAGS_check_nan_inf"):
+        fluid.set_flags({"FLAGS_fuse_parameter_memory_size": 8, "FLAGS_check_nan_inf": True})
+    assert fluid.get_flags("FLAGS_fuse_parameter_memory_size") == {
+        "FLAGS_fuse_parameter_memory_size": 8.0}
+    assert fluid.get_flags("FLAGS_check_nan_inf") == {"FLAGS_check_nan_inf": True}
+    from spmd.flags import flags  # the value spmd's passes read
+    assert flags().fuse_parameter_memory_size_mb == 8.0
+
+
+def test_unknown_flags_are_refused():
+    with pytest.raises(InvalidArgumentError, match="FLAGS_nope cannot set"):
+        fluid.set_flags({"FLAGS_nope": 1})
+    with pytest.raises(InvalidArgumentError, match="FLAGS_nope cannot get"):
+        fluid.get_flags(["FLAGS_nope"])
+
+
+def test_device_guard_records_op_device():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2], "float32")
+        with fluid.device_guard("gpu:0"):
+            fluid.layers.relu(x)
+        fluid.layers.tanh(x)
+    devices = [op.attrs.get("op_device") for op in main.global_block().ops]
+    assert devices == ["gpu:0", None]
+    with pytest.raises(InvalidArgumentError, match="device id for cpu"):
+        with fluid.device_guard("cpu:1"):
+            pass

@@ -91,3 +91,32 @@ def test_device_guard_records_op_device():
     with pytest.raises(InvalidArgumentError, match="device id for cpu"):
         with fluid.device_guard("cpu:1"):
             pass
+
+
+def _train(decorated: bool):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 3], "float32")
+        loss = fluid.layers.mean(fluid.layers.square(fluid.layers.fc(x, 2)))
+        opt = fluid.optimizer.Momentum(0.1, momentum=0.9)
+        if decorated:
+            opt = fluid.contrib.mixed_precision.decorate(opt, init_loss_scaling=128.0)
+        opt.minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for step in range(3):
+        exe.run(main, feed={"x": np.full((4, 3), step + 1.0, "float32")}, scope=scope)
+    params = {p.name: np.array(scope.find_var(p.name).get_tensor())
+              for p in main.all_parameters()}
+    return params, opt
+
+
+def test_mixed_precision_decorate_trains_as_float32():
+    plain, _ = _train(decorated=False)
+    with pytest.warns(UserWarning, match="does not cast to float16"):
+        mixed, opt = _train(decorated=True)
+    assert sorted(mixed) == sorted(plain)
+    for name in plain:
+        np.testing.assert_array_equal(mixed[name], plain[name])
+    assert opt.get_loss_scaling().shape == (1,)

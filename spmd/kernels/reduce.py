@@ -65,9 +65,9 @@ def reduce_max(xp, ins, attrs, want):
     return {"Out": _reduced(out)}
 
 
-@kernel("reduce_max_grad")
+@kernel("reduce_max_grad", "reduce_min_grad")
 def reduce_max_grad(xp, ins, attrs, want):
-    # as fluid: every element equal to the maximum receives the gradient
+    # as fluid: every element equal to the maximum (minimum) receives the gradient
     x, out, dout = ins["X"], ins["Out"], ins["Out@GRAD"]
     kept = _kept_shape(x, _reduce_axes(x, attrs))
     return {"X@GRAD": (x == out.reshape(kept)) * dout.reshape(kept)}
@@ -103,14 +103,6 @@ def squared_l2_norm_grad(xp, ins, attrs, want):
 def reduce_min(xp, ins, attrs, want):
     x = ins["X"]
     return {"Out": _reduced(x.min(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"]))}
-
-
-@kernel("reduce_min_grad")
-def reduce_min_grad(xp, ins, attrs, want):
-    # as reduce_max: every element equal to the minimum receives the gradient
-    x, out, dout = ins["X"], ins["Out"], ins["Out@GRAD"]
-    kept = _kept_shape(x, _reduce_axes(x, attrs))
-    return {"X@GRAD": (x == out.reshape(kept)) * dout.reshape(kept)}
 
 
 @kernel("reduce_prod")

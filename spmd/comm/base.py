@@ -1,11 +1,24 @@
 """The one collective interface every backend implements, on contiguous arrays.
 
-Reductions are sums. Methods work in place on `array` where the backend can and return the
-result array; callers use the return value.
+allreduce and reduce take a `reduction` from REDUCTIONS ("sum" unless said: gradients),
+reduce_scatter always sums. Methods work in place on `array` where the backend can and return
+the result array; callers use the return value.
 """
 from __future__ import annotations
 
 import abc
+
+from ..errors import CommunicationError
+
+# fluid's c_allreduce_{sum,max,min,prod}; every backend has all four (MPI, NCCL, numpy)
+REDUCTIONS = ("sum", "max", "min", "prod")
+
+
+def check_reduction(reduction: str) -> str:
+    if reduction not in REDUCTIONS:
+        raise CommunicationError(
+            f"unknown reduction {reduction!r}; the collectives reduce with one of {REDUCTIONS}")
+    return reduction
 
 
 class Request(abc.ABC):
@@ -31,16 +44,17 @@ class Communicator(abc.ABC):
     size: int = 1
 
     @abc.abstractmethod
-    def allreduce(self, array):
-        """Sum over ranks; every rank gets the sum."""
+    def allreduce(self, array, reduction: str = "sum"):
+        """`reduction` over ranks, elementwise; every rank gets the result."""
 
-    def iallreduce(self, array) -> Request:
+    def iallreduce(self, array, reduction: str = "sum") -> Request:
         """Non-blocking allreduce; the default completes at once."""
-        return DoneRequest(self.allreduce(array))
+        return DoneRequest(self.allreduce(array, reduction))
 
     @abc.abstractmethod
-    def reduce(self, array, root: int):
-        """Sum over ranks into `root`'s array; other ranks' arrays are unspecified after."""
+    def reduce(self, array, root: int, reduction: str = "sum"):
+        """`reduction` over ranks into `root`'s array; other ranks' arrays are unspecified
+        after."""
 
     @abc.abstractmethod
     def broadcast(self, array, root: int):
@@ -76,10 +90,12 @@ class Communicator(abc.ABC):
 class SelfCommunicator(Communicator):
     """A world of one: every collective is the identity. No MPI library needed."""
 
-    def allreduce(self, array):
+    def allreduce(self, array, reduction="sum"):
+        check_reduction(reduction)
         return array
 
-    def reduce(self, array, root):
+    def reduce(self, array, root, reduction="sum"):
+        check_reduction(reduction)
         return array
 
     def broadcast(self, array, root):

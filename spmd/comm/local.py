@@ -1,7 +1,7 @@
 """Several places in one process: one thread per place, collectives through shared memory.
 
-`LocalGroup(n)` is the shared rendezvous; `group.communicator(i)` is place i's view. Sums are
-taken in place order by one thread, so every place gets bitwise the same result.
+`LocalGroup(n)` is the shared rendezvous; `group.communicator(i)` is place i's view. Reductions
+are taken in place order by one thread, so every place gets bitwise the same result.
 `HierarchicalCommunicator` stacks a local group under an MPI communicator: reduce locally, cross
 processes once, share the result locally.
 """
@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from ..errors import CommunicationError
-from .base import Communicator
+from .base import Communicator, check_reduction
 
 
 class LocalGroup:
@@ -62,24 +62,37 @@ class LocalGroup:
         return result
 
 
-def _sum_in_order(arrays):
-    total = arrays[0].copy()
-    for a in arrays[1:]:
-        total += a
-    return total
+_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+def _in_order(reduction: str):
+    """The function reducing every place's array, first to last, with `reduction`."""
+    ufunc = _UFUNCS[check_reduction(reduction)]
+
+    def combine(arrays):
+        total = arrays[0].copy()
+        for a in arrays[1:]:
+            ufunc(total, a, out=total)
+        return total
+
+    return combine
+
+
+_sum_in_order = _in_order("sum")
 
 
 class LocalCommunicator(Communicator):
     def __init__(self, group: LocalGroup, index: int):
         self.group, self.rank, self.size = group, index, group.size
 
-    def allreduce(self, array):
-        total = self.group.exchange(self.rank, array, _sum_in_order, "allreduce")
+    def allreduce(self, array, reduction="sum"):
+        total = self.group.exchange(self.rank, array, _in_order(reduction), "allreduce")
         array[...] = total
         return array
 
-    def reduce(self, array, root: int):
-        total = self.group.exchange(self.rank, array, _sum_in_order, f"reduce(root={root})")
+    def reduce(self, array, root: int, reduction="sum"):
+        total = self.group.exchange(self.rank, array, _in_order(reduction),
+                                    f"reduce(root={root})")
         if self.rank == root:
             array[...] = total
         return array
@@ -120,15 +133,17 @@ class HierarchicalCommunicator(Communicator):
         for its result."""
         return self.local.group.exchange(self.local.rank, array, fn, op)
 
-    def allreduce(self, array):
-        total = self._across(array, lambda a: self.outer.allreduce(_sum_in_order(a)),
+    def allreduce(self, array, reduction="sum"):
+        combine = _in_order(reduction)
+        total = self._across(array, lambda a: self.outer.allreduce(combine(a), reduction),
                              "allreduce")
         array[...] = total
         return array
 
-    def reduce(self, array, root: int):
+    def reduce(self, array, root: int, reduction="sum"):
         proc, place = divmod(root, self.local.size)
-        total = self._across(array, lambda a: self.outer.reduce(_sum_in_order(a), proc),
+        combine = _in_order(reduction)
+        total = self._across(array, lambda a: self.outer.reduce(combine(a), proc, reduction),
                              f"reduce(root={root})")
         if self.rank == root:
             array[...] = total

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..errors import CommunicationError
-from .base import Communicator, Request
+from .base import Communicator, Request, check_reduction
 
 
 def _nccl_dtype(nccl, dtype) -> int:
@@ -87,18 +87,22 @@ class NCCLCommunicator(Communicator):
         event.record()
         return _StreamRequest(self, event, result, op)
 
-    def iallreduce(self, array) -> Request:
+    def _op(self, reduction: str) -> int:
+        # NCCL_SUM, NCCL_MAX, NCCL_MIN, NCCL_PROD
+        return getattr(self._nccl, "NCCL_" + check_reduction(reduction).upper())
+
+    def iallreduce(self, array, reduction: str = "sum") -> Request:
         self.comm.allReduce(array.data.ptr, array.data.ptr, array.size,
-                            _nccl_dtype(self._nccl, array.dtype), self._nccl.NCCL_SUM,
+                            _nccl_dtype(self._nccl, array.dtype), self._op(reduction),
                             self._stream())
         return self._record(array, "allreduce")
 
-    def allreduce(self, array):
-        return self.iallreduce(array).wait()
+    def allreduce(self, array, reduction: str = "sum"):
+        return self.iallreduce(array, reduction).wait()
 
-    def reduce(self, array, root: int):
+    def reduce(self, array, root: int, reduction: str = "sum"):
         self.comm.reduce(array.data.ptr, array.data.ptr, array.size,
-                         _nccl_dtype(self._nccl, array.dtype), self._nccl.NCCL_SUM, root,
+                         _nccl_dtype(self._nccl, array.dtype), self._op(reduction), root,
                          self._stream())
         return self._record(array, f"reduce(root={root})").wait()
 

@@ -23,11 +23,11 @@ class HostStagedCommunicator(Communicator):
         self.mpi = mpi
         self.rank, self.size = mpi.rank, mpi.size
 
-    def allreduce(self, array):
-        return _back(array, self.mpi.allreduce(_to_host(array)))
+    def allreduce(self, array, reduction="sum"):
+        return _back(array, self.mpi.allreduce(_to_host(array), reduction))
 
-    def reduce(self, array, root: int):
-        return _back(array, self.mpi.reduce(_to_host(array), root))
+    def reduce(self, array, root: int, reduction="sum"):
+        return _back(array, self.mpi.reduce(_to_host(array), root, reduction))
 
     def broadcast(self, array, root: int):
         return _back(array, self.mpi.broadcast(_to_host(array), root))

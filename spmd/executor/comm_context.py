@@ -221,11 +221,11 @@ class CommContext:
             self._pending.append((self._worker.submit(call, *args), op))
         return out
 
-    def allreduce(self, buf, inline: bool = False):
-        self._run("allreduce", buf, inline=inline)
+    def allreduce(self, buf, inline: bool = False, reduction: str = "sum"):
+        self._run("allreduce", buf, reduction, inline=inline)
 
-    def reduce(self, buf, root: int, inline: bool = False):
-        self._run("reduce", buf, root, inline=inline)
+    def reduce(self, buf, root: int, inline: bool = False, reduction: str = "sum"):
+        self._run("reduce", buf, root, reduction, inline=inline)
 
     def broadcast(self, buf, root: int, inline: bool = False):
         self._run("broadcast", buf, root, inline=inline)

@@ -53,18 +53,32 @@ def _buffer(xp, ins, attrs, op):
     return _fill_bucket(xp, bucket, arrays) if bucket else _pack(xp, arrays)
 
 
-@kernel("c_allreduce_sum")
-def c_allreduce_sum(xp, ins, attrs, want):
-    buf, views = _buffer(xp, ins, attrs, "c_allreduce_sum")
-    attrs["_comm"].allreduce(buf, inline=attrs["use_calc_stream"])
-    return {"Out": views}
+def _allreduce_kernel(reduction: str):
+    op = f"c_allreduce_{reduction}"
+
+    def run(xp, ins, attrs, want):
+        buf, views = _buffer(xp, ins, attrs, op)
+        attrs["_comm"].allreduce(buf, inline=attrs["use_calc_stream"], reduction=reduction)
+        return {"Out": views}
+
+    return run
 
 
-@kernel("c_reduce_sum")
-def c_reduce_sum(xp, ins, attrs, want):
-    buf, views = _buffer(xp, ins, attrs, "c_reduce_sum")
-    attrs["_comm"].reduce(buf, attrs["root_id"], inline=attrs["use_calc_stream"])
-    return {"Out": views}
+def _reduce_kernel(reduction: str):
+    op = f"c_reduce_{reduction}"
+
+    def run(xp, ins, attrs, want):
+        buf, views = _buffer(xp, ins, attrs, op)
+        attrs["_comm"].reduce(buf, attrs["root_id"], inline=attrs["use_calc_stream"],
+                              reduction=reduction)
+        return {"Out": views}
+
+    return run
+
+
+for _reduction in ("sum", "max", "min", "prod"):
+    kernel(f"c_allreduce_{_reduction}")(_allreduce_kernel(_reduction))
+    kernel(f"c_reduce_{_reduction}")(_reduce_kernel(_reduction))
 
 
 @kernel("c_broadcast")

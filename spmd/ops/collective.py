@@ -15,10 +15,12 @@ def _same_as_inputs(ctx):
 
 _RING = {"ring_id": ("int", 0), "use_calc_stream": ("bool", False)}
 
-define_op("c_allreduce_sum", inputs=["X*"], outputs=["Out*"], attrs=_RING, grad=None,
-          collective=True)(_same_as_inputs)
-define_op("c_reduce_sum", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
-          attrs={**_RING, "root_id": ("int", 0)})(_same_as_inputs)
+# fluid's reduction families: c_allreduce_{sum,max,min,prod} and c_reduce_{sum,max,min,prod}
+for _reduction in ("sum", "max", "min", "prod"):
+    define_op(f"c_allreduce_{_reduction}", inputs=["X*"], outputs=["Out*"], attrs=_RING,
+              grad=None, collective=True)(_same_as_inputs)
+    define_op(f"c_reduce_{_reduction}", inputs=["X*"], outputs=["Out*"], grad=None,
+              collective=True, attrs={**_RING, "root_id": ("int", 0)})(_same_as_inputs)
 define_op("c_broadcast", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
           attrs={**_RING, "root": ("int", 0)})(_same_as_inputs)
 # Reduce mode over one fused buffer (see passes/reduce_mode.py): `owners[i]` is the rank that

@@ -93,9 +93,11 @@ def test_layers_collective_helpers_on_one_rank():
         same = collective._c_broadcast(fluid.layers.scale(x, 1.0), root=0)
         collective._c_sync_comm_stream(same, 0)
         collective._broadcast(same, 0)
-        with pytest.raises(InvalidArgumentError, match="reduce_type='max'"):
-            collective._c_allreduce(x, reduce_type="max")
+        biggest = collective._c_allreduce(x, reduce_type="max")
+        product = collective._allreduce(x, reduce_type="prod")
+        with pytest.raises(InvalidArgumentError, match="reduce_type must be one of"):
+            collective._c_allreduce(x, reduce_type="avg")
     got = fluid.Executor().run(main, feed={"x": np.arange(3, dtype="float32")},
-                               fetch_list=[total, legacy, same])
+                               fetch_list=[total, legacy, same, biggest, product])
     for value in got:
         np.testing.assert_array_equal(value, [0.0, 1.0, 2.0])

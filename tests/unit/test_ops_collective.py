@@ -81,3 +81,30 @@ def test_owners_must_name_every_piece():
     with pytest.raises(ValueError, match="owners names 2 ranks for 5 pieces"):
         on_places(lambda r, ctx: kernel(np, {"X": pieces(r)},
                                         {"owners": [0, 1], "_comm": ctx}, None))
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["no-overlap", "comm-thread"])
+@pytest.mark.parametrize("reduction", ["sum", "max", "min", "prod"])
+def test_allreduce_and_reduce_kernels_of_each_reduction(reduction, overlap):
+    """c_allreduce_<reduction> over every place's pieces (fused in one buffer, queued on the
+    communication thread when overlapping) and c_reduce_<reduction> into root 1, against
+    numpy's reduction of the same pieces in place order."""
+    ufunc = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}[reduction]
+    allreduce = get_kernel(f"c_allreduce_{reduction}")
+    reduce = get_kernel(f"c_reduce_{reduction}")
+
+    def step(rank, ctx):
+        every = allreduce(np, {"X": pieces(rank)}, {"use_calc_stream": False, "_comm": ctx},
+                          None)["Out"]
+        ctx.wait_all()
+        root = reduce(np, {"X": pieces(rank)},
+                      {"use_calc_stream": True, "root_id": 1, "_comm": ctx}, None)["Out"]
+        return every, root
+
+    outs = on_places(step, overlap=overlap)
+    want = [ufunc.reduce([pieces(r)[k] for r in range(N)]) for k in range(len(SHAPES))]
+    for rank in range(N):
+        for k in range(len(SHAPES)):
+            np.testing.assert_array_equal(outs[rank][0][k], want[k])
+    for k in range(len(SHAPES)):
+        np.testing.assert_array_equal(outs[1][1][k], want[k])

@@ -1,8 +1,8 @@
 """fluid.layers.collective: the private collective helpers fluid 1.x programs and tests call
 (_allreduce, _broadcast, _c_allreduce, _c_broadcast, _c_allgather, _c_reducescatter,
 _c_sync_calc_stream, _c_sync_comm_stream), as ops on spmd's communicator: inside a program run
-by several ranks they sum, broadcast, gather or scatter across the ranks. Reductions other
-than sum (fluid's max/min/prod) are refused with a clear error.
+by several ranks they reduce (sum, max, min or prod), broadcast, gather or scatter across the
+ranks.
 
 >>> import spmd.fluid as fluid
 >>> from spmd.fluid.layers import collective
@@ -24,27 +24,31 @@ def _check(x, where: str):
         raise InvalidArgumentError(f"{where}: x must be a Variable, got {type(x).__name__}")
 
 
-def _only_sum(reduce_type: str, where: str):
-    if reduce_type != "sum":
+_REDUCE_TYPES = ("sum", "max", "min", "prod")
+
+
+def _reduce_type(reduce_type, where: str) -> str:
+    if reduce_type not in _REDUCE_TYPES:
         raise InvalidArgumentError(
-            f"{where}: reduce_type={reduce_type!r} is not available in spmd, whose collectives "
-            f"sum; use reduce_type='sum'")
+            f"{where}: reduce_type must be one of {_REDUCE_TYPES}, got {reduce_type!r}")
+    return reduce_type
 
 
-def _sum_op(x, out, ring_id: int, use_calc_stream: bool, where: str):
+def _allreduce_op(x, out, reduce_type: str, ring_id: int, use_calc_stream: bool, where: str):
     helper = LayerHelper(where)
     if out is None:
         out = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
-    helper.append_op("c_allreduce_sum", inputs={"X": [x]}, outputs={"Out": [out]},
+    helper.append_op(f"c_allreduce_{reduce_type}", inputs={"X": [x]}, outputs={"Out": [out]},
                      attrs={"ring_id": ring_id, "use_calc_stream": use_calc_stream})
     return out
 
 
 def _allreduce(x, out=None, reduce_type="sum", sync_mode=False):
-    """The sum of `x` over every rank, into `out` (a new variable when None)."""
+    """`x` reduced elementwise over every rank with `reduce_type` (sum, max, min or prod),
+    into `out` (a new variable when None)."""
     _check(x, "_allreduce")
-    _only_sum(reduce_type, "_allreduce")
-    return _sum_op(x, out, 0, bool(sync_mode), "allreduce")
+    return _allreduce_op(x, out, _reduce_type(reduce_type, "_allreduce"), 0, bool(sync_mode),
+                         "allreduce")
 
 
 def _broadcast(x, root, sync_mode=False):
@@ -53,10 +57,11 @@ def _broadcast(x, root, sync_mode=False):
 
 
 def _c_allreduce(x, out=None, reduce_type="sum", ring_id=0, use_calc_stream=False):
-    """The sum of `x` over every rank of ring `ring_id` (spmd has ring 0, the whole job)."""
+    """`x` reduced elementwise with `reduce_type` over every rank of ring `ring_id` (spmd has
+    ring 0, the whole job)."""
     _check(x, "_c_allreduce")
-    _only_sum(reduce_type, "_c_allreduce")
-    return _sum_op(x, out, ring_id, use_calc_stream, "c_allreduce")
+    return _allreduce_op(x, out, _reduce_type(reduce_type, "_c_allreduce"), ring_id,
+                         use_calc_stream, "c_allreduce")
 
 
 def _c_broadcast(x, root=0, ring_id=0, use_calc_stream=False):

@@ -1,6 +1,7 @@
 """fluid.layers.collective's helpers inside a program every rank runs with its own Executor:
-allreduce (sum), broadcast, allgather and reducescatter along dim 0, and the two sync helpers;
-expected values computed from rank and size. A reduction other than sum is a clear error."""
+allreduce (sum, max, min, prod), broadcast, allgather and reducescatter along dim 0, and the two
+sync helpers; expected values computed from rank and size. An unknown reduction is a clear
+error."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,7 +65,37 @@ def test_nranks_other_than_the_job_size_is_a_clear_error():
              {"x": np.ones((2, 3), "float32")})
 
 
-def test_reductions_other_than_sum_are_refused():
-    with pytest.raises(InvalidArgumentError, match="reduce_type='max'"):
-        _run(lambda v: [collective._c_allreduce(v, reduce_type="max")],
+def test_max_min_prod_reductions():
+    t = detect()
+    # rank r holds [r+1, -(r+1), 1+r/8] in each row: max, min and product are known in closed
+    # form (the product's factors are exact in float64)
+    x = np.tile(np.array([t.rank + 1, -(t.rank + 1), 1 + t.rank / 8], "float64"), (2, 1))
+
+    def build(v):
+        return [collective._c_allreduce(v, reduce_type=kind, use_calc_stream=inline)
+                for kind in ("max", "min", "prod") for inline in (False, True)] + [
+            collective._allreduce(v, reduce_type="max")]
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        fetches = build(fluid.data("x", [2, 3], "float64"))
+    got = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": x}, fetch_list=fetches,
+                                               scope=fluid.Scope())
+    n = t.size
+    product = np.prod([r + 1 for r in range(n)], dtype="float64")
+    expected = {
+        "max": [n, -1, 1 + (n - 1) / 8],
+        "min": [1, -n, 1],
+        "prod": [product, product * (-1) ** n, np.prod([1 + r / 8 for r in range(n)])],
+    }
+    for k, kind in enumerate(("max", "min", "prod")):
+        for inline in (0, 1):
+            np.testing.assert_array_equal(got[2 * k + inline], np.tile(expected[kind], (2, 1)),
+                                          err_msg=f"{kind} use_calc_stream={bool(inline)}")
+    np.testing.assert_array_equal(got[-1], got[0])
+
+
+def test_an_unknown_reduction_is_refused_while_building():
+    with pytest.raises(InvalidArgumentError, match="reduce_type must be one of"):
+        _run(lambda v: [collective._c_allreduce(v, reduce_type="mean")],
              {"x": np.ones((2, 3), "float32")})

@@ -56,6 +56,36 @@ def test_reduce_broadcast_allgather_reduce_scatter(comm):
     comm.barrier()
 
 
+def _expected(reduction: str, ranks):
+    """Rank g contributes [g+1, -(g+1)]: the reduction over `ranks` in closed form."""
+    values = np.array([[g + 1, -(g + 1)] for g in ranks], dtype=np.float64)
+    return {"sum": values.sum(0), "max": values.max(0), "min": values.min(0),
+            "prod": values.prod(0)}[reduction]
+
+
+@pytest.mark.parametrize("reduction", ["sum", "max", "min", "prod"])
+def test_allreduce_and_reduce_with_each_reduction(comm, reduction):
+    r, n = comm.rank, comm.size
+    want = _expected(reduction, range(n))
+    np.testing.assert_array_equal(comm.allreduce(np.array([r + 1.0, -(r + 1.0)]), reduction),
+                                  want)
+    np.testing.assert_array_equal(
+        comm.iallreduce(np.array([r + 1.0, -(r + 1.0)]), reduction).wait(), want)
+    np.testing.assert_array_equal(
+        comm.untimed("allreduce")(np.array([r + 1.0, -(r + 1.0)]), reduction), want)
+    root = n - 1
+    for reduce in (comm.reduce, comm.untimed("reduce")):
+        a = reduce(np.array([r + 1.0, -(r + 1.0)]), root, reduction)
+        if r == root:
+            np.testing.assert_array_equal(a, want)
+
+
+def test_an_unknown_reduction_is_refused_before_communicating(comm):
+    with pytest.raises(CommunicationError, match="unknown reduction 'mean'"):
+        comm.allreduce(np.zeros(2), "mean")
+    comm.barrier()  # every rank refused on its own; nobody is left waiting
+
+
 def test_bcast_bytes_has_no_pickle(comm):
     payload = bytes(range(256)) * 3 if comm.rank == 0 else None
     assert comm.bcast_bytes(payload, 0) == bytes(range(256)) * 3
@@ -75,7 +105,10 @@ def test_hierarchical_two_places_per_process(comm):
         h = HierarchicalCommunicator(group.communicator(i), comm)
         a = np.full(3, float(h.rank + 1))
         results[i] = (h.rank, h.size, h.allreduce(a).copy(),
-                      h.broadcast(np.full(2, float(h.rank)), h.size - 1).copy())
+                      h.broadcast(np.full(2, float(h.rank)), h.size - 1).copy(),
+                      {kind: h.allreduce(np.array([h.rank + 1.0, -(h.rank + 1.0)]), kind).copy()
+                       for kind in ("max", "min", "prod")},
+                      h.reduce(np.array([h.rank + 1.0, -(h.rank + 1.0)]), 0, "max").copy())
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(places)]
     for t in threads:
@@ -83,10 +116,14 @@ def test_hierarchical_two_places_per_process(comm):
     for t in threads:
         t.join()
     total = places * comm.size
-    for i, (rank, size, summed, bcast) in enumerate(results):
+    for i, (rank, size, summed, bcast, reduced, biggest) in enumerate(results):
         assert (rank, size) == (comm.rank * places + i, total)
         np.testing.assert_array_equal(summed, total * (total + 1) / 2)
         np.testing.assert_array_equal(bcast, total - 1)
+        for kind, got in reduced.items():
+            np.testing.assert_array_equal(got, _expected(kind, range(total)), err_msg=kind)
+        if rank == 0:
+            np.testing.assert_array_equal(biggest, _expected("max", range(total)))
 
 
 def test_timeout_names_the_op_instead_of_hanging(comm):

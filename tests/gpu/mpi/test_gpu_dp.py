@@ -40,6 +40,14 @@ def test_collectives_on_gpu_arrays():
     np.testing.assert_array_equal(cupy.asnumpy(g).reshape(-1), np.arange(n))
     rs = comm.reduce_scatter(cupy.arange(2 * n, dtype=cupy.float64))
     np.testing.assert_array_equal(cupy.asnumpy(rs), n * np.arange(2 * n)[2 * t.rank:2 * t.rank + 2])
+    mine = [t.rank + 1.0, -(t.rank + 1.0)]
+    every = np.array([[r + 1.0, -(r + 1.0)] for r in range(n)])
+    for kind, want in (("max", every.max(0)), ("min", every.min(0)), ("prod", every.prod(0))):
+        got = comm.allreduce(cupy.array(mine, dtype=cupy.float64), kind)
+        np.testing.assert_array_equal(got.get(), want, err_msg=kind)
+        got = comm.reduce(cupy.array(mine, dtype=cupy.float64), 0, kind)
+        if t.rank == 0:
+            np.testing.assert_array_equal(got.get(), want, err_msg=f"reduce {kind}")
 
 
 @pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])

@@ -32,9 +32,13 @@ from .config import LaunchConfig
 PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 
 
+# set by spmd.guard in a supervised program: a worker inheriting it would go unsupervised
+_NOT_INHERITED = (*PROXY_VARS, "SPMD_SUPERVISED")
+
+
 def without_proxies(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` minus the proxy variables."""
-    return {k: v for k, v in env.items() if k not in PROXY_VARS}
+    """`env` minus the proxy variables (and spmd's mark of a supervised process)."""
+    return {k: v for k, v in env.items() if k not in _NOT_INHERITED}
 
 
 def _cpus() -> int:

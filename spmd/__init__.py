@@ -6,6 +6,12 @@ Two faces over one engine: `import spmd.fluid as fluid` (fluid 1.x) and `import 
 >>> import spmd as paddle
 >>> paddle.enable_static()
 """
+from . import guard as _guard
+
+# first of all, before MPI or any thread starts: the abort hook, and the supervisor that
+# makes an early end of any rank fail the job (spmd/guard)
+_guard.install()
+
 from . import (  # noqa: F401 - the faces, and the op and kernel tables filled
     compat,
     dataset,

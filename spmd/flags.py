@@ -46,6 +46,19 @@ def _read_choice(env, name: str, default: str, choices: tuple) -> str:
     return raw
 
 
+def _read_bool(env, name: str, default: bool) -> bool:
+    """fluid's spellings of a boolean flag: 1/0, true/false (any case)."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise InvalidArgumentError(
+        f"environment variable {name}={raw!r} is not a boolean; set it to 1 or 0")
+
+
 @dataclass(frozen=True)
 class Flags:
     cpu_num: int
@@ -67,6 +80,14 @@ class Flags:
     collective it waits in, its error, how it ended) for the launcher; see spmd/run.py."""
     worker_log: str | None = None
     """SPMD_WORKER_LOG: the file a worker started by paddle-launch writes its output to."""
+    check_nan_inf: bool = False
+    """FLAGS_check_nan_inf: check every op's outputs and the feeds for NaN/Inf (fluid's flag;
+    off by default)."""
+    supervise: bool = True
+    """SPMD_SUPERVISE: under an MPI launcher with more than one rank, `import spmd` runs the
+    script under a small supervisor process and a peer-liveness channel, so a rank that ends
+    early (even by os._exit or a signal) fails the job within seconds (default on; 0 turns it
+    off). See spmd/guard/."""
 
 
 def flags(env=None) -> Flags:
@@ -81,4 +102,6 @@ def flags(env=None) -> Flags:
         malloc_tune=_read_int(env, "SPMD_MALLOC_TUNE", 1, minimum=0) != 0,
         status_file=env.get("SPMD_STATUS_FILE") or None,
         worker_log=env.get("SPMD_WORKER_LOG") or None,
+        check_nan_inf=_read_bool(env, "FLAGS_check_nan_inf", False),
+        supervise=_read_int(env, "SPMD_SUPERVISE", 1, minimum=0) != 0,
     )

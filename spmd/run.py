@@ -10,8 +10,9 @@ waiting in a collective forever::
 Started by paddle-launch (which sets SPMD_STATUS_FILE and SPMD_WORKER_LOG), a worker also
 
 - writes its stdout and stderr to its log, SPMD_WORKER_LOG;
-- runs under a small supervisor, a fork made before MPI starts, that records how the worker
-  ended (exit code, or the signal that killed it: only a parent can see a SIGKILL);
+- runs under the supervisor `import spmd` makes (spmd/guard), a fork made before MPI starts,
+  which records how the worker ended (exit code, or the signal that killed it: only a parent
+  can see a SIGKILL);
 - records its life in the status file, one event a line (see `append_event`), which the
   launcher reads while the job runs;
 - dumps its Python stack to `stack_path(status file)` on `STACK_SIGNAL`, which the launcher
@@ -172,49 +173,6 @@ def _redirect_output(path: str) -> None:
     sys.stdout.reconfigure(line_buffering=True)
 
 
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL when the supervisor dies, so killing it never orphans the worker."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _supervise(status_file: str) -> None:
-    """Fork; the child returns and becomes the worker, the parent waits for it, records how it
-    ended and exits with its code, or 128 + the signal that killed it (as a shell reports it).
-
-    Not by the same signal: Hydra kills every rank at once when one dies of a signal, even when
-    told to leave cleanup to the launcher, which wants to ask them where they were first."""
-    parent = os.getpid()
-    child = os.fork()
-    if child == 0:
-        _die_with_parent()
-        if os.getppid() != parent:  # the supervisor died before PDEATHSIG was armed
-            os._exit(1)
-        return
-
-    def forward(signum, frame):
-        try:
-            os.kill(child, signum)
-        except ProcessLookupError:
-            pass
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STACK_SIGNAL):
-        signal.signal(sig, forward)
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # see _prepare_worker
-    _, status = os.waitpid(child, 0)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        append_event(status_file, "ended", f"signal={sig}")
-        os._exit(128 + sig)
-    code = os.WEXITSTATUS(status)
-    append_event(status_file, "ended", f"code={code}")
-    os._exit(code)
-
-
 def _prepare_worker(status_file: str) -> None:
     global _stack_file
     # Hydra tells the surviving ranks of a failure with SIGUSR1 when the launcher has it leave
@@ -232,53 +190,18 @@ def _prepare_worker(status_file: str) -> None:
                  f"pid={os.getpid()} supervisor={os.getppid()} host={socket.gethostname()}")
 
 
-def abort_job(code: int) -> None:
-    """MPI_Abort the job when MPI is up with other ranks, after this rank's output has reached
-    the process manager. Best effort: it returns when there is nothing to abort."""
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is None:
-        return
-    try:
-        if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
-            flush_to_process_manager()
-            mpi.COMM_WORLD.Abort(code)
-    except Exception:  # noqa: BLE001 - already failing; never mask the original error
-        pass
-
-
-def flush_to_process_manager(limit_s: float = 3.0):
-    """Flush stdout and stderr and, where they are pipes to the process manager's proxy (as
-    under mpiexec), wait until the proxy has read them, up to `limit_s`.
-
-    MPI_Abort makes the process manager kill every process at once; a traceback still sitting
-    in the pipe is then lost, and the user sees a job that failed without saying why."""
-    import fcntl
-    import stat
-    import struct
-    import termios
-
-    deadline = time.monotonic() + limit_s
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-            fd = stream.fileno()
-            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-                continue
-            while time.monotonic() < deadline:
-                unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
-                if unread == 0:
-                    break
-                time.sleep(0.01)
-        except (OSError, ValueError, AttributeError):  # closed or replaced streams: best effort
-            continue
-    # The proxy has read the bytes; give it a moment to pass them on before the kill.
-    time.sleep(0.1)
-
-
 def _fail(code: int, summary: str, status_file: str | None) -> None:
     """End this rank after an error, making sure every other rank ends too."""
+    from .guard import abort_job, note_exit_code
+
+    note_exit_code(code)
     if status_file:
         append_event(status_file, "error", summary)
+    else:  # the launcher's report names the rank and cause; here this rank says it, once
+        from .comm.topology import launcher_rank_size
+
+        rank, size = launcher_rank_size()
+        print(f"spmd.run: [rank {rank}/{size}] {summary}; ending the job", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     if not status_file:
@@ -335,8 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = flags()
     if settings.worker_log:
         _redirect_output(settings.worker_log)
-    if settings.status_file:
-        _supervise(settings.status_file)  # returns in the worker only
+    if settings.status_file:  # `import spmd` made the supervisor (spmd/guard)
         _prepare_worker(settings.status_file)
     run(kind, target, script_argv, settings.status_file)
 

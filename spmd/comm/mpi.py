@@ -6,40 +6,27 @@ after the collective timeout raises CommunicationError naming the op, instead of
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
 
+from .. import guard
 from ..errors import CommunicationError
 from .base import Communicator, Request, check_reduction
 
-_abort_installed = False
+_met = False
 
 
 def world():
-    """mpi4py's COMM_WORLD; the first call loads MPI and makes an uncaught exception on any
-    rank abort the whole job (as `python -m mpi4py` does) instead of leaving the others hung."""
+    """mpi4py's COMM_WORLD. The first call loads MPI and connects this rank's supervisor to
+    the others' (spmd.guard), so a rank that leaves early fails the job at once."""
+    global _met
     from mpi4py import MPI
 
-    install_abort_on_exception()
+    if not _met:
+        _met = True
+        guard.rendezvous(MPI.COMM_WORLD)
     return MPI.COMM_WORLD
-
-
-def install_abort_on_exception():
-    global _abort_installed
-    if _abort_installed:
-        return
-    _abort_installed = True
-    previous = sys.excepthook
-
-    def abort_all(kind, value, tb):
-        previous(kind, value, tb)
-        from ..run import abort_job
-
-        abort_job(1)
-
-    sys.excepthook = abort_all
 
 
 def _check_contiguous(array, op: str):
@@ -89,6 +76,7 @@ class MPICommunicator(Communicator):
         self._tracking = self.size > 1
 
     def _enter(self, op: str):
+        guard.note_collective()
         if self._tracking:
             if self._board is None:
                 self._tracking = False  # the set-up's own barrier is not on the board
@@ -112,6 +100,10 @@ class MPICommunicator(Communicator):
         note_at, status_file = time.monotonic() + 0.1, None
         while not req.Test():
             now = time.monotonic()
+            departed = guard.departure_message(op, self.describe())
+            if departed:
+                guard.let_the_reporter_speak()
+                raise CommunicationError(departed)
             if now > deadline:
                 raise CommunicationError(
                     f"{self.describe()} {op} did not complete within {self.timeout_s:g} s: "

@@ -82,6 +82,19 @@ _LAUNCHER_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_
                        ("SLURM_PROCID", "SLURM_NTASKS"))
 
 
+def launcher_rank_size(env=None) -> tuple[int, int]:
+    """(rank, size) from the process manager's variables, without loading MPI; (0, 1) when no
+    MPI launcher started this process."""
+    env = os.environ if env is None else env
+    if not launched_by_mpi(env):
+        return 0, 1
+    for rank_var, size_var in _LAUNCHER_RANK_VARS:
+        rank, size = env.get(rank_var, ""), env.get(size_var, "")
+        if rank.isdigit() and size.isdigit():
+            return int(rank), int(size)
+    return 0, 1
+
+
 def fill_paddle_env(env=None) -> bool:
     """Under an MPI launcher (mpirun / mpiexec / srun) that left PADDLE_TRAINER_ID and
     PADDLE_TRAINERS_NUM unset, set them from the launcher's own rank and size variables, so a
@@ -96,7 +109,7 @@ def fill_paddle_env(env=None) -> bool:
         if rank.isdigit() and size.isdigit():
             env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"] = rank, size
             return True
-    return False
+    return False  # a launcher that names neither: detect() asks MPI
 
 
 _detected: Topology | None = None

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 
+from .. import guard
 from ..comm.base import Communicator, SelfCommunicator
 from ..errors import CommunicationError, InvalidArgumentError
 from ..flags import flags
@@ -91,8 +92,11 @@ class _Watchdog:
     def _loop(self):
         noted = None
         while not self.stopped:
-            time.sleep(1.0)
+            time.sleep(0.1 if guard.supervised() else 1.0)
             op, began, deadline = self.op, self.began, self.deadline
+            departed = op is not None and guard.departure_message(op, self._comm.describe())
+            if departed:
+                _departed(departed)
             if op is None:
                 if noted is not None:
                     _status("done", noted)
@@ -116,6 +120,14 @@ def _timed_out(comm: Communicator, op: str, timeout: float):
     _end_job(message)
 
 
+def _departed(message: str):
+    """A peer left while this rank waits in a blocking collective it never joined."""
+    guard.let_the_reporter_speak()
+    sys.stderr.write(message + "; ending the job.\n")
+    sys.stderr.flush()
+    _end_job(message)
+
+
 def _end_job(message: str):
     """Under paddle-launch: record the error and exit, so the launcher can still ask the other
     ranks for their stacks before it stops them. Otherwise MPI_Abort ends every rank."""
@@ -123,23 +135,31 @@ def _end_job(message: str):
         if flags().status_file:
             _status("error", f"CommunicationError: {message}")
         else:
-            from ..run import abort_job
-
-            abort_job(1)
+            guard.abort_job(1)
     finally:
         os._exit(1)
 
 
-def _wait_noting(future, op: str, deadline: float):
+def _wait_noting(future, op: str, deadline: float, comm: Communicator):
     """future.result() until `deadline`; a wait longer than 0.1 s is recorded for the launcher
-    (the op this rank is stuck in, if it never completes)."""
+    (the op this rank is stuck in, if it never completes). A peer that left the job before
+    this collective ends the job (the thread in MPI cannot be interrupted)."""
     try:
         return future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
     except concurrent.futures.TimeoutError:
         if time.monotonic() >= deadline:
             raise
     _status("wait", op, when=time.time() - 0.1)
-    result = future.result(timeout=max(0.0, deadline - time.monotonic()))
+    while True:
+        try:
+            result = future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+            break
+        except concurrent.futures.TimeoutError:
+            departed = guard.departure_message(op, comm.describe())
+            if departed:
+                _departed(departed)
+            if time.monotonic() >= deadline:
+                raise
     _status("done", op)
     return result
 
@@ -251,7 +271,7 @@ class CommContext:
         error = None
         for future, op in pending:
             try:
-                _wait_noting(future, op, deadline)
+                _wait_noting(future, op, deadline, self.comm)
             except concurrent.futures.TimeoutError:
                 # the communication thread is stuck inside MPI and cannot be interrupted: end
                 # the job, as the inline watchdog does, rather than leave the process half-dead

@@ -1,0 +1,208 @@
+"""Never hang, never lie: how one rank's end reaches the others.
+
+From `import spmd` on, in every process an MPI launcher started:
+
+- an uncaught exception prints its traceback and aborts the whole job (MPI_Abort), also when
+  the other ranks wait in the program's own mpi4py calls;
+- with more than one rank (or under paddle-launch), the program runs under a supervisor, a
+  fork made before MPI starts (spmd/guard/supervisor.py). The supervisors keep a channel to
+  rank 0's (spmd/guard/channel.py), made at spmd's first MPI use. A rank that leaves the job,
+  however it leaves (the end of its script, sys.exit, os._exit, a signal), is announced to
+  all; a rank waiting in a collective the departed rank never joined fails at once, naming it,
+  instead of waiting for the collective timeout.
+
+SPMD_SUPERVISE=0 turns the supervisor and channel off (the abort hook stays).
+
+>>> from spmd import guard
+>>> guard.departure_message("allreduce", "[rank 0/1]") is None
+True
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+
+from . import state as st
+from .abort import abort_job, flush_to_process_manager
+
+__all__ = ["abort_job", "attach", "departure_message", "flush_to_process_manager", "install",
+           "let_the_reporter_speak", "note_collective", "note_exit_code", "note_step", "rendezvous",
+           "supervised"]
+
+_SUPERVISED_ENV = "SPMD_SUPERVISED"  # set in the supervised program: its children never fork
+_shared: st.SharedState | None = None
+_hook_installed = False
+_CONNECT_WAIT_S = 10.0
+_launcher_stops_failures = False  # under paddle-launch: it stops the others after a failure
+
+
+def attach(shared: st.SharedState | None) -> None:
+    """Read progress and departures from `shared` from now on (install() attaches the state
+    it shares with the supervisor; tests attach their own)."""
+    global _shared
+    _shared = shared
+
+
+def supervised() -> bool:
+    """Whether this process runs under a supervisor with a channel to its peers' (after spmd's
+    first MPI use)."""
+    return _shared is not None and _shared.slots[st.CHANNEL] == 1
+
+
+def install() -> None:
+    """At `import spmd`: the abort hook always; the supervisor where it applies."""
+    _install_abort_hook()
+    from ..flags import flags
+
+    settings = flags()
+    rank, size = _launcher_rank_size()
+    wants = (size > 1 and settings.supervise) or settings.status_file
+    if not wants or os.environ.get(_SUPERVISED_ENV) or not _safe_to_fork():
+        return
+    global _shared, _launcher_stops_failures
+    _launcher_stops_failures = bool(settings.status_file)
+    _shared = st.SharedState()
+    channel = size > 1 and settings.supervise
+    if not channel:
+        _shared.slots[st.CHANNEL] = -1  # supervised for paddle-launch's status file only
+    on_end = _status_recorder(settings.status_file) if settings.status_file else None
+    from .supervisor import supervise
+
+    supervise(rank, size if channel else 1, _shared, on_end)
+    os.environ[_SUPERVISED_ENV] = "1"  # in the child only: supervise() returns there
+    atexit.register(_leaving)
+
+
+def _launcher_rank_size() -> tuple[int, int]:
+    from ..comm.topology import launcher_rank_size
+
+    return launcher_rank_size()
+
+
+def _safe_to_fork() -> bool:
+    """A fork is safe before MPI starts and while this is the process's only thread."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized():
+        return False
+    return threading.current_thread() is threading.main_thread() and \
+        threading.active_count() == 1 and not sys.flags.interactive
+
+
+def _status_recorder(status_file: str):
+    def record(code: int, sig: int) -> None:
+        from ..run import append_event
+
+        append_event(status_file, "ended", f"signal={sig}" if sig else f"code={code}")
+
+    return record
+
+
+def _install_abort_hook() -> None:
+    global _hook_installed
+    if _hook_installed:
+        return
+    _hook_installed = True
+    previous = sys.excepthook
+
+    def abort_all(kind, value, tb):
+        previous(kind, value, tb)
+        abort_job(1)
+
+    sys.excepthook = abort_all
+
+
+def _leaving() -> None:
+    """atexit, in the supervised program: its script ended (the end, or sys.exit). Runs before
+    mpi4py's MPI_Finalize, which waits for every rank: the supervisor announces it now."""
+    if _shared is not None:
+        _shared.slots[st.LEAVING] = 1
+
+
+def rendezvous(comm) -> None:
+    """At spmd's first MPI use (collective over the mpi4py communicator `comm`, COMM_WORLD):
+    rank 0's supervisor address to every supervisor, then agree whether every one connected.
+    The channel is used only when all did; otherwise collectives rely on their timeout."""
+    if _shared is None or comm.Get_size() == 1 or _shared.slots[st.CHANNEL] != 0:
+        return
+    import numpy as np
+    from mpi4py import MPI
+
+    from .channel import candidate_addresses
+
+    text = candidate_addresses(int(_shared.slots[st.LISTEN_PORT])) if comm.Get_rank() == 0 \
+        else ""
+    length = np.array([len(text.encode())], dtype=np.int64)
+    comm.Bcast(length, root=0)
+    buf = np.frombuffer(text.encode(), dtype=np.uint8).copy() if comm.Get_rank() == 0 else \
+        np.empty(int(length[0]), dtype=np.uint8)
+    comm.Bcast(buf, root=0)
+    _shared.set_address(buf.tobytes().decode())
+    deadline = time.monotonic() + _CONNECT_WAIT_S
+    while not _shared.slots[st.CONNECTED] and _shared.slots[st.CHANNEL] != -1 and \
+            time.monotonic() < deadline:
+        time.sleep(0.005)
+    ok = np.array([1 if _shared.slots[st.CONNECTED] else 0], dtype=np.int64)
+    comm.Allreduce(MPI.IN_PLACE, ok, op=MPI.MIN)
+    _shared.slots[st.CHANNEL] = 1 if ok[0] else -1
+    if not ok[0] and comm.Get_rank() == 0:
+        sys.stderr.write(
+            "spmd: warning: the ranks' supervisors could not all reach rank 0's (TCP, "
+            f"addresses {text}); a rank that ends early is then noticed only by the "
+            "collective timeout (SPMD_COLLECTIVE_TIMEOUT)\n")
+
+
+def note_collective() -> int:
+    """Count a collective this rank enters; returns its number (1, 2, ...)."""
+    if _shared is None:
+        return 0
+    slots = _shared.slots
+    slots[st.COLLECTIVES] += 1
+    return int(slots[st.COLLECTIVES])
+
+
+def note_exit_code(code: int) -> None:
+    """The code this program is about to exit with, where known (spmd.run knows it)."""
+    if _shared is not None:
+        _shared.slots[st.EXIT_CODE] = code
+
+
+def note_step() -> None:
+    """Count a run of a program (the step both sides reached, in a departure message)."""
+    if _shared is not None:
+        _shared.slots[st.STEPS] += 1
+
+
+def let_the_reporter_speak() -> None:
+    """Before failing for a departure: the lowest rank still here reports it; the others give
+    it a moment to abort the job, so the cause is printed once, not once per rank."""
+    gone = _shared.departure() if _shared is not None else None
+    reporter = 1 if gone and gone["rank"] == 0 else 0
+    from ..comm.topology import launcher_rank_size
+
+    if gone and launcher_rank_size()[0] != reporter:
+        time.sleep(3.0)
+
+
+def departure_message(op: str, tag: str) -> str | None:
+    """When a peer left the job before joining this rank's current collective `op`: what to
+    tell the user; None otherwise (also while no peer left)."""
+    if _shared is None or not _shared.slots[st.DEPARTED]:
+        return None
+    gone = _shared.departure()
+    if gone["how"] == st.FAILED and _launcher_stops_failures:
+        return None  # paddle-launch stops this rank itself, after asking where it waits
+    mine = int(_shared.slots[st.COLLECTIVES])
+    if 0 <= mine <= gone["collectives"]:
+        return None  # it joined this collective before leaving: this one completes
+    ended = (f"signal {gone['signal']}" if gone["signal"] else
+             f"exit code {gone['code']}" if gone["code"] >= 0 else "exit code not known yet")
+    where = (f"after collective #{gone['collectives']} (step {gone['steps']})"
+             if gone["collectives"] >= 0 else "at an unknown point")
+    steps = int(_shared.slots[st.STEPS])
+    return (f"{tag} rank {gone['rank']} left the job {where}, {ended} "
+            f"{st.HOW[gone['how']]}, while this rank waits in {op}, collective #{mine} "
+            f"(step {steps}): every rank must run the same collectives. Give every rank the "
+            f"same number of steps (the same number of batches), and end them together")

@@ -1,0 +1,69 @@
+"""What a rank's program and its supervisor share: a few int64 slots and a short text, in an
+anonymous shared mapping made before the fork, so the supervisor still reads them after the
+program died by a signal or os._exit.
+
+One writer per slot: the program writes its progress and its exit; the supervisor writes the
+first departure of a peer it heard of. Plain stores, read by polling; a sequence slot is
+written last, so a reader that sees it also sees the record it guards.
+"""
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+# slots written by the program
+COLLECTIVES, STEPS, LEAVING, EXIT_CODE, ADDRESS_READY, CHANNEL = range(6)
+# slots written by the supervisor: the first peer that left, while this program ran
+(DEPARTED, D_RANK, D_CODE, D_SIGNAL, D_COLLECTIVES, D_STEPS, D_HOW, CONNECTED,
+ LISTEN_PORT) = range(8, 17)
+_SLOTS = 32
+_TEXT = 256  # the rendezvous address, "host:port,host:port,..."
+
+# how a rank left (D_HOW)
+LOST, SCRIPT_ENDED, EXITED_UNCLEANLY, FAILED = range(4)
+HOW = {LOST: "(its supervisor's connection broke: the whole process was killed)",
+       SCRIPT_ENDED: "(its script ended: the end of the script or sys.exit)",
+       EXITED_UNCLEANLY: "(it ended without Python's exit: os._exit, or a crash in C code)",
+       FAILED: "(it failed)"}
+
+
+class SharedState:
+    """The slots, as a numpy int64 view, and the address text."""
+
+    def __init__(self, shared: bool = True):
+        size = _SLOTS * 8 + _TEXT
+        # MAP_SHARED: the fork keeps one copy both processes see; in-process use needs none
+        self._map = mmap.mmap(-1, size, flags=mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE)
+        self.slots = np.ndarray((_SLOTS,), dtype=np.int64, buffer=self._map)
+        self.slots[:] = 0
+        self.slots[EXIT_CODE] = -1
+        self._text = np.ndarray((_TEXT,), dtype=np.uint8, buffer=self._map, offset=_SLOTS * 8)
+
+    def set_address(self, text: str) -> None:
+        raw = text.encode()[:_TEXT - 1]
+        self._text[:] = 0
+        self._text[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        self.slots[ADDRESS_READY] = 1
+
+    def address(self) -> str:
+        raw = self._text.tobytes()
+        return raw[:raw.index(0)].decode() if 0 in raw else raw.decode()
+
+    def record_departure(self, rank: int, code: int, sig: int, collectives: int, steps: int,
+                         how: int) -> None:
+        """The first departure only: it is the one that explains the failure."""
+        if self.slots[DEPARTED]:
+            return
+        s = self.slots
+        s[D_RANK], s[D_CODE], s[D_SIGNAL] = rank, code, sig
+        s[D_COLLECTIVES], s[D_STEPS], s[D_HOW] = collectives, steps, how
+        s[DEPARTED] = 1
+
+    def departure(self) -> dict | None:
+        s = self.slots
+        if not s[DEPARTED]:
+            return None
+        return {"rank": int(s[D_RANK]), "code": int(s[D_CODE]), "signal": int(s[D_SIGNAL]),
+                "collectives": int(s[D_COLLECTIVES]), "steps": int(s[D_STEPS]),
+                "how": int(s[D_HOW])}

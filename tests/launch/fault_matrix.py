@@ -1,0 +1,178 @@
+"""The fault matrix: a fluid data-parallel job (scripts/faults.py) in which one rank misbehaves,
+under each launcher, at 2 and 3 ranks. Every case must end within its bound, with a non-zero
+exit code (0 for `ok`), the misbehaving rank and the cause named in the output, and no process
+left behind.
+
+    python tests/launch/fault_matrix.py               # the whole matrix, as a table
+    python tests/launch/fault_matrix.py --launchers mpiexec --ranks 2 --faults os_exit0 hang
+
+test_fault_matrix.py runs a representative share of it in CI (the whole matrix with
+SPMD_FAULT_MATRIX=all). srun cases need SLURM (Debian's slurmctld, slurmd, munge) and root:
+the matrix starts a one-node cluster for them, or leaves them out, saying why.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from launch_helpers import MPIEXEC, PYTHON, SCRIPTS, launcher, processes_with, run  # noqa: E402
+
+FAULTS_SCRIPT = str(SCRIPTS / "faults.py")
+LAUNCHERS = ("mpiexec", "spmd.run", "paddle-launch", "srun")
+RANKS = (2, 3)
+COLLECTIVE_TIMEOUT_S = 10  # the hang case ends by it
+BOUND_S = 90  # no case may run longer (a hang fails the case, never the suite)
+
+# fault -> what the output must say ({bad}: the misbehaving rank)
+EXPECTED = {
+    "ok": r"rank 0/\d+ done",
+    "raise": r"ZeroDivisionError: rank {bad} failed on purpose",
+    "sigkill": r"rank {bad}\b.*(signal 9|SIGKILL)",
+    "sigterm": r"rank {bad}\b.*(signal 15|SIGTERM)",
+    "exit3": r"rank {bad}\b.*(left the job|exit code 3)",
+    "exit0": r"rank {bad} left the job",
+    "os_exit0": r"rank {bad} left the job",
+    "hang": r"did not complete within {timeout} s",
+    "extra_step": r"rank \d+ left the job .* while this rank waits",
+    "differ": r"different program",
+    "nan_feed": r"(NaN|Inf)",
+    "empty_feed": r"(empty|0 rows)",
+}
+FAULTS = tuple(EXPECTED)
+ENV = {"SPMD_COLLECTIVE_TIMEOUT": str(COLLECTIVE_TIMEOUT_S), "FLAGS_check_nan_inf": "1"}
+
+
+@dataclass
+class Outcome:
+    launcher: str
+    ranks: int
+    fault: str
+    passed: bool
+    returncode: int | None
+    seconds: float
+    why: str
+
+
+def command(launcher_name: str, ranks: int, fault: str, bad: int, token: str,
+            log_dir: str) -> list[str]:
+    script = [FAULTS_SCRIPT, "--fault", fault, "--rank", str(bad), "--token", token]
+    if launcher_name == "mpiexec":
+        return [MPIEXEC, "-n", str(ranks), PYTHON, *script]
+    if launcher_name == "spmd.run":
+        return [MPIEXEC, "-n", str(ranks), PYTHON, "-m", "spmd.run", *script]
+    if launcher_name == "paddle-launch":
+        return launcher("--nproc_per_node", str(ranks), "--log_dir", log_dir, *script)
+    if launcher_name == "srun":  # no -K: spmd's own supervisors must end the step
+        return ["srun", "--mpi=pmi2", "-n", str(ranks), PYTHON, *script]
+    raise ValueError(f"unknown launcher {launcher_name!r}; one of {LAUNCHERS}")
+
+
+def run_case(launcher_name: str, ranks: int, fault: str, extra_env: dict | None = None,
+             token: str | None = None) -> Outcome:
+    """One case; `token` (default: a fresh one) marks its processes."""
+    token = token or uuid.uuid4().hex
+    bad = ranks - 1
+    with tempfile.TemporaryDirectory(prefix="fault-") as log_dir:
+        cmd = command(launcher_name, ranks, fault, bad, token, log_dir)
+        try:
+            res = run(cmd, token, timeout=BOUND_S, **ENV, **(extra_env or {}))
+        except AssertionError as e:  # still running at the bound
+            return Outcome(launcher_name, ranks, fault, False, None, BOUND_S,
+                           f"still running after {BOUND_S} s: {str(e)[-300:]}")
+        logs = "".join(p.read_text(errors="replace")
+                       for p in sorted(pathlib.Path(log_dir).glob("workerlog.*")))
+    text = res.output + logs
+    pattern = EXPECTED[fault].format(bad=bad, timeout=COLLECTIVE_TIMEOUT_S)
+    problems = []
+    if (res.returncode == 0) != (fault == "ok"):
+        problems.append(f"exit code {res.returncode}")
+    if not re.search(pattern, text):
+        problems.append(f"output lacks /{pattern}/")
+    deadline = time.monotonic() + 5  # the process manager may still be reaping
+    while processes_with(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = processes_with(token)
+    if left:
+        problems.append(f"{len(left)} process(es) left behind")
+    why = "; ".join(problems) or "ok"
+    if problems:
+        why += "\n" + text[-1500:]
+    return Outcome(launcher_name, ranks, fault, not problems, res.returncode, res.seconds, why)
+
+
+def table(outcomes: list[Outcome]) -> str:
+    lines = ["| launcher | ranks | fault | outcome | exit code | seconds |",
+             "|---|---|---|---|---|---|"]
+    for o in outcomes:
+        lines.append(f"| {o.launcher} | {o.ranks} | {o.fault} | "
+                     f"{'pass' if o.passed else 'FAIL: ' + o.why.splitlines()[0]} | "
+                     f"{o.returncode} | {o.seconds:.1f} |")
+    passed = sum(o.passed for o in outcomes)
+    lines.append(f"\n{passed} of {len(outcomes)} cases pass")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--launchers", nargs="+", default=list(LAUNCHERS), choices=LAUNCHERS)
+    p.add_argument("--ranks", nargs="+", type=int, default=list(RANKS))
+    p.add_argument("--faults", nargs="+", default=list(FAULTS), choices=FAULTS)
+    args = p.parse_args(argv)
+    outcomes = []
+    launchers = list(args.launchers)
+    slurm_env = None
+    with _maybe_slurm("srun" in launchers) as cluster:
+        if "srun" in launchers and cluster is None:
+            launchers.remove("srun")
+        elif cluster is not None:
+            slurm_env = cluster.env
+        for name in launchers:
+            for ranks in args.ranks:
+                for fault in args.faults:
+                    outcome = run_case(name, ranks, fault, slurm_env if name == "srun" else None)
+                    print(f"{name:13} {ranks} {fault:11} "
+                          f"{'pass' if outcome.passed else 'FAIL'} ({outcome.seconds:.1f} s)",
+                          file=sys.stderr, flush=True)
+                    outcomes.append(outcome)
+    print(table(outcomes))
+    for o in outcomes:
+        if not o.passed:
+            print(f"\n--- {o.launcher} {o.ranks} {o.fault}: {o.why}")
+    return 0 if all(o.passed for o in outcomes) else 1
+
+
+class _maybe_slurm:
+    """A one-node SLURM cluster while the matrix runs, when asked for and possible."""
+
+    def __init__(self, wanted: bool):
+        self._wanted, self._cm, self._dir = wanted, None, None
+
+    def __enter__(self):
+        if not self._wanted:
+            return None
+        from slurm_cluster import skip_reason, slurm_cluster
+
+        reason = skip_reason()
+        if reason:
+            print(f"srun cases left out: {reason}", file=sys.stderr)
+            return None
+        self._dir = tempfile.TemporaryDirectory(prefix="slurm-")
+        self._cm = slurm_cluster(pathlib.Path(self._dir.name))
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc):
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+            self._dir.cleanup()
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

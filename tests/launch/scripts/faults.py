@@ -1,0 +1,93 @@
+"""A fluid data-parallel training program in which one rank misbehaves, for the fault matrix
+(tests/launch/fault_matrix.py): --fault picks how, --rank which rank (-1: the last), --step
+when.
+
+    mpiexec -n 2 python faults.py --fault os_exit0 --rank 1 --step 2
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import spmd.fluid as fluid
+from spmd.comm.topology import detect
+
+FAULTS = ("ok", "raise", "sigkill", "sigterm", "exit3", "exit0", "os_exit0", "hang",
+          "extra_step", "differ", "nan_feed", "empty_feed")
+
+
+def build(hidden: int):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 8], "float32")
+        y = fluid.data("y", [-1, 1], "float32")
+        h = fluid.layers.fc(x, hidden, act="relu")
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(h, 1), y))
+        fluid.optimizer.SGD(0.05).minimize(loss)
+    return main, startup, loss
+
+
+def batch(step: int, rank: int, rows: int = 8):
+    rng = np.random.default_rng(100 * step + rank)
+    x = rng.normal(size=(rows, 8)).astype("float32")
+    return {"x": x, "y": x.sum(1, keepdims=True).astype("float32")}
+
+
+def misbehave(fault: str, rank: int, step: int):
+    """Do `fault` now; returns the feed to use for faults that are about the feed."""
+    if fault == "raise":
+        raise ZeroDivisionError(f"rank {rank} failed on purpose at step {step}")
+    if fault == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault == "sigterm":
+        os.kill(os.getpid(), signal.SIGTERM)
+    if fault == "exit3":
+        sys.exit(3)
+    if fault == "exit0":
+        sys.exit(0)
+    if fault == "os_exit0":
+        os._exit(0)
+    if fault == "hang":
+        time.sleep(3600)
+    if fault == "nan_feed":
+        feed = batch(step, rank)
+        feed["x"][0, 0] = np.nan
+        return feed
+    if fault == "empty_feed":
+        feed = batch(step, rank)
+        return {k: v[:0] for k, v in feed.items()}
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--fault", choices=FAULTS, default="ok")
+    p.add_argument("--rank", type=int, default=-1)
+    p.add_argument("--step", type=int, default=2)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--token", default="", help="marks the test's processes; unused here")
+    args = p.parse_args()
+    t = detect()
+    bad = args.rank % t.size == t.rank
+    hidden = 16 if (args.fault == "differ" and bad) else 32
+    main_prog, startup, loss = build(hidden)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    compiled = fluid.CompiledProgram(main_prog).with_data_parallel(loss_name=loss.name)
+    steps = args.steps + (1 if args.fault == "extra_step" and bad else 0)
+    for step in range(steps):
+        feed = batch(step, t.rank)
+        if bad and step == args.step:
+            feed = misbehave(args.fault, t.rank, step) or feed
+        value, = exe.run(compiled, feed=feed, fetch_list=[loss])
+        print(f"rank {t.rank}/{t.size} step {step} loss {float(value.item()):.4f}", flush=True)
+    print(f"rank {t.rank}/{t.size} done", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from .. import guard
 from ..errors import CommunicationError
 from .base import Communicator, Request, check_reduction
 
@@ -74,6 +75,11 @@ class NCCLCommunicator(Communicator):
         deadline = time.monotonic() + self.timeout_s
         while not event.done:
             self.comm.check_async_error()
+            departed = guard.departure_message(f"NCCL {op}", self.describe())
+            if departed:  # a peer left: this collective can never complete
+                self.comm.abort()
+                guard.let_the_reporter_speak()
+                raise CommunicationError(departed)
             if time.monotonic() > deadline:
                 self.comm.abort()
                 raise CommunicationError(
@@ -83,6 +89,7 @@ class NCCLCommunicator(Communicator):
         self.comm.check_async_error()
 
     def _record(self, result, op):
+        guard.note_collective()  # issued just before: counted once it is on the stream
         event = self._cupy.cuda.Event(disable_timing=True)
         event.record()
         return _StreamRequest(self, event, result, op)

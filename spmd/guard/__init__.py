@@ -71,7 +71,8 @@ def install() -> None:
     on_end = _status_recorder(settings.status_file) if settings.status_file else None
     from .supervisor import supervise
 
-    supervise(rank, size if channel else 1, _shared, on_end)
+    supervise(rank, size if channel else 1, _shared, on_end,
+              launcher_stops_ranks=bool(settings.status_file))
     os.environ[_SUPERVISED_ENV] = "1"  # in the child only: supervise() returns there
     atexit.register(_leaving)
 
@@ -92,9 +93,11 @@ def _safe_to_fork() -> bool:
 
 
 def _status_recorder(status_file: str):
-    def record(code: int, sig: int) -> None:
+    def record(code: int, sig: int, error: str | None) -> None:
         from ..run import append_event
 
+        if error:
+            append_event(status_file, "error", error)
         append_event(status_file, "ended", f"signal={sig}" if sig else f"code={code}")
 
     return record

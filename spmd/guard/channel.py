@@ -13,7 +13,7 @@ from __future__ import annotations
 import select
 import socket
 
-from .state import LOST
+from .state import FAILED, LOST
 
 
 def listen() -> socket.socket:
@@ -80,6 +80,7 @@ class Channel:
         self._pending: list[_Lines] = []  # rank 0: accepted, not yet said hello
         self._upstream: _Lines | None = None  # other ranks: the connection to rank 0
         self._gone: set[int] = set()
+        self._failed: set[int] = set()
         self.all_done = False
         self.connected = rank == 0
 
@@ -99,7 +100,8 @@ class Channel:
         return False
 
     def leave(self, info: dict) -> None:
-        """This rank left the job (info: code, signal, collectives, steps, how)."""
+        """This rank left the job (info: code, signal, collectives, steps, how). Once more
+        with how=FAILED if it turned out to fail after leaving."""
         info = dict(info, rank=self.rank)
         if self.rank == 0:
             self._gone_seen(info)
@@ -170,10 +172,14 @@ class Channel:
                 self._gone_seen(_parse_gone(words))
 
     def _gone_seen(self, info: dict) -> None:
-        """Rank 0: a rank left (`lost` after a `gone` of the same rank changes nothing)."""
-        if info["rank"] in self._gone:
+        """Rank 0: a rank left. Passed on once per rank, and once more should it fail after
+        leaving; a lost connection after its `gone` changes nothing."""
+        failed = info["how"] == FAILED
+        if info["rank"] in self._gone and (not failed or info["rank"] in self._failed):
             return
         self._gone.add(info["rank"])
+        if failed:
+            self._failed.add(info["rank"])
         if info["rank"] != 0:
             self._departed(info)
         line = _gone_line(info).encode()

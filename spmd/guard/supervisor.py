@@ -20,6 +20,7 @@ from .channel import Channel, listen
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 _POLL_S = 0.05
+_STOP_GRACE_S = 5.0
 
 
 def _die_with_parent() -> None:
@@ -32,10 +33,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def supervise(rank: int, size: int, shared: st.SharedState, on_end=None) -> None:
+def supervise(rank: int, size: int, shared: st.SharedState, on_end=None,
+              launcher_stops_ranks: bool = False) -> None:
     """Fork. Returns in the child only; the parent supervises and exits with the child's code
-    (128 + the signal that killed it, as a shell reports it). `on_end(code, sig)` runs in the
-    parent when the child ended (spmd.run records it in paddle-launch's status file)."""
+    (128 + the signal that killed it, as a shell reports it). `on_end(code, sig, error)` runs
+    in the parent just before it exits (spmd.run records it in paddle-launch's status file).
+    `launcher_stops_ranks`: after a peer failed, leave stopping this rank to the launcher
+    (paddle-launch asks where each rank was first); otherwise the supervisor stops it, so a
+    launcher that does not (srun without -K) still ends the job."""
     listener = listen() if rank == 0 and size > 1 else None
     if listener is not None:
         shared.slots[st.LISTEN_PORT] = listener.getsockname()[1]
@@ -48,15 +53,19 @@ def supervise(rank: int, size: int, shared: st.SharedState, on_end=None) -> None
         if os.getppid() != parent:  # the supervisor died before PDEATHSIG was armed
             os._exit(1)
         return
-    _Parent(rank, size, shared, child, listener, on_end).run()
+    _Parent(rank, size, shared, child, listener, on_end, launcher_stops_ranks).run()
 
 
 class _Parent:
-    def __init__(self, rank, size, shared, child, listener, on_end):
+    def __init__(self, rank, size, shared, child, listener, on_end, launcher_stops_ranks):
         self.rank, self.size, self.shared, self.child = rank, size, shared, child
-        self.on_end = on_end
+        self.on_end, self.launcher_stops_ranks = on_end, launcher_stops_ranks
+        self.tag = f"[rank {rank}/{size}]"
         self.channel = Channel(rank, size, listener, self._departed) if size > 1 else None
         self.left = False
+        self.stop_at: float | None = None  # when to stop the program after a peer failed
+        self.stop_reason = ""
+        self.terms_sent = 0
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
         # Hydra tells surviving ranks of a failure with SIGUSR1 when it leaves cleanup to the
@@ -72,6 +81,13 @@ class _Parent:
     def _departed(self, info: dict) -> None:
         self.shared.record_departure(info["rank"], info["code"], info["signal"],
                                      info["collectives"], info["steps"], info["how"])
+        failed = info["how"] in (st.FAILED, st.LOST)
+        if failed and not self.launcher_stops_ranks and self.stop_at is None:
+            # the program may be failing already, with a better message: give it a moment
+            self.stop_at = time.monotonic() + _STOP_GRACE_S
+            ended = (f"signal {info['signal']}" if info["signal"] else
+                     f"exit code {info['code']}" if info["code"] >= 0 else "its process lost")
+            self.stop_reason = f"rank {info['rank']} failed ({ended})"
 
     def _progress(self) -> tuple[int, int]:
         s = self.shared.slots
@@ -88,6 +104,7 @@ class _Parent:
     def _tend_channel(self) -> None:
         s, channel = self.shared.slots, self.channel
         if channel is None:
+            time.sleep(_POLL_S)
             return
         if self.rank != 0 and not channel.connected and s[st.ADDRESS_READY]:
             if not channel.connect(self.shared.address()):
@@ -99,12 +116,20 @@ class _Parent:
         if s[st.LEAVING] and not self.left:  # the script ended; the program is finishing
             self._leave(int(s[st.EXIT_CODE]), 0, st.SCRIPT_ENDED)
 
+    def _stop_program_if_due(self) -> None:
+        if self.stop_at is None or time.monotonic() < self.stop_at:
+            return
+        sys.stderr.write(f"{self.tag} stopping this rank: {self.stop_reason} and this rank "
+                         f"was still running {_STOP_GRACE_S:g} s later\n")
+        sys.stderr.flush()
+        self._forward(signal.SIGKILL if self.terms_sent else signal.SIGTERM, None)
+        self.terms_sent += 1
+        self.stop_at = time.monotonic() + 3.0  # then SIGKILL, should SIGTERM not do
+
     def run(self) -> None:
         while True:
-            if self.channel is not None:
-                self._tend_channel()
-            else:
-                time.sleep(_POLL_S)
+            self._tend_channel()
+            self._stop_program_if_due()
             try:
                 pid, status = os.waitpid(self.child, os.WNOHANG)
             except ChildProcessError:
@@ -112,26 +137,51 @@ class _Parent:
             if pid:
                 break
         code, sig = _decode(status)
-        if self.on_end is not None:
-            self.on_end(code, sig)
         if sig:  # nothing in the program could say it: the cause, printed once, here
             collectives, steps = self._progress()
             sys.stderr.write(
-                f"[rank {self.rank}/{self.size}] the program was killed by signal {sig} "
-                f"({_signal_name(sig)}) after collective #{collectives} (step {steps})\n")
+                f"{self.tag} the program was killed by signal {sig} ({_signal_name(sig)}) "
+                f"after collective #{collectives} (step {steps})\n")
         clean = bool(self.shared.slots[st.LEAVING])
         how = st.FAILED if (sig or code) else (st.SCRIPT_ENDED if clean else
                                                st.EXITED_UNCLEANLY)
         self._leave(code, sig, how)
         if (sig or code) or not self._channel_in_use():
-            _exit(code, sig)
-        # Ended with 0: hold on until every rank has left, or the launcher ends the job.
+            self._exit(code, sig)
+        self._hold_until_all_done(clean)
+        self._exit(code, sig)
+
+    def _hold_until_all_done(self, clean: bool) -> None:
+        """The program ended with 0: hold on until every rank has left, or the launcher ends
+        the job. After os._exit the peers may wait in the program's own MPI calls, where
+        nothing tells them: the wait is then bounded by the collective timeout, as every
+        collective of spmd's, and the job fails."""
+        from ..flags import flags
+
+        timeout = flags().collective_timeout_s
+        limit = None if clean else time.monotonic() + timeout
         while not self.channel.all_done:
             self.channel.poll(0.2)
-        _exit(code, sig)
+            if limit is not None and time.monotonic() > limit:
+                error = (f"{self.tag} the program ended with os._exit(0) (or exit(0) from C "
+                         f"code) and the other ranks did not end within "
+                         f"SPMD_COLLECTIVE_TIMEOUT={timeout:g} s after it; failing the job "
+                         f"rather than reporting success")
+                sys.stderr.write(error + "\n")
+                collectives, steps = self._progress()
+                self.channel.leave({"code": 1, "signal": 0, "collectives": collectives,
+                                    "steps": steps, "how": st.FAILED})
+                self._exit(1, 0, error)
 
     def _channel_in_use(self) -> bool:
         return self.channel is not None and self.shared.slots[st.CHANNEL] == 1
+
+    def _exit(self, code: int, sig: int, error: str | None = None) -> None:
+        if self.on_end is not None:
+            self.on_end(code, sig, error)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + sig if sig else code)
 
 
 def _decode(status: int) -> tuple[int, int]:
@@ -145,9 +195,3 @@ def _signal_name(sig: int) -> str:
         return signal.Signals(sig).name
     except ValueError:
         return "unknown signal"
-
-
-def _exit(code: int, sig: int) -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(128 + sig if sig else code)

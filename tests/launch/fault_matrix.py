@@ -44,6 +44,8 @@ EXPECTED = {
     "differ": r"different program",
     "nan_feed": r"(NaN|Inf)",
     "empty_feed": r"(empty|0 rows)",
+    "raise_own_mpi": r"ZeroDivisionError: rank {bad} failed on purpose",
+    "os_exit0_own_mpi": r"rank {bad}\b.*os\._exit\(0\)",
 }
 FAULTS = tuple(EXPECTED)
 ENV = {"SPMD_COLLECTIVE_TIMEOUT": str(COLLECTIVE_TIMEOUT_S), "FLAGS_check_nan_inf": "1"}
@@ -70,7 +72,8 @@ def command(launcher_name: str, ranks: int, fault: str, bad: int, token: str,
     if launcher_name == "paddle-launch":
         return launcher("--nproc_per_node", str(ranks), "--log_dir", log_dir, *script)
     if launcher_name == "srun":  # no -K: spmd's own supervisors must end the step
-        return ["srun", "--mpi=pmi2", "-n", str(ranks), PYTHON, *script]
+        # -O: more tasks than the node has CPUs (oversubscribed, as mpiexec -n 3 is here)
+        return ["srun", "-O", "--mpi=pmi2", "-n", str(ranks), PYTHON, *script]
     raise ValueError(f"unknown launcher {launcher_name!r}; one of {LAUNCHERS}")
 
 

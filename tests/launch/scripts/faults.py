@@ -18,7 +18,8 @@ import spmd.fluid as fluid
 from spmd.comm.topology import detect
 
 FAULTS = ("ok", "raise", "sigkill", "sigterm", "exit3", "exit0", "os_exit0", "hang",
-          "extra_step", "differ", "nan_feed", "empty_feed")
+          "extra_step", "differ", "nan_feed", "empty_feed", "raise_own_mpi", "os_exit0_own_mpi")
+OWN_MPI = "_own_mpi"  # the fault happens while the others wait in the program's own mpi4py call
 
 
 def build(hidden: int):
@@ -82,7 +83,14 @@ def main():
     steps = args.steps + (1 if args.fault == "extra_step" and bad else 0)
     for step in range(steps):
         feed = batch(step, t.rank)
-        if bad and step == args.step:
+        if args.fault.endswith(OWN_MPI) and step == args.step:
+            if bad:
+                misbehave(args.fault[:-len(OWN_MPI)], t.rank, step)
+            from mpi4py import MPI
+
+            total = np.ones(1)
+            MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, total)
+        elif bad and step == args.step:
             feed = misbehave(args.fault, t.rank, step) or feed
         value, = exe.run(compiled, feed=feed, fetch_list=[loss])
         print(f"rank {t.rank}/{t.size} step {step} loss {float(value.item()):.4f}", flush=True)

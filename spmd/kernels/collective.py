@@ -76,7 +76,9 @@ def _reduce_kernel(reduction: str):
     return run
 
 
-for _reduction in ("sum", "max", "min", "prod"):
+c_allreduce_sum = kernel("c_allreduce_sum")(_allreduce_kernel("sum"))
+c_reduce_sum = kernel("c_reduce_sum")(_reduce_kernel("sum"))
+for _reduction in ("max", "min", "prod"):  # fluid.layers.collective's other reduce_types
     kernel(f"c_allreduce_{_reduction}")(_allreduce_kernel(_reduction))
     kernel(f"c_reduce_{_reduction}")(_reduce_kernel(_reduction))
 

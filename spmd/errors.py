@@ -29,6 +29,10 @@ class ExecutionError(SpmdError, RuntimeError):
     """An op failed while running; the message names the op and its position in the program."""
 
 
+class NumericError(ExecutionError):
+    """FLAGS_check_nan_inf found NaN or Inf: names the op, the variable and the rank."""
+
+
 class CommunicationError(SpmdError, RuntimeError):
     """A collective failed or timed out; names the op and the ranks involved."""
 

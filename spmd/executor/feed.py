@@ -43,6 +43,11 @@ def convert_feed(var, value, xp):
         )
     expected = var.shape
     got = tuple(value.shape)
+    if expected and expected[0] < 0 and got and got[0] == 0:
+        raise FeedError(
+            f"feed '{var.name}': the batch is empty (0 rows, shape {list(got)}); every place "
+            f"needs at least one sample: skip empty batches in the reader, or drop the last "
+            f"uneven batch (paddle.batch(..., drop_last=True))")
     if var.shape and (len(got) != len(expected) or any(
             e >= 0 and e != g for e, g in zip(expected, got))):
         shown = "[" + ", ".join("None" if d < 0 else str(d) for d in expected) + "]"

@@ -18,7 +18,7 @@ from ..comm.local import HierarchicalCommunicator, LocalGroup
 from ..comm.topology import detect
 from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
-from ..errors import CommunicationError, InvalidArgumentError, PreconditionError
+from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
@@ -237,6 +237,13 @@ class DataParallelRunner:
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
             return [None] * len(fetch_names)
         xp = self._xp()
+        # Every place's feed is checked before any place runs: a bad feed then fails before any
+        # collective started, on this rank, and the program stays usable (the other ranks wait
+        # in this step's first collective, which a corrected run of this step joins).
+        try:
+            shards = [plans[i].checked_feed(shards[i], xp) for i in range(len(self.places))]
+        except FeedError as e:
+            raise FeedError(f"{self.tag} {e}" if self.tag else str(e)) from None
         try:
             for _ in range(max(1, self.exec_strategy.num_iteration_per_run)):
                 results = self._run_on_places(

@@ -6,13 +6,22 @@ scope only after every op succeeded, so a failed run leaves the scope as it was.
 """
 from __future__ import annotations
 
+from .. import guard
 from .. import profiler as _profiler
 from ..core.variable import Parameter, Variable
-from ..errors import CommunicationError, ExecutionError, FeedError, PreconditionError
+from ..errors import (
+    CommunicationError,
+    ExecutionError,
+    FeedError,
+    NumericError,
+    PreconditionError,
+)
+from ..flags import flags
 from ..kernels.registry import get_kernel
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
+from .numeric_check import check_feeds, checking
 
 # host ops whose output names the process: they get "[rank r/n] " (or "") as attrs["_rank_tag"]
 _RANK_TAGGED_OPS = frozenset({"print"})
@@ -90,6 +99,8 @@ class Plan:
         self.persist_writes = sorted(n for n in written if block.vars[n].persistable)
         self.steps = []
         self.has_collectives = False
+        self.check_nan_inf = flags().check_nan_inf
+        numeric_tag = (self.tag or _rank_tag()) if self.check_nan_inf else ""
         for k, (i, op) in enumerate(ops):
             opdef = get_op_def(op.type)
             attrs = dict(op.attrs)
@@ -100,28 +111,42 @@ class Plan:
                 self.has_collectives = True
             if op.type in _RANK_TAGGED_OPS:
                 attrs["_rank_tag"] = _rank_tag()
-            self.steps.append(Step(get_kernel(op.type), _bindings(op.inputs, opdef.input_slots),
+            fn = get_kernel(op.type)
+            if self.check_nan_inf:
+                fn = checking(fn, (i, op), numeric_tag)
+            self.steps.append(Step(fn, _bindings(op.inputs, opdef.input_slots),
                                    _bindings(op.outputs, opdef.output_slots), attrs,
                                    frozenset(op.outputs), tuple(frees_at.get(k, ())),
                                    (i, op)))
         if self.has_collectives:
             attach_buckets(self.steps, block)
 
-    def _inputs(self, scope, feed: dict, xp) -> dict:
-        """The values the ops read first: checked feeds, stand-in zeros, scope values."""
+    def checked_feed(self, feed: dict, xp) -> dict:
+        """`feed` checked (names, dtypes, shapes, an empty batch; NaN/Inf under
+        FLAGS_check_nan_inf) and converted, or FeedError. Nothing has run yet when it raises,
+        so a caller may fix the feed and run again."""
         block = self.block
         check_feed_names(block, feed, self._needed_feeds)
-        env = {name: convert_feed(block.vars[name], value, xp) for name, value in feed.items()}
+        converted = {name: convert_feed(block.vars[name], value, xp)
+                     for name, value in feed.items()}
+        if self.check_nan_inf:
+            check_feeds(converted, xp, "" if self.tag else _rank_tag())
+        return converted
+
+    def _inputs(self, scope, feed: dict, xp) -> dict:
+        """The values the ops read first: checked feeds, stand-in zeros, scope values."""
+        env = self.checked_feed(feed, xp)
         for name, shape, dtype in self.zero_reads:
             env[name] = xp.zeros(shape, dtype=dtype)
         for n in self._from_scope:
             value = scope.get(n)
             if value is None:
-                raise _uninitialized(block.vars[n])
+                raise _uninitialized(self.block.vars[n])
             env[n] = value
         return env
 
     def run(self, scope, feed: dict, xp, place):
+        guard.note_step()
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
             return self._run_profiled(rec, scope, feed, xp)
@@ -161,8 +186,8 @@ class Plan:
         """The exception to raise for `e` raised by `step`: the op named, with its inputs."""
         if self.has_collectives:
             _drain(self.comm)
-        if isinstance(e, CommunicationError):
-            return e  # already names the rank and the collective
+        if isinstance(e, (CommunicationError, NumericError)):
+            return e  # already names the rank and the collective, or the op
         i, op = step.where
         shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
                   if n in env and hasattr(env[n], "shape")}

@@ -40,7 +40,9 @@ _FLUID_DEFAULTS = {
     "FLAGS_use_pinned_memory": True, "FLAGS_use_system_allocator": False,
 }
 _ACTED_ON = {"FLAGS_fuse_parameter_memory_size":
-             lambda: flags().fuse_parameter_memory_size_mb}
+             lambda: flags().fuse_parameter_memory_size_mb,
+             # read when a program is compiled (spmd/executor/numeric_check.py)
+             "FLAGS_check_nan_inf": lambda: flags().check_nan_inf}
 _warned: set[str] = set()
 
 

@@ -59,17 +59,21 @@ def _isolate(monkeypatch, *names):
 
 
 def test_set_and_get_flags(monkeypatch):
-    _isolate(monkeypatch, "FLAGS_fuse_parameter_memory_size", "FLAGS_check_nan_inf")
-    # fluid 1.8.5's defaults for the flags spmd does not act on; spmd's own bucket size
-    assert fluid.get_flags(["FLAGS_check_nan_inf", "FLAGS_fuse_parameter_memory_size"]) == {
-        "FLAGS_check_nan_inf": False, "FLAGS_fuse_parameter_memory_size": 32.0}
-    with pytest.warns(UserWarning, match="does not act on FLAGS_check_nan_inf"):
-        fluid.set_flags({"FLAGS_fuse_parameter_memory_size": 8, "FLAGS_check_nan_inf": True})
+    _isolate(monkeypatch, "FLAGS_fuse_parameter_memory_size", "FLAGS_check_nan_inf",
+             "FLAGS_benchmark")
+    # fluid 1.8.5's default for a flag spmd does not act on; spmd's own values for the others
+    assert fluid.get_flags(["FLAGS_benchmark", "FLAGS_check_nan_inf",
+                            "FLAGS_fuse_parameter_memory_size"]) == {
+        "FLAGS_benchmark": False, "FLAGS_check_nan_inf": False,
+        "FLAGS_fuse_parameter_memory_size": 32.0}
+    with pytest.warns(UserWarning, match="does not act on FLAGS_benchmark"):
+        fluid.set_flags({"FLAGS_fuse_parameter_memory_size": 8, "FLAGS_check_nan_inf": True,
+                         "FLAGS_benchmark": True})
     assert fluid.get_flags("FLAGS_fuse_parameter_memory_size") == {
         "FLAGS_fuse_parameter_memory_size": 8.0}
     assert fluid.get_flags("FLAGS_check_nan_inf") == {"FLAGS_check_nan_inf": True}
-    from spmd.flags import flags  # the value spmd's passes read
-    assert flags().fuse_parameter_memory_size_mb == 8.0
+    from spmd.flags import flags  # the values spmd's passes and plans read
+    assert flags().fuse_parameter_memory_size_mb == 8.0 and flags().check_nan_inf
 
 
 def test_unknown_flags_are_refused():

@@ -1,10 +1,10 @@
 """Save and load variables, inference models and checkpoints, in numpy's formats, never pickle.
 
 One `<name>.npy` file per variable, or with `filename=` all of them in one `.npz`-format file;
-programs as JSON. Loading refuses pickled data (a pickle can run code when it is read). Every
-save writes temporary files next to the targets, fsyncs them and renames them over the targets
-only once all were written, so an interrupted save leaves the previous files as they were; every
-load reads and checks all values before it changes the scope.
+programs as JSON. Loading refuses pickled data (a pickle can run code when it is read). A save
+is atomic: a kill at any instant leaves the previous checkpoint or the new one, complete (see
+spmd/io/files.py: temporaries, a journal, a manifest); every load checks every file's header
+before allocating and reads and checks all values before it changes the scope.
 
     >>> import spmd.io
     >>> # spmd.io.save_persistables(exe, "ckpt")            # ckpt/fc_0.w_0.npy, ...
@@ -12,20 +12,27 @@ load reads and checks all values before it changes the scope.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
-import zipfile
 
 import numpy as np
 
-from .core.places import array_module
-from .core.program import Program, default_main_program
-from .core.scope import global_scope, host_array
-from .core.variable import Parameter, Variable
-from .errors import InvalidArgumentError, NotFoundError, PreconditionError
-from .passes.prune import prune
+from ..core.places import array_module
+from ..core.program import Program, default_main_program
+from ..core.scope import global_scope, host_array
+from ..core.variable import Parameter, Variable
+from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
+from ..passes.prune import prune
+from .files import (
+    AtomicFiles,
+    npz_writer,
+    read_npy,
+    read_npz,
+    read_text,
+    recover,
+    text_writer,
+    write_array,
+)
 
 __all__ = [
     "is_belong_to_optimizer", "is_parameter", "is_persistable", "load", "load_inference_model",
@@ -53,81 +60,6 @@ def is_belong_to_optimizer(var: Variable) -> bool:
 
 
 # -- files -------------------------------------------------------------------------------------
-class _AtomicFiles:
-    """Files written to temporaries in their target's directory and renamed over the targets
-    only when every one of them was written and fsynced; on an exception the temporaries are
-    removed and the previous files stay as they were."""
-
-    def __init__(self):
-        self._staged: list[tuple[str, str]] = []  # (temporary, target)
-
-    def write(self, path: str, writer):
-        directory, base = os.path.split(path)
-        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-        f = open(tmp, "xb")  # honours the umask, unlike mkstemp's 0600
-        self._staged.append((tmp, path))
-        with f:
-            writer(f)
-            f.flush()
-            os.fsync(f.fileno())
-
-    def __enter__(self):
-        return self
-
-    def _discard(self):
-        for tmp, _ in self._staged:
-            with contextlib.suppress(FileNotFoundError):  # already renamed, or never made
-                os.unlink(tmp)
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            self._discard()
-            return False
-        try:
-            for tmp, path in self._staged:
-                os.replace(tmp, path)
-        except BaseException:
-            self._discard()
-            raise
-        for directory in {os.path.dirname(path) for _, path in self._staged}:
-            _fsync_dir(directory)  # so the renames themselves survive a crash
-        return False
-
-
-def _fsync_dir(directory: str):
-    try:
-        fd = os.open(directory or ".", os.O_RDONLY)
-    except OSError:
-        return  # a platform without directory fsync: the renames are still atomic
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_array(f, array: np.ndarray):
-    np.save(f, array, allow_pickle=False)
-
-
-def _npz_writer(arrays: dict):
-    """Write `arrays` as an .npz archive (what np.savez writes), named by variable, with no
-    keyword clash for variables called 'file' or 'allow_pickle'."""
-
-    def write(f):
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for name, array in arrays.items():
-                with zf.open(name + ".npy", "w", force_zip64=True) as member:
-                    _write_array(member, array)
-
-    return write
-
-
-def _text_writer(text: str):
-    return lambda f: f.write(text.encode("utf-8"))
-
-
 def _var_path(dirname: str, name: str) -> str:
     if not name or name in (".", "..") or "\0" in name or any(
             sep and sep in name for sep in ("/", os.sep, os.altsep)):
@@ -136,56 +68,6 @@ def _var_path(dirname: str, name: str) -> str:
             f"save with filename='...' to put every variable in one file"
         )
     return os.path.join(dirname, name + ".npy")
-
-
-def _load_error(path: str, what: str, err: Exception) -> InvalidArgumentError:
-    reason = str(err)
-    if "pickle" in reason.lower() or "object arrays" in reason.lower():
-        reason = ("it holds pickled data or an object array, which spmd refuses to load "
-                  "(unpickling can run arbitrary code); save plain arrays with spmd.io or "
-                  "np.save(..., allow_pickle=False)")
-    return InvalidArgumentError(f"cannot load {what} from '{path}': {reason}")
-
-
-def _read_npy(path: str, name: str) -> np.ndarray:
-    try:
-        with open(path, "rb") as f:
-            array = np.load(f, allow_pickle=False)
-            if not isinstance(array, np.ndarray):
-                raise ValueError("it is an .npz archive, expected one .npy array")
-            return array
-    except FileNotFoundError:
-        raise NotFoundError(
-            f"cannot load variable '{name}': its file '{path}' does not exist; was it saved "
-            f"with filename=... (then pass the same filename) or under another name?"
-        ) from None
-    except (ValueError, OSError, EOFError) as e:
-        raise _load_error(path, f"variable '{name}'", e) from None
-
-
-def _read_npz(path: str, names: list[str]) -> dict:
-    """The arrays `names` from the .npz archive `path`; every name must be in it."""
-    try:
-        with open(path, "rb") as f:
-            archive = np.load(f, allow_pickle=False)
-            if isinstance(archive, np.ndarray):
-                raise ValueError("it is one .npy array, expected an .npz archive")
-            with archive:
-                held = sorted(archive.files)
-                missing = [n for n in names if n not in set(held)]
-                if missing:
-                    shown = held[:8] + ([f"... {len(held) - 8} more"] if len(held) > 8 else [])
-                    raise NotFoundError(
-                        f"cannot load variable(s) {missing}: not in '{path}', which holds "
-                        f"{shown}"
-                    )
-                return {n: archive[n] for n in names}
-    except FileNotFoundError:
-        raise NotFoundError(
-            f"cannot load variable(s) {names}: the file '{path}' does not exist"
-        ) from None
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise _load_error(path, f"variable(s) {names}", e) from None
 
 
 # -- variables, scope --------------------------------------------------------------------------
@@ -254,7 +136,7 @@ def _missing_error(scope, name: str) -> Exception:
 
 
 def _rank_tag() -> str:
-    from .comm.topology import detect
+    from ..comm.topology import detect
 
     topology = detect()
     return f"{topology.tag()} " if topology.size > 1 else ""
@@ -309,21 +191,22 @@ def _placer(executor, scope, name: str):
     return np.asarray
 
 
-def _stage_vars(files: _AtomicFiles, dirname: str, arrays: dict, filename: str | None):
+def _stage_vars(files: AtomicFiles, dirname: str, arrays: dict, filename: str | None):
     if filename is None:
         for name, array in arrays.items():
-            files.write(_var_path(dirname, name), lambda f, a=array: _write_array(f, a))
+            files.write(_var_path(dirname, name), lambda f, a=array: write_array(f, a))
     else:
-        files.write(os.path.join(dirname, filename), _npz_writer(arrays))
+        files.write(os.path.join(dirname, filename), npz_writer(arrays))
 
 
 def _read_vars(dirname: str, vars: list[Variable], filename: str | None):
     """(arrays, paths) of `vars` saved in `dirname`, per file or in the archive `filename`."""
+    recover(dirname)  # a save killed after its journal: finish it first
     if filename is not None:
         path = os.path.join(dirname, filename)
-        return _read_npz(path, [v.name for v in vars]), {v.name: path for v in vars}
+        return read_npz(path, [v.name for v in vars]), {v.name: path for v in vars}
     paths = {v.name: _var_path(dirname, v.name) for v in vars}
-    return {n: _read_npy(p, n) for n, p in paths.items()}, paths
+    return {n: read_npy(p, n) for n, p in paths.items()}, paths
 
 
 def _check_dirname(dirname, who: str):
@@ -343,7 +226,7 @@ def save_vars(executor, dirname: str, main_program: Program | None = None, vars=
     dirname = _check_dirname(dirname, "save_vars")
     arrays = _gather(_select_vars(main_program, vars, predicate, "save_vars"), main_program)
     os.makedirs(dirname, exist_ok=True)
-    with _AtomicFiles() as files:
+    with AtomicFiles() as files:
         _stage_vars(files, dirname, arrays, filename)
 
 
@@ -429,9 +312,9 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     arrays = {} if program_only else _gather(persistables)
     params_name = os.path.basename(params_filename) if params_filename else None
     os.makedirs(dirname, exist_ok=True)
-    with _AtomicFiles() as files:
+    with AtomicFiles() as files:
         _stage_vars(files, dirname, arrays, params_name)
-        files.write(model_path, _text_writer(text))
+        files.write(model_path, text_writer(text))
     return targets
 
 
@@ -447,9 +330,9 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
     if not os.path.isdir(dirname):
         raise NotFoundError(f"load_inference_model: there is no directory '{dirname}'")
     model_path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILENAME))
+    recover(dirname)
     try:
-        with open(model_path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+        data = json.loads(read_text(model_path))
     except FileNotFoundError:
         raise NotFoundError(
             f"load_inference_model: no model file '{model_path}'; pass model_filename= if it "
@@ -496,10 +379,10 @@ def save(program: Program, model_path: str, protocol: int = 4) -> None:
     text = program.to_json()
     if os.path.dirname(prefix):
         os.makedirs(os.path.dirname(prefix), exist_ok=True)
-    with _AtomicFiles() as files:
-        files.write(prefix + ".pdparams", _npz_writer(params))
-        files.write(prefix + ".pdopt", _npz_writer(opt))
-        files.write(prefix + ".pdmodel", _text_writer(text))
+    with AtomicFiles() as files:
+        files.write(prefix + ".pdparams", npz_writer(params))
+        files.write(prefix + ".pdopt", npz_writer(opt))
+        files.write(prefix + ".pdmodel", text_writer(text))
 
 
 def load(program: Program, model_path: str, executor=None, var_list=None) -> None:
@@ -518,10 +401,10 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
         return
     params = [v for v in program.list_vars() if is_parameter(v)]
     opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
-    arrays = _read_npz(prefix + ".pdparams", [v.name for v in params])
+    arrays = read_npz(prefix + ".pdparams", [v.name for v in params])
     paths = {v.name: prefix + ".pdparams" for v in params}
     if opt:
-        arrays.update(_read_npz(prefix + ".pdopt", [v.name for v in opt]))
+        arrays.update(read_npz(prefix + ".pdopt", [v.name for v in opt]))
         paths.update({v.name: prefix + ".pdopt" for v in opt})
     _refuse_sharded(opt)
     _store(executor, params + opt, arrays, paths)

@@ -46,6 +46,8 @@ EXPECTED = {
     "empty_feed": r"(empty|0 rows)",
     "raise_own_mpi": r"ZeroDivisionError: rank {bad} failed on purpose",
     "os_exit0_own_mpi": r"rank {bad}\b.*os\._exit\(0\)",
+    "kill_in_save": r"rank {bad}\b.*(signal 9|SIGKILL)",
+    "bad_checkpoint": r"cannot load variable 'fc_0\.w_0' from '[^']+': it is not a \.npy file",
 }
 FAULTS = tuple(EXPECTED)
 ENV = {"SPMD_COLLECTIVE_TIMEOUT": str(COLLECTIVE_TIMEOUT_S), "FLAGS_check_nan_inf": "1"}
@@ -64,7 +66,8 @@ class Outcome:
 
 def command(launcher_name: str, ranks: int, fault: str, bad: int, token: str,
             log_dir: str) -> list[str]:
-    script = [FAULTS_SCRIPT, "--fault", fault, "--rank", str(bad), "--token", token]
+    script = [FAULTS_SCRIPT, "--fault", fault, "--rank", str(bad), "--token", token,
+              "--ckpt", str(pathlib.Path(log_dir) / "ckpt")]
     if launcher_name == "mpiexec":
         return [MPIEXEC, "-n", str(ranks), PYTHON, *script]
     if launcher_name == "spmd.run":
@@ -91,6 +94,8 @@ def run_case(launcher_name: str, ranks: int, fault: str, extra_env: dict | None 
                            f"still running after {BOUND_S} s: {str(e)[-300:]}")
         logs = "".join(p.read_text(errors="replace")
                        for p in sorted(pathlib.Path(log_dir).glob("workerlog.*")))
+        incomplete = _checkpoint_problem(pathlib.Path(log_dir) / "ckpt") \
+            if fault == "kill_in_save" else None
     text = res.output + logs
     pattern = EXPECTED[fault].format(bad=bad, timeout=COLLECTIVE_TIMEOUT_S)
     problems = []
@@ -98,6 +103,8 @@ def run_case(launcher_name: str, ranks: int, fault: str, extra_env: dict | None 
         problems.append(f"exit code {res.returncode}")
     if not re.search(pattern, text):
         problems.append(f"output lacks /{pattern}/")
+    if incomplete:
+        problems.append(incomplete)
     deadline = time.monotonic() + 5  # the process manager may still be reaping
     while processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -108,6 +115,23 @@ def run_case(launcher_name: str, ranks: int, fault: str, extra_env: dict | None 
     if problems:
         why += "\n" + text[-1500:]
     return Outcome(launcher_name, ranks, fault, not problems, res.returncode, res.seconds, why)
+
+
+def _checkpoint_problem(directory: pathlib.Path) -> str | None:
+    """After a save killed midway: the checkpoint must load, whole (the old or the new)."""
+    sys.path.insert(0, str(SCRIPTS))
+    import faults
+
+    import spmd.fluid as fluid
+
+    with fluid.unique_name.guard():  # the names the job's program had
+        program = faults.build(32)[0]
+    try:
+        with fluid.scope_guard(fluid.Scope()):
+            fluid.io.load_persistables(fluid.Executor(fluid.CPUPlace()), str(directory), program)
+    except Exception as e:  # noqa: BLE001 - reported as the case's failure
+        return f"the checkpoint does not load after the kill: {e}"
+    return None
 
 
 def table(outcomes: list[Outcome]) -> str:

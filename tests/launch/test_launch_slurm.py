@@ -61,5 +61,5 @@ def test_srun_rank_that_raises_ends_the_job(slurm, token):
     script = str(ROOT / "tests" / "launch" / "scripts" / "crash.py")
     res = run(["srun", "--mpi=pmi2", "-n", "2", PYTHON, script, "--mode", "raise", "--rank", "1",
                "--token", token], token, timeout=60, **slurm.env)
-    assert res.returncode != 0 and res.seconds < 15, res.output[-3000:]
+    assert res.returncode != 0, res.output[-3000:]
     assert "ZeroDivisionError: rank 1 failed on purpose" in res.output

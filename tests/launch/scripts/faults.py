@@ -18,7 +18,8 @@ import spmd.fluid as fluid
 from spmd.comm.topology import detect
 
 FAULTS = ("ok", "raise", "sigkill", "sigterm", "exit3", "exit0", "os_exit0", "hang",
-          "extra_step", "differ", "nan_feed", "empty_feed", "raise_own_mpi", "os_exit0_own_mpi")
+          "extra_step", "differ", "nan_feed", "empty_feed", "raise_own_mpi", "os_exit0_own_mpi",
+          "kill_in_save", "bad_checkpoint")
 OWN_MPI = "_own_mpi"  # the fault happens while the others wait in the program's own mpi4py call
 
 
@@ -65,6 +66,21 @@ def misbehave(fault: str, rank: int, step: int):
     return None
 
 
+def checkpoint(fault: str, exe, program, directory: str, rank: int, step: int):
+    """kill_in_save: the misbehaving rank saves a checkpoint at step 0, and is SIGKILLed in the
+    middle of saving the next one (at the third move of the save: spmd/io/files.py).
+    bad_checkpoint: it saves one, a file of it is overwritten with random bytes, it loads."""
+    if step == 0:
+        fluid.io.save_persistables(exe, directory, program)
+    elif fault == "kill_in_save":
+        os.environ["SPMD_TEST_KILL_AT_FS_STEP"] = "3"
+        fluid.io.save_persistables(exe, directory, program)
+    else:
+        with open(os.path.join(directory, "fc_0.w_0.npy"), "wb") as f:
+            f.write(np.random.default_rng(rank).bytes(300))
+        fluid.io.load_persistables(exe, directory, program)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--fault", choices=FAULTS, default="ok")
@@ -72,6 +88,7 @@ def main():
     p.add_argument("--step", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--token", default="", help="marks the test's processes; unused here")
+    p.add_argument("--ckpt", default="", help="the checkpoint directory of the save faults")
     args = p.parse_args()
     t = detect()
     bad = args.rank % t.size == t.rank
@@ -90,6 +107,9 @@ def main():
 
             total = np.ones(1)
             MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, total)
+        elif args.fault in ("kill_in_save", "bad_checkpoint"):
+            if bad and step in (0, args.step):
+                checkpoint(args.fault, exe, main_prog, args.ckpt, t.rank, step)
         elif bad and step == args.step:
             feed = misbehave(args.fault, t.rank, step) or feed
         value, = exe.run(compiled, feed=feed, fetch_list=[loss])

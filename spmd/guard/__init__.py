@@ -112,6 +112,13 @@ def _install_abort_hook() -> None:
 
     def abort_all(kind, value, tb):
         previous(kind, value, tb)
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            rank, size = _launcher_rank_size()
+            if size > 1:  # which rank, and why, in one line above MPI's own abort message
+                sys.stderr.write(f"[rank {rank}/{size}] {kind.__name__}: "
+                                 f"{str(value).splitlines()[0] if str(value) else ''} - "
+                                 f"ending the whole job\n")
         abort_job(1)
 
     sys.excepthook = abort_all

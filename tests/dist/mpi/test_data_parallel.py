@@ -129,16 +129,35 @@ def test_different_programs_fail_fast_on_every_rank():
                 fetch_list=[loss], scope=scope)
 
 
-def test_after_a_failed_step_the_program_refuses_to_run_on():
-    """A step that failed on this rank leaves its collectives out of line with the other ranks';
-    running on would pair them with the wrong step, so later runs refuse."""
+def test_a_feed_error_leaves_the_program_usable_but_a_failed_step_does_not():
+    """A feed error is raised before any collective starts: the scope is untouched and the
+    program runs on (tests/dist/mpi/test_run_after_error.py checks the numbers). An error
+    raised while the ops run may leave this rank's collectives out of line with the other
+    ranks'; running on would pair them with the wrong step, so later runs refuse."""
     t = detect()
-    main, startup, loss = build("mlp", "sgd", "float64")
+    failing = {"now": False}
+
+    def maybe_fail(x):
+        if failing["now"]:
+            raise ZeroDivisionError("a host op failed on purpose")
+        return np.array(x)
+
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5  # one initialization on every rank
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 64], "float64")
+        y = fluid.data("y", [None, 1], "int64")
+        h = fluid.layers.fc(x, 16, act="tanh")
+        out = main.current_block().create_var(name="h_checked", shape=h.shape, dtype=h.dtype)
+        fluid.layers.py_func(maybe_fail, h, out)
+        logits = fluid.layers.fc(fluid.layers.elementwise_add(h, out), 10)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
+        fluid.optimizer.SGD(0.1).minimize(loss)
     scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
-    x, y = batches("float64", 1)[0]
-    feed = {"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)}
+    xs, ys = batches("float64", 1)[0]
+    feed = {"x": shard(xs, t.rank, t.size), "y": shard(ys, t.rank, t.size)}
     before = params(scope, main)
     with pytest.raises(FeedError, match=rf"\[rank {t.rank}/{t.size}\] feed 'x': expected "
                                         r"shape \[None, \d+\].*, got \[\d+, 3\]"):
@@ -146,6 +165,11 @@ def test_after_a_failed_step_the_program_refuses_to_run_on():
                 scope=scope)
     after = params(scope, main)
     assert all(np.array_equal(before[n], after[n]) for n in before)  # the scope untouched
+    exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)  # usable
+    failing["now"] = True  # on every rank, in the forward pass
+    with pytest.raises(Exception, match="a host op failed on purpose"):
+        exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
+    failing["now"] = False
     if t.size == 1:  # a world of one has no other rank to fall out of line with
         exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
         return

@@ -14,5 +14,6 @@ MPI_TESTS = sorted(p.name for p in (pathlib.Path(__file__).parent / "mpi").glob(
 def test_file_under_mpiexec(test_file, nprocs):
     res = run_mpi(nprocs, ["-m", "pytest", "-q", "-x", "--with-mpi", "-p", "no:cacheprovider",
                            f"tests/dist/mpi/{test_file}"])
-    assert res.returncode == 0, f"mpiexec -n {nprocs} pytest {test_file} failed:\n{res.stdout[-8000:]}"
+    assert res.returncode == 0, \
+        f"mpiexec -n {nprocs} pytest {test_file} failed:\n{res.stdout[-8000:]}"
     assert " passed" in res.stdout and " failed" not in res.stdout, res.stdout[-4000:]

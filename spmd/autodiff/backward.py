@@ -183,7 +183,9 @@ def _append_error_clips(block, op, grad_of: dict):
     so the ops before it in the backward pass see the clipped error."""
     for name in op.output_arg_names:
         fwd = grad_of.get(name)
-        clip = getattr(block.vars.get(fwd), "error_clip", None) if fwd is not None else None
+        if fwd is None or name != grad_var_name(fwd):
+            continue  # a partial gradient (@RENAME@): fluid clips only their sum
+        clip = getattr(block.vars.get(fwd), "error_clip", None)
         if clip is not None:
             clip._append_clip_op(block, name)
 

@@ -2,7 +2,8 @@
 
 A schedule reads the int64 step counter (shape [1]) and writes a float32 [1] learning rate; the
 arithmetic is done in float64 and rounded once, which stays within float32 rounding of fluid's
-chain of float32 ops.
+chain of float32 ops, except for the quotient step / decay_steps that a staircase or cycle
+floors or ceils: that one is taken in float32 as fluid does (`_quotient`).
 """
 from __future__ import annotations
 
@@ -19,8 +20,16 @@ def _out(xp, value, dtype="float32"):
     return xp.asarray(value, dtype=xp.float64).reshape(1).astype(dtype)
 
 
+def _quotient(xp, step, divisor):
+    """step / divisor as fluid computes it (`global_step / n` is a scale op by float32(1/n),
+    in float32): a floor or ceil of it then lands on the same side of a boundary as fluid's,
+    which exact division does not for n such as 7 or 41."""
+    scaled = xp.asarray(step, dtype=xp.float32) * xp.float32(1.0 / divisor)
+    return scaled.astype(xp.float64)
+
+
 def _div(xp, ins, attrs):
-    div = _step(xp, ins) / attrs["decay_steps"]
+    div = _quotient(xp, _step(xp, ins), attrs["decay_steps"])
     return xp.floor(div) if attrs["staircase"] else div
 
 
@@ -50,7 +59,7 @@ def polynomial_decay(xp, ins, attrs, want):
     at decay_steps; with cycle, steps = decay_steps * ceil(step / decay_steps) (1 at step 0)."""
     step, steps = _step(xp, ins), attrs["decay_steps"]
     if attrs["cycle"]:
-        steps = steps * xp.maximum(xp.ceil(step / steps), 1.0)
+        steps = steps * xp.maximum(xp.ceil(_quotient(xp, step, steps)), 1.0)
     else:
         step = xp.minimum(step, steps)
     lr, end = attrs["learning_rate"], attrs["end_learning_rate"]
@@ -77,7 +86,7 @@ def noam_decay(xp, ins, attrs, want):
 @kernel("lr_cosine_decay")
 def cosine_decay(xp, ins, attrs, want):
     """lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)."""
-    epoch = xp.floor(_step(xp, ins) / attrs["step_each_epoch"])
+    epoch = xp.floor(_quotient(xp, _step(xp, ins), attrs["step_each_epoch"]))
     value = attrs["learning_rate"] * 0.5 * (xp.cos(epoch * math.pi / attrs["epochs"]) + 1)
     return {"Out": _out(xp, value)}
 

@@ -26,6 +26,12 @@ class OpRole(enum.Enum):
     OPTIMIZE = "optimize"
     COMMUNICATE = "communicate"
     LOSS = "loss"  # the op seeding loss@GRAD: the data-parallel scale pass rewrites it
+    # fluid's LRSched: a learning-rate schedule and its step counter. Run every training step
+    # on every rank; not differentiated; dropped by clone(for_test=True), as in fluid
+    LR_SCHED = "lr_sched"
+    # the updates EMA and ModelAverage append: on every rank (never sharded by Reduce mode, as
+    # optimizer updates are); dropped by clone(for_test=True), as fluid drops them
+    AVERAGE = "average"
 
 
 class Operator:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numbers
 
 from ..core.dtypes import is_floating
+from ..core.operator import OpRole
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper
@@ -86,12 +87,14 @@ def _schedule(kind: str, attrs: dict, begin=0, inputs=None, dtype="float32"):
     """Append `lr_<kind>` reading the global step counter; its output holds the rate. The
     output is persistable so that optimizer.current_step_lr() can read it after a run."""
     helper = LayerHelper(kind)
-    counter = autoincreased_step_counter(LR_DECAY_COUNTER, begin=begin, step=1)
-    out = helper.create_global_variable(shape=[1], dtype=dtype, persistable=True,
-                                        stop_gradient=True)
-    helper.set_variable_initializer(out, ConstantInitializer(0.0))
-    helper.append_op(f"lr_{kind}", inputs={"Step": [counter], **(inputs or {})},
-                     outputs={"Out": [out]}, attrs=attrs)
+    # fluid's _lr_schedule_guard: the schedule and its counter are no part of a test clone
+    with helper.main_program.role_guard(OpRole.LR_SCHED):
+        counter = autoincreased_step_counter(LR_DECAY_COUNTER, begin=begin, step=1)
+        out = helper.create_global_variable(shape=[1], dtype=dtype, persistable=True,
+                                            stop_gradient=True)
+        helper.set_variable_initializer(out, ConstantInitializer(0.0))
+        helper.append_op(f"lr_{kind}", inputs={"Step": [counter], **(inputs or {})},
+                         outputs={"Out": [out]}, attrs=attrs)
     return out
 
 

@@ -147,8 +147,9 @@ class ExponentialMovingAverage(_ApplyRestore):
         self._name = name if name is not None else ""
         main, startup = default_main_program(), default_startup_program()
         self._main = main
-        with main.role_guard(OpRole.FORWARD):
+        with main.role_guard(OpRole.LR_SCHED):  # fluid computes the decay as a schedule
             self._decay_var = self._make_decay(main, startup)
+        with main.role_guard(OpRole.FORWARD):
             self._params_tmps, self._ema_vars = [], {}
             for param in _averaged_params(main):
                 tmp = main.global_block().create_var(
@@ -209,7 +210,7 @@ class ExponentialMovingAverage(_ApplyRestore):
             block._prepend_op("increment", inputs={"X": [self._step]},
                               outputs={"Out": [self._step]}, attrs={"step": 1.0},
                               role=OpRole.FORWARD)
-        with main.role_guard(OpRole.FORWARD):
+        with main.role_guard(OpRole.AVERAGE):
             factors = {}  # dtype -> (decay, 1 - decay) in that dtype
             for param, _ in self._params_tmps:
                 if param.dtype not in factors:
@@ -272,7 +273,7 @@ class ModelAverage(_ApplyRestore):
         main, startup = default_main_program(), default_startup_program()
         self._state: dict[str, dict] = {}
         self.params_grads = []
-        with main.role_guard(OpRole.FORWARD):
+        with main.role_guard(OpRole.AVERAGE):
             for param in _averaged_params(main):
                 backup = main.global_block().create_var(
                     name=unique_name.generate(f"{param.name}.tmp"), shape=param.shape,

@@ -8,6 +8,7 @@ map `program.grad_var_map` (var name -> grad name).
 """
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 
 from ..core.operator import OpRole
@@ -195,6 +196,23 @@ def _no_grad_names(block, no_grad_set) -> set:
     return names | {n for n, v in block.vars.items() if v.stop_gradient}
 
 
+_warned_callbacks: set[str] = set()
+
+
+def _warn_unrun_callbacks(callbacks) -> None:
+    """fluid calls each backward callback after every gradient op it appends; spmd applies
+    error clips itself (what fluid's own error_clip_callback is for) and runs no other
+    callback: say so once per callback, rather than ignore it silently."""
+    for callback in callbacks or ():
+        name = getattr(callback, "__name__", repr(callback))
+        if name == "error_clip_callback" or name in _warned_callbacks:
+            continue
+        _warned_callbacks.add(name)
+        warnings.warn(
+            f"append_backward: spmd does not call backward callbacks; {name} is not run (error "
+            f"clips, fluid's error_clip_callback, are applied without it)", stacklevel=3)
+
+
 def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None):
     """Append the backward pass of `loss` to its program; return [(param, grad_var)].
 
@@ -206,6 +224,7 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     block = loss.block
     if not any(loss.name in op.output_arg_names for op in block.ops):
         raise InvalidArgumentError(f"loss '{loss.name}' is not produced by any op of its program")
+    _warn_unrun_callbacks(callbacks)
     if parameter_list is not None:
         names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
         params = [block.var(n) for n in names]

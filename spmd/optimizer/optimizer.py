@@ -199,7 +199,7 @@ class Optimizer:
             if params is None:
                 params = [p for p in loss.block.all_parameters() if p.trainable]
             params = [p for p in params if (p.name if isinstance(p, Variable) else p) not in skip]
-        return append_backward(loss, params, no_grad_set)
+        return append_backward(loss, params, no_grad_set, callbacks)
 
     def apply_gradients(self, params_grads):
         """Clip, regularize and append the update ops for `params_grads`; the learning rate and

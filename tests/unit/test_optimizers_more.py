@@ -5,6 +5,8 @@ parameters, same batches, 3 steps) in PaddlePaddle 1.8.5 and stored the results 
 tests/oracle/data/optim.json."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from oracle_io import load
@@ -292,3 +294,25 @@ def test_paddle2_names_take_parameters_and_weight_decay():
         paddle.optimizer.Adagrad()
     with pytest.raises(InvalidArgumentError, match="unexpected keyword argument 'regularization'"):
         paddle.optimizer.RMSProp(0.1, regularization=None)
+
+
+def test_a_backward_callback_spmd_does_not_run_warns_once():
+    calls = []
+
+    def my_callback(block, context):
+        calls.append(block)
+
+    for _ in range(2):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = fluid.data("x", [-1, 3], "float32")
+            loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                fluid.optimizer.SGD(0.1).backward(
+                    loss, callbacks=[my_callback, fluid.clip.error_clip_callback])
+        messages = [str(w.message) for w in seen if "callback" in str(w.message)]
+        assert messages == ([] if _ else [  # once, and none for error_clip_callback
+            "append_backward: spmd does not call backward callbacks; my_callback is not run "
+            "(error clips, fluid's error_clip_callback, are applied without it)"])
+    assert calls == []

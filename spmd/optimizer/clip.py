@@ -43,8 +43,11 @@ class GradientClipBase:
                 f"got {need_clip!r}"
             )
         self._need_clip_func = need_clip
+        self._clip_every_gradient = False  # set_gradient_clip's legacy path: need_clip unread
 
     def _needs_clip(self, param) -> bool:
+        if self._clip_every_gradient:
+            return True
         if getattr(param, "need_clip", True) is False:
             return False
         return self._need_clip_func is None or bool(self._need_clip_func(param))
@@ -265,8 +268,10 @@ def set_gradient_clip(clip, param_list=None, program=None):
 
 
 def append_gradient_clip_ops(params_grads):
-    """Apply the clips set_gradient_clip attached to the parameters (fluid 1.8's rule: only when
-    every parameter with a gradient has one; the last one's clip is used for all)."""
+    """Apply the clips set_gradient_clip attached to the parameters, by fluid 1.8's legacy
+    rule: only when every parameter with a gradient has one; the last parameter's clip (in
+    name order) makes the ops for every gradient, need_clip unread; a global norm sums the
+    gradients of the parameters whose own clip is a global-norm clip of that group."""
     params_grads = list(params_grads)
     clip = None
     for p, g in params_grads:
@@ -281,7 +286,32 @@ def append_gradient_clip_ops(params_grads):
                 f"got {clip!r}")
     if clip is None:
         return params_grads
-    return clip(params_grads)
+    if isinstance(clip, GradientClipByGlobalNorm):
+        return _legacy_global_norm(clip, params_grads)
+    clip._clip_every_gradient = True
+    try:
+        return clip(params_grads)
+    finally:
+        clip._clip_every_gradient = False
+
+
+def _legacy_global_norm(clip, params_grads):
+    members = [(p, g) for p, g in params_grads if g is not None
+               and isinstance(p.gradient_clip_attr, GradientClipByGlobalNorm)
+               and p.gradient_clip_attr.group_name == clip.group_name]
+    block = members[0][1].block
+    result = []
+    with block.program.role_guard(OpRole.OPTIMIZE):
+        scale = clip._scale_var(block, members)
+        for param, grad in params_grads:
+            if grad is None:
+                result.append((param, grad))
+                continue
+            out = tmp_var(block, f"{param.name}_grad_clip", grad.shape, grad.dtype)
+            block.append_op("elementwise_mul", inputs={"X": [grad], "Y": [scale]},
+                            outputs={"Out": [out]})
+            result.append((param, out))
+    return result
 
 
 def check_grad_clip(value, where: str):

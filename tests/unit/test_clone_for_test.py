@@ -1,7 +1,7 @@
 """A test clone taken after minimize, run between training steps, leaves training as it was:
 clone(for_test=True) drops the learning-rate schedule (and its step counter), EMA's decay and
 updates and ModelAverage's accumulation, as fluid does. Expected values from
-tests/oracle/make_clone_for_test.py (fluid 1.8.5)."""
+tests/oracle/make_test_clone.py (fluid 1.8.5)."""
 from __future__ import annotations
 
 import numpy as np

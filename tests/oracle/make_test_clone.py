@@ -3,7 +3,7 @@ learning-rate schedule, EMA or ModelAverage (fluid's clone(for_test=True) drops 
 Three training steps, each followed by two runs of the test clone; the parameter after, the
 EMA-applied parameter, ModelAverage's counters.
 
-    cd /tmp && /path/to/oracle-venv/bin/python /path/to/spmd/tests/oracle/make_clone_for_test.py
+    cd /tmp && /path/to/oracle-venv/bin/python /path/to/spmd/tests/oracle/make_test_clone.py
 """
 import os
 import sys

@@ -11,7 +11,9 @@ From `import spmd` on, in every process an MPI launcher started:
   all; a rank waiting in a collective the departed rank never joined fails at once, naming it,
   instead of waiting for the collective timeout.
 
-SPMD_SUPERVISE=0 turns the supervisor and channel off (the abort hook stays).
+SPMD_SUPERVISE=0 turns the supervisor and channel off (the abort hook stays). A program that
+initializes MPI (or starts a thread) before `import spmd` gets no supervisor, since a fork is
+then unsafe: import spmd first.
 
 >>> from spmd import guard
 >>> guard.departure_message("allreduce", "[rank 0/1]") is None

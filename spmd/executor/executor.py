@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import guard
 from ..core.places import CPUPlace, Place, array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
@@ -118,6 +119,7 @@ class Executor:
         """Run `program` (default: the default main program) once and return the fetches."""
         if self._closed:
             raise PreconditionError("this Executor was closed; create a new one")
+        guard.note_step()  # named when a peer leaves: the runs both sides reached
         program = default_main_program() if program is None else program
         scope = global_scope() if scope is None else scope
         feed = _feed_by_name({} if feed is None else feed)

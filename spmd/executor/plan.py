@@ -6,7 +6,6 @@ scope only after every op succeeded, so a failed run leaves the scope as it was.
 """
 from __future__ import annotations
 
-from .. import guard
 from .. import profiler as _profiler
 from ..core.variable import Parameter, Variable
 from ..errors import (
@@ -146,7 +145,6 @@ class Plan:
         return env
 
     def run(self, scope, feed: dict, xp, place):
-        guard.note_step()
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
             return self._run_profiled(rec, scope, feed, xp)

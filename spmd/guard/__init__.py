@@ -77,6 +77,22 @@ def install() -> None:
               launcher_stops_ranks=bool(settings.status_file))
     os.environ[_SUPERVISED_ENV] = "1"  # in the child only: supervise() returns there
     atexit.register(_leaving)
+    _record_sys_exit_codes()
+
+
+def _record_sys_exit_codes() -> None:
+    """Python's atexit cannot see the code a script exits with; sys.exit(n), the common way,
+    is wrapped to note it first, so the others can be told it (`raise SystemExit(n)` is not
+    seen: the code is then reported as not known)."""
+    original = sys.exit
+
+    def exit_noting_the_code(status=None):
+        code = 0 if status is None else status if isinstance(status, int) else 1
+        note_exit_code(code & 0xFF)
+        original(status)
+
+    exit_noting_the_code.__doc__ = original.__doc__
+    sys.exit = exit_noting_the_code
 
 
 def _launcher_rank_size() -> tuple[int, int]:
@@ -182,7 +198,7 @@ def note_exit_code(code: int) -> None:
 
 
 def note_step() -> None:
-    """Count a run of a program (the step both sides reached, in a departure message)."""
+    """Count an Executor.run (the runs both sides reached, in a departure message)."""
     if _shared is not None:
         _shared.slots[st.STEPS] += 1
 
@@ -210,11 +226,13 @@ def departure_message(op: str, tag: str) -> str | None:
     if 0 <= mine <= gone["collectives"]:
         return None  # it joined this collective before leaving: this one completes
     ended = (f"signal {gone['signal']}" if gone["signal"] else
-             f"exit code {gone['code']}" if gone["code"] >= 0 else "exit code not known yet")
-    where = (f"after collective #{gone['collectives']} (step {gone['steps']})"
-             if gone["collectives"] >= 0 else "at an unknown point")
+             f"exit code {gone['code']}" if gone["code"] >= 0 else
+             "exit code not known (raise SystemExit: the launcher reports it)")
+    where = (f"after collective #{gone['collectives']} (in its Executor.run "
+             f"#{gone['steps']})" if gone["collectives"] >= 0 else "at an unknown point")
     steps = int(_shared.slots[st.STEPS])
     return (f"{tag} rank {gone['rank']} left the job {where}, {ended} "
             f"{st.HOW[gone['how']]}, while this rank waits in {op}, collective #{mine} "
-            f"(step {steps}): every rank must run the same collectives. Give every rank the "
-            f"same number of steps (the same number of batches), and end them together")
+            f"(in its Executor.run #{steps}): every rank must run the same collectives. Give "
+            f"every rank the same number of steps (the same number of batches), and end them "
+            f"together")

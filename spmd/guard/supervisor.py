@@ -141,7 +141,7 @@ class _Parent:
             collectives, steps = self._progress()
             sys.stderr.write(
                 f"{self.tag} the program was killed by signal {sig} ({_signal_name(sig)}) "
-                f"after collective #{collectives} (step {steps})\n")
+                f"after collective #{collectives} (in its Executor.run #{steps})\n")
         clean = bool(self.shared.slots[st.LEAVING])
         how = st.FAILED if (sig or code) else (st.SCRIPT_ENDED if clean else
                                                st.EXITED_UNCLEANLY)

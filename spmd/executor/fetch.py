@@ -25,6 +25,9 @@ class FetchedArray(np.ndarray):
     """A fetched value (an ndarray); float(), int(), complex() and format specs work on any
     one-element array, whatever its shape."""
 
+    def __repr__(self):  # as fluid's plain arrays print: array([...]), in logs alike
+        return repr(np.asarray(self))
+
     def _scalar(self, kind: str):
         if self.size != 1:
             raise TypeError(

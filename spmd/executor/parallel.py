@@ -245,9 +245,8 @@ class DataParallelRunner:
         except FeedError as e:
             raise FeedError(f"{self.tag} {e}" if self.tag else str(e)) from None
         try:
-            for _ in range(max(1, self.exec_strategy.num_iteration_per_run)):
-                results = self._run_on_places(
-                    lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
+            results = self._run_on_places(
+                lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
         except Exception as e:
             if self.topology.size > 1:  # the other ranks went on to (or wait in) collectives
                 self._broken = f"a step failed here ({type(e).__name__})"

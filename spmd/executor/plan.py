@@ -111,7 +111,10 @@ class Plan:
             if op.type in _RANK_TAGGED_OPS:
                 attrs["_rank_tag"] = _rank_tag()
             fn = get_kernel(op.type)
-            if self.check_nan_inf:
+            # a collective queued on the communication thread fills its outputs later: they
+            # are checked as the outputs of the c_sync_comm_stream that waits for them
+            queued = opdef.collective and not attrs.get("use_calc_stream", True)
+            if self.check_nan_inf and not queued:
                 fn = checking(fn, (i, op), numeric_tag)
             self.steps.append(Step(fn, _bindings(op.inputs, opdef.input_slots),
                                    _bindings(op.outputs, opdef.output_slots), attrs,

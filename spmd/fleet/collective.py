@@ -122,8 +122,11 @@ class CollectiveOptimizer:
         owner._transpiled_program = main
         compiled = compile_data_parallel(owner, main, startup, loss, strategy,
                                          strategy.exec_strategy)
-        bind_compiled(main, compiled, run=strategy.mode == "collective")
-        owner.main_program = compiled
+        collective = strategy.mode == "collective"
+        bind_compiled(main, compiled, run=collective)
+        # fluid 1.8: in collective mode fleet.main_program is the transpiled Program itself (a
+        # program can clone it for test); in nccl2 mode, the CompiledProgram
+        owner.main_program = main if collective else compiled
         return result
 
 

@@ -2,5 +2,16 @@
 feeding names fluid.io also holds (DataLoader, PyReader, batch, shuffle)."""
 from ..io import *  # noqa: F401,F403
 from ..reader.batch import batch  # noqa: F401
-from ..reader.decorator import shuffle  # noqa: F401
+from ..reader.decorator import (  # noqa: F401 - fluid.io holds the reader decorators too
+    ComposeNotAligned,
+    buffered,
+    cache,
+    chain,
+    compose,
+    firstn,
+    map_readers,
+    shuffle,
+    xmap_readers,
+)
 from ..reader.loader import DataLoader, PyReader  # noqa: F401
+from ..reader.multiprocess import multiprocess_reader  # noqa: F401

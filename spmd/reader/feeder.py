@@ -114,12 +114,16 @@ class DataFeeder:
         slots = self._slots()
         columns: list[list] = [[] for _ in slots]
         for i, sample in enumerate(iterable):
-            if not isinstance(sample, (list, tuple)) or len(sample) != len(slots):
-                got = len(sample) if isinstance(sample, (list, tuple)) else type(sample).__name__
+            # fluid needs only len() and iteration: tuples, lists, and ndarray rows alike
+            sized = hasattr(sample, "__len__") and hasattr(sample, "__iter__") and \
+                not isinstance(sample, (str, bytes))
+            if not sized or len(sample) != len(slots):
+                got = (f"has {len(sample)} field(s)" if sized else
+                       f"is a {type(sample).__name__}, not a sequence of fields")
                 raise InvalidArgumentError(
-                    f"DataFeeder.feed: sample {i} has {got} field(s), feed_list has "
-                    f"{len(slots)} ({self.feed_names}); each sample must be a tuple or list "
-                    f"with one field per fed variable, in feed_list order")
+                    f"DataFeeder.feed: sample {i} {got}; feed_list has {len(slots)} "
+                    f"({self.feed_names}): each sample must hold one field per fed variable, "
+                    f"in feed_list order")
             for column, value in zip(columns, sample):
                 column.append(value)
         return {slot.name: slot.convert(column, "DataFeeder.feed")

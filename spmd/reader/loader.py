@@ -37,10 +37,11 @@ def _batch_arrays(batch, names: list[str], index: int) -> list[np.ndarray]:
     if isinstance(batch, dict):
         batch = [batch[n] for n in names]
     if not isinstance(batch, (list, tuple)) or len(batch) != len(names):
-        got = len(batch) if isinstance(batch, (list, tuple)) else type(batch).__name__
+        got = (f"has {len(batch)} field(s)" if isinstance(batch, (list, tuple)) else
+               f"is a {type(batch).__name__}, not a list of fields")
         raise InvalidArgumentError(
-            f"DataLoader: batch {index} of the batch generator has {got} field(s), feed_list "
-            f"has {len(names)} ({names}); yield one array per fed variable, in feed_list order")
+            f"DataLoader: batch {index} of the batch generator {got}; feed_list has "
+            f"{len(names)} ({names}): yield one array per fed variable, in feed_list order")
     arrays = []
     for name, value in zip(names, batch):
         try:

@@ -67,7 +67,7 @@ def test_decorate_reader(feeder):
 
 
 def test_errors_name_the_variable_and_sample(feeder):
-    with pytest.raises(ValueError, match=r"sample 1 has 2 field\(s\), feed_list has 3"):
+    with pytest.raises(ValueError, match=r"sample 1 has 2 field\(s\); feed_list has 3"):
         feeder.feed([BATCH[0], (1, 2)])
     ragged = [BATCH[0], (np.arange(5), 1, [[1, 2, 3]])]
     with pytest.raises(ValueError, match=r"'img': sample 1 has shape \[5\], sample 0 has \[4\]"):
@@ -78,3 +78,19 @@ def test_errors_name_the_variable_and_sample(feeder):
         feeder.feed([(np.arange(4), 1, [1, 2])])
     with pytest.raises(ValueError, match=r"'label'.*cannot convert.*int64"):
         feeder.feed([(np.arange(4), "x", [[1, 2, 3]])])
+
+
+def test_ndarray_rows_are_samples_as_in_fluid():
+    """fluid's DataFeeder needs only len() and iteration of a sample: the rows of a 2-D array
+    are two-field samples (measured in fluid 1.8.5: float32 and int64 columns of shape (2, 1))."""
+    main = fluid.Program()
+    with fluid.program_guard(main):
+        a = fluid.data("a", [-1, 1], "float32")
+        b = fluid.data("b", [-1, 1], "int64")
+    feeder = fluid.DataFeeder(feed_list=[a, b], place=fluid.CPUPlace(), program=main)
+    got = feeder.feed(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(got["a"], np.array([[1.0], [3.0]], "float32"))
+    np.testing.assert_array_equal(got["b"], np.array([[2], [4]], "int64"))
+    assert got["a"].dtype == np.float32 and got["b"].dtype == np.int64
+    with pytest.raises(ValueError, match=r"sample 0 is a int, not a sequence of fields"):
+        feeder.feed([7])

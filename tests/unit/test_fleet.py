@@ -87,6 +87,8 @@ def test_fleet_v1_collective_mode_runs_the_main_program_data_parallel():
     strategy.mode = "collective"
     strategy.collective_mode = "grad_allreduce"
     main, startup, loss = fleet_v1(strategy)
+    assert fleet.main_program is main  # as fluid 1.8: the Program, so it clones for test
+    assert fleet.main_program.clone(for_test=True).global_block().ops
     scope, _, _ = train(main, startup, loss)
     for name, value in params(scope, main).items():
         np.testing.assert_allclose(value, want[name], rtol=1e-12)

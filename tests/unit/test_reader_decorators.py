@@ -111,3 +111,12 @@ def test_multiprocess_reader_child_error_names_it():
 
     with pytest.raises(ValueError, match="child broke"):
         list(r.multiprocess_reader([bad])())
+
+
+def test_fluid_io_holds_the_reader_decorators_as_in_fluid_1_8():
+    import spmd.fluid as fluid_face
+    from spmd import reader as spmd_reader
+
+    for name in ("cache", "map_readers", "buffered", "compose", "chain", "ComposeNotAligned",
+                 "firstn", "xmap_readers", "multiprocess_reader", "shuffle", "batch"):
+        assert getattr(fluid_face.io, name) is getattr(spmd_reader, name), name

@@ -3,8 +3,9 @@
 One `<name>.npy` file per variable, or with `filename=` all of them in one `.npz`-format file;
 programs as JSON. Loading refuses pickled data (a pickle can run code when it is read). A save
 is atomic: a kill at any instant leaves the previous checkpoint or the new one, complete (see
-spmd/io/files.py: temporaries, a journal, a manifest); every load checks every file's header
-before allocating and reads and checks all values before it changes the scope.
+spmd/io/files.py: temporaries, a journal, a manifest, why that design); every load checks every
+file's header, size and manifest entry before allocating (spmd/io/reading.py) and reads and
+checks all values before it changes the scope.
 
     >>> import spmd.io
     >>> # spmd.io.save_persistables(exe, "ckpt")            # ckpt/fc_0.w_0.npy, ...
@@ -23,16 +24,8 @@ from ..core.scope import global_scope, host_array
 from ..core.variable import Parameter, Variable
 from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
 from ..passes.prune import prune
-from .files import (
-    AtomicFiles,
-    npz_writer,
-    read_npy,
-    read_npz,
-    read_text,
-    recover,
-    text_writer,
-    write_array,
-)
+from .files import AtomicFiles, npz_writer, reading, text_writer, write_array
+from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_text
 
 __all__ = [
     "is_belong_to_optimizer", "is_parameter", "is_persistable", "load", "load_inference_model",
@@ -60,14 +53,15 @@ def is_belong_to_optimizer(var: Variable) -> bool:
 
 
 # -- files -------------------------------------------------------------------------------------
-def _var_path(dirname: str, name: str) -> str:
+def _var_file(dirname: str, name: str) -> str:
+    """`<name>.npy`, the file of variable `name` in `dirname`."""
     if not name or name in (".", "..") or "\0" in name or any(
             sep and sep in name for sep in ("/", os.sep, os.altsep)):
         raise InvalidArgumentError(
             f"variable name {name!r} cannot be used as a file name in '{dirname}'; "
             f"save with filename='...' to put every variable in one file"
         )
-    return os.path.join(dirname, name + ".npy")
+    return name + ".npy"
 
 
 # -- variables, scope --------------------------------------------------------------------------
@@ -153,8 +147,9 @@ def _refuse_sharded(vars: list[Variable]):
             f"the startup program into a fresh scope, load, then run the CompiledProgram")
 
 
-def _check_matches(var: Variable, array: np.ndarray, path: str):
-    got_shape, got_dtype = tuple(array.shape), array.dtype.name
+def _check_matches(var: Variable, header: Header):
+    """Before anything is read: the file holds what the program declares."""
+    got_shape, got_dtype, path = header.shape, header.dtype.name, header.path
     want = var.shape
     shape_ok = not want or (len(want) == len(got_shape) and all(
         w < 0 or w == g for w, g in zip(want, got_shape)))
@@ -168,11 +163,14 @@ def _check_matches(var: Variable, array: np.ndarray, path: str):
     )
 
 
-def _store(executor, vars: list[Variable], arrays: dict, paths: dict):
-    """Check every array against its variable, place it, then assign all: a failure leaves the
-    scope untouched."""
+def _read_checked(vars: list[Variable], headers: dict) -> dict:
     for var in vars:
-        _check_matches(var, arrays[var.name], paths[var.name])
+        _check_matches(var, headers[var.name])
+    return read_arrays([headers[v.name] for v in vars])
+
+
+def _store(executor, vars: list[Variable], arrays: dict):
+    """Place every array, then assign all: a failure leaves the scope untouched."""
     scope = global_scope()
     placed = {v.name: _placer(executor, scope, v.name)(arrays[v.name]) for v in vars}
     for name, array in placed.items():
@@ -191,22 +189,26 @@ def _placer(executor, scope, name: str):
     return np.asarray
 
 
-def _stage_vars(files: AtomicFiles, dirname: str, arrays: dict, filename: str | None):
+def _stage_vars(files: AtomicFiles, arrays: dict, filename: str | None):
     if filename is None:
         for name, array in arrays.items():
-            files.write(_var_path(dirname, name), lambda f, a=array: write_array(f, a))
+            files.write(_var_file(files.directory, name), lambda f, a=array: write_array(f, a))
     else:
-        files.write(os.path.join(dirname, filename), npz_writer(arrays))
+        files.write(filename, npz_writer(arrays))
 
 
-def _read_vars(dirname: str, vars: list[Variable], filename: str | None):
-    """(arrays, paths) of `vars` saved in `dirname`, per file or in the archive `filename`."""
-    recover(dirname)  # a save killed after its journal: finish it first
-    if filename is not None:
-        path = os.path.join(dirname, filename)
-        return read_npz(path, [v.name for v in vars]), {v.name: path for v in vars}
-    paths = {v.name: _var_path(dirname, v.name) for v in vars}
-    return {n: read_npy(p, n) for n, p in paths.items()}, paths
+def _read_vars(dirname: str, vars: list[Variable], filename: str | None) -> dict:
+    """The arrays of `vars` saved in `dirname`, per file or in the archive `filename`; every
+    file checked (header, size, manifest, the program's shape and dtype) before any is read."""
+    with reading(dirname) as manifest:  # an interrupted save is finished first
+        if filename is not None:
+            headers = inspect_npz(os.path.join(dirname, filename), [v.name for v in vars],
+                                  manifest.get(filename))
+        else:
+            files = {v.name: _var_file(dirname, v.name) for v in vars}
+            headers = {n: inspect_npy(os.path.join(dirname, f), n, manifest.get(f))
+                       for n, f in files.items()}
+        return _read_checked(vars, headers)
 
 
 def _check_dirname(dirname, who: str):
@@ -225,9 +227,11 @@ def save_vars(executor, dirname: str, main_program: Program | None = None, vars=
     """
     dirname = _check_dirname(dirname, "save_vars")
     arrays = _gather(_select_vars(main_program, vars, predicate, "save_vars"), main_program)
+    if filename:  # fluid joins them: the file may lie in a subdirectory
+        dirname, filename = os.path.split(os.path.join(dirname, filename))
     os.makedirs(dirname, exist_ok=True)
-    with AtomicFiles() as files:
-        _stage_vars(files, dirname, arrays, filename)
+    with AtomicFiles(dirname) as files:
+        _stage_vars(files, arrays, filename)
 
 
 def load_vars(executor, dirname: str, main_program: Program | None = None, vars=None,
@@ -240,8 +244,9 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     dirname = _check_dirname(dirname, "load_vars")
     selected = _select_vars(main_program, vars, predicate, "load_vars")
     _refuse_sharded(selected)
-    arrays, paths = _read_vars(dirname, selected, filename)
-    _store(executor, selected, arrays, paths)
+    if filename:
+        dirname, filename = os.path.split(os.path.join(dirname, filename))
+    _store(executor, selected, _read_vars(dirname, selected, filename))
 
 
 def save_params(executor, dirname: str, main_program: Program | None = None,
@@ -300,11 +305,11 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     targets = _name_list(target_vars, "target_vars", (Variable, str))
     for n in feeds + targets:
         program.global_block().var(n)  # NotFoundError with a suggestion
-    model_path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILENAME))
+    model_file = os.path.basename(model_filename or MODEL_FILENAME)
     if export_for_deployment:
         program = prune(program.clone(for_test=True), feeds, targets)
     else:
-        model_path += ".main_program"  # the whole program, under fluid's name for it
+        model_file += ".main_program"  # the whole program, under fluid's name for it
     data = json.loads(program.to_json())  # to_json names any attribute JSON cannot hold
     data.update(feed_names=feeds, fetch_names=targets)
     text = json.dumps(data, sort_keys=True)
@@ -312,9 +317,9 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     arrays = {} if program_only else _gather(persistables)
     params_name = os.path.basename(params_filename) if params_filename else None
     os.makedirs(dirname, exist_ok=True)
-    with AtomicFiles() as files:
-        _stage_vars(files, dirname, arrays, params_name)
-        files.write(model_path, text_writer(text))
+    with AtomicFiles(dirname) as files:
+        _stage_vars(files, arrays, params_name)
+        files.write(model_file, text_writer(text))
     return targets
 
 
@@ -329,10 +334,19 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
     dirname = _check_dirname(dirname, "load_inference_model")
     if not os.path.isdir(dirname):
         raise NotFoundError(f"load_inference_model: there is no directory '{dirname}'")
-    model_path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILENAME))
-    recover(dirname)
+    model_file = os.path.basename(model_filename or MODEL_FILENAME)
+    model_path = os.path.join(dirname, model_file)
+    params_name = os.path.basename(params_filename) if params_filename else None
+    with reading(dirname) as manifest:  # the model and its parameters from one save
+        program, data = _read_model(model_path, manifest.get(model_file))
+        load_persistables(executor, dirname, program, params_name)
+    fetch_vars = [program.global_block().var(n) for n in data["fetch_names"]]
+    return [program, list(data["feed_names"]), fetch_vars]
+
+
+def _read_model(model_path: str, entry: dict | None):
     try:
-        data = json.loads(read_text(model_path))
+        data = json.loads(read_text(model_path, entry))
     except FileNotFoundError:
         raise NotFoundError(
             f"load_inference_model: no model file '{model_path}'; pass model_filename= if it "
@@ -347,10 +361,7 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
             f"written by save_inference_model")
     program = Program.from_dict(data)
     program._is_test = True
-    params_name = os.path.basename(params_filename) if params_filename else None
-    load_persistables(executor, dirname, program, params_name)
-    fetch_vars = [program.global_block().var(n) for n in data["fetch_names"]]
-    return [program, list(data["feed_names"]), fetch_vars]
+    return program, data
 
 
 # -- paddle 2.x --------------------------------------------------------------------------------
@@ -377,12 +388,13 @@ def save(program: Program, model_path: str, protocol: int = 4) -> None:
     params = _gather([v for v in program.list_vars() if is_parameter(v)])
     opt = _gather([v for v in program.list_vars() if is_belong_to_optimizer(v)], given)
     text = program.to_json()
-    if os.path.dirname(prefix):
-        os.makedirs(os.path.dirname(prefix), exist_ok=True)
-    with AtomicFiles() as files:
-        files.write(prefix + ".pdparams", npz_writer(params))
-        files.write(prefix + ".pdopt", npz_writer(opt))
-        files.write(prefix + ".pdmodel", text_writer(text))
+    directory, base = os.path.split(prefix)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with AtomicFiles(directory) as files:
+        files.write(base + ".pdparams", npz_writer(params))
+        files.write(base + ".pdopt", npz_writer(opt))
+        files.write(base + ".pdmodel", text_writer(text))
 
 
 def load(program: Program, model_path: str, executor=None, var_list=None) -> None:
@@ -394,17 +406,20 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
     """
     prefix = _model_prefix(model_path)
     program = _as_program(program, "load")
-    if not os.path.exists(prefix + ".pdparams") and os.path.isdir(model_path):
-        vars = var_list if var_list is not None else [
-            v for v in program.list_vars() if is_persistable(v)]
-        load_vars(executor, model_path, program, vars=vars)
-        return
-    params = [v for v in program.list_vars() if is_parameter(v)]
-    opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
-    arrays = read_npz(prefix + ".pdparams", [v.name for v in params])
-    paths = {v.name: prefix + ".pdparams" for v in params}
-    if opt:
-        arrays.update(read_npz(prefix + ".pdopt", [v.name for v in opt]))
-        paths.update({v.name: prefix + ".pdopt" for v in opt})
-    _refuse_sharded(opt)
-    _store(executor, params + opt, arrays, paths)
+    directory, base = os.path.split(prefix)
+    with reading(directory) as manifest:  # .pdparams and .pdopt from one save
+        if not os.path.exists(prefix + ".pdparams") and os.path.isdir(model_path):
+            vars = var_list if var_list is not None else [
+                v for v in program.list_vars() if is_persistable(v)]
+            load_vars(executor, model_path, program, vars=vars)
+            return
+        params = [v for v in program.list_vars() if is_parameter(v)]
+        opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
+        _refuse_sharded(opt)
+        headers = inspect_npz(prefix + ".pdparams", [v.name for v in params],
+                              manifest.get(base + ".pdparams"))
+        if opt:
+            headers.update(inspect_npz(prefix + ".pdopt", [v.name for v in opt],
+                                       manifest.get(base + ".pdopt")))
+        arrays = _read_checked(params + opt, headers)
+    _store(executor, params + opt, arrays)

@@ -90,6 +90,27 @@ class Flags:
     off). See spmd/guard/."""
 
 
+_revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at
+
+
+def revision() -> int:
+    """How many times fluid.set_flags changed a flag spmd acts on in this process. A plan
+    built at another revision is rebuilt before it runs, so a flag set in code applies from the
+    next run on; comparing this counter is all that costs per run (reading the flags is not
+    free).
+
+    >>> revision() >= 0
+    True
+    """
+    return _revision
+
+
+def note_changed() -> None:
+    """Called by fluid.set_flags after it wrote a flag spmd acts on."""
+    global _revision
+    _revision += 1
+
+
 def flags(env=None) -> Flags:
     """Read the flags from `env` (default os.environ). Cheap; call it where the value is used."""
     env = os.environ if env is None else env

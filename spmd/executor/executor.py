@@ -9,6 +9,7 @@ from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
+from ..flags import revision as flags_revision
 from .allocator import tune_allocator
 from .comm_context import world_context
 from .fetch import as_fetched
@@ -105,7 +106,8 @@ class Executor:
 
     def _plan(self, program: Program, feed_names, fetch_names) -> Plan:
         key = (program._uid, tuple(sorted(feed_names)), tuple(fetch_names))
-        stamp = (program._version, program.random_seed)  # a new seed needs a new generator
+        # a new seed needs a new generator; a flag set in code (FLAGS_check_nan_inf) a new plan
+        stamp = (program._version, program.random_seed, flags_revision())
         entry = self._plans.get(key)
         if entry is None or entry[0] != stamp:
             entry = (stamp, Plan(program, feed_names, fetch_names, self._rng(program),

@@ -44,10 +44,7 @@ def convert_feed(var, value, xp):
     expected = var.shape
     got = tuple(value.shape)
     if expected and expected[0] < 0 and got and got[0] == 0:
-        raise FeedError(
-            f"feed '{var.name}': the batch is empty (0 rows, shape {list(got)}); every place "
-            f"needs at least one sample: skip empty batches in the reader, or drop the last "
-            f"uneven batch (paddle.batch(..., drop_last=True))")
+        raise _empty_batch(var.name, got)
     if var.shape and (len(got) != len(expected) or any(
             e >= 0 and e != g for e, g in zip(expected, got))):
         shown = "[" + ", ".join("None" if d < 0 else str(d) for d in expected) + "]"
@@ -55,6 +52,21 @@ def convert_feed(var, value, xp):
             f"feed '{var.name}': expected shape {shown} (None = any size), got {list(got)}"
         )
     return xp.ascontiguousarray(value)
+
+
+def _as_array(name: str, value, tag: str):
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise FeedError(f"{tag}feed '{name}': cannot convert to an array to split it over the "
+                        f"places: {e}; feed a numpy array, one row per sample") from None
+
+
+def _empty_batch(name: str, shape, tag: str = "") -> FeedError:
+    return FeedError(
+        f"{tag}feed '{name}': the batch is empty (0 rows, shape {list(shape)}); every place "
+        f"needs at least one sample: skip empty batches in the reader, or drop the last "
+        f"uneven batch (paddle.batch(..., drop_last=True))")
 
 
 def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> list[dict]:
@@ -78,12 +90,19 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> 
         return [feed]
     shards: list[dict] = [{} for _ in range(num_places)]
     for name, value in feed.items():
-        array = value if hasattr(value, "shape") else np.asarray(value)
+        array = value if hasattr(value, "shape") else _as_array(name, value, tag)
         if name in replicated:
             for shard in shards:
                 shard[name] = array
             continue
-        n = array.shape[0] if array.ndim else 0
+        if array.ndim == 0:
+            raise FeedError(
+                f"{tag}feed '{name}' is a scalar (shape []), so it cannot be split over "
+                f"{num_places} places: give it a batch dimension, or make it a persistable "
+                f"variable, which every place gets whole")
+        n = array.shape[0]
+        if n == 0:
+            raise _empty_batch(name, array.shape, tag)
         if n < num_places:
             raise FeedError(
                 f"{tag}feed '{name}' has a batch of {n} but there are {num_places} places: "

@@ -20,6 +20,7 @@ from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
+from ..flags import revision as flags_revision
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
 from ..passes.strategy import ExecutionStrategy, warn_unacted
@@ -228,12 +229,12 @@ class DataParallelRunner:
                             replicated={n for n in _names(feed) if block.has_var(n)
                                         and block.vars[n].persistable})
         key = (tuple(sorted(shards[0])), tuple(fetch_names))
-        plans = self._plans.get(key)
-        if plans is None:
+        revision, plans = self._plans.get(key, (None, None))
+        if revision != flags_revision():  # new, or a flag set in code since (check_nan_inf)
             plans = [Plan(self.program, list(shards[0]), fetch_names, self._rngs[i],
                           comm=self.contexts[i], rank=self.ranks[i], tag=self.tag)
                      for i in range(len(self.places))]
-            self._plans[key] = plans
+            self._plans[key] = (flags_revision(), plans)
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
             return [None] * len(fetch_names)
         xp = self._xp()
@@ -246,10 +247,12 @@ class DataParallelRunner:
             raise FeedError(f"{self.tag} {e}" if self.tag else str(e)) from None
         try:
             results = self._run_on_places(
-                lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i]))
+                lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i],
+                                       checked=True))
         except Exception as e:
-            if self.topology.size > 1:  # the other ranks went on to (or wait in) collectives
-                self._broken = f"a step failed here ({type(e).__name__})"
+            if self.topology.size > 1 and _collectives_began(plans):
+                self._broken = (f"a step failed here ({type(e).__name__}) after its "
+                                f"collectives began")
             raise
         # copies: a fetched gradient may be a view of a bucket the next step reuses
         per_place = [[host_array(a, copy=True) for a in r] for r in results]
@@ -282,6 +285,15 @@ class DataParallelRunner:
             self._group.reset()
             raise first
         return results
+
+
+def _collectives_began(plans) -> bool:
+    """After a failed step: whether a collective of it may have started across processes.
+    A place that failed before its first collective keeps every cross-process collective of
+    the step from starting (place 0 runs one only when every place of the process has joined
+    it), so the ranks stay in line: the others wait in the step's first collective, which a
+    retried step here joins. Otherwise this rank fell out of line with the others."""
+    return all(plan.started_collectives for plan in plans)
 
 
 def _names(feed) -> list:

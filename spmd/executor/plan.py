@@ -122,6 +122,13 @@ class Plan:
                                    (i, op)))
         if self.has_collectives:
             attach_buckets(self.steps, block)
+        # program index of the first collective: a run that fails at an op before it issued
+        # no collective, so every rank is still in line and the run may be retried
+        self._first_collective = next((s.where[0] for s in self.steps
+                                       if get_op_def(s.where[1].type).collective), None)
+        # whether the latest run reached a collective (so it may have started on other ranks);
+        # after a failure, False means this run issued none: the caller may retry the step
+        self.started_collectives = False
 
     def checked_feed(self, feed: dict, xp) -> dict:
         """`feed` checked (names, dtypes, shapes, an empty batch; NaN/Inf under
@@ -135,9 +142,10 @@ class Plan:
             check_feeds(converted, xp, "" if self.tag else _rank_tag())
         return converted
 
-    def _inputs(self, scope, feed: dict, xp) -> dict:
+    def _inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
         """The values the ops read first: checked feeds, stand-in zeros, scope values."""
-        env = self.checked_feed(feed, xp)
+        self.started_collectives = False
+        env = dict(feed) if checked else self.checked_feed(feed, xp)
         for name, shape, dtype in self.zero_reads:
             env[name] = xp.zeros(shape, dtype=dtype)
         for n in self._from_scope:
@@ -147,12 +155,13 @@ class Plan:
             env[n] = value
         return env
 
-    def run(self, scope, feed: dict, xp, place):
+    def run(self, scope, feed: dict, xp, place, checked: bool = False):
+        """Run once and return the fetches; `checked`: `feed` is `checked_feed`'s result."""
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
-            return self._run_profiled(rec, scope, feed, xp)
+            return self._run_profiled(rec, scope, feed, xp, checked)
         try:
-            env = self._inputs(scope, feed, xp)
+            env = self._inputs(scope, feed, xp, checked)
         except (FeedError, PreconditionError) as e:
             if not self.tag:
                 raise
@@ -179,12 +188,16 @@ class Plan:
             if error is e:
                 raise
             raise error from e
+        self.started_collectives = self.has_collectives
         for n in self.persist_writes:
             scope._assign(n, env[n])
         return [env[n] for n in self.fetch_names]
 
     def _failure(self, e, step, env):
         """The exception to raise for `e` raised by `step`: the op named, with its inputs."""
+        first = self._first_collective
+        self.started_collectives = (first is not None and step is not None
+                                    and step.where[0] >= first)
         if self.has_collectives:
             _drain(self.comm)
         if isinstance(e, (CommunicationError, NumericError)):
@@ -197,13 +210,13 @@ class Plan:
             f"  input shapes: {shapes}"
         )
 
-    def _run_profiled(self, rec, scope, feed, xp):
+    def _run_profiled(self, rec, scope, feed, xp, checked):
         """`run` with every op timed (fluid.profiler): events 'feed', one per op type,
         'fetch', and the whole run. A second loop, so the unprofiled one stays as it was."""
         now, thread = _profiler.now_ns, rec.thread_index()
         start = now()
         try:
-            env = self._inputs(scope, feed, xp)
+            env = self._inputs(scope, feed, xp, checked)
         except (FeedError, PreconditionError) as e:
             if not self.tag:
                 raise
@@ -235,6 +248,7 @@ class Plan:
             if error is e:
                 raise
             raise error from e
+        self.started_collectives = self.has_collectives
         t0 = now()
         for n in self.persist_writes:
             scope._assign(n, env[n])

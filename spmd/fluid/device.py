@@ -6,8 +6,9 @@ place the program runs on, so the attribute is kept for the program's sake only.
 
 set_flags / get_flags read and write fluid 1.8's public FLAGS_* through the environment
 variables spmd/flags.py reads, so a value set in code is the value spmd uses. spmd acts on
-FLAGS_fuse_parameter_memory_size; setting any other public flag is accepted and warns once
-that spmd does not act on it.
+FLAGS_check_nan_inf (from the next run on: plans compiled before are rebuilt) and
+FLAGS_fuse_parameter_memory_size (read when a data-parallel program is compiled, on its first
+run); setting any other public flag is accepted and warns once that spmd does not act on it.
 
 >>> import spmd.fluid as fluid
 >>> fluid.get_flags("FLAGS_fuse_parameter_memory_size")
@@ -21,7 +22,7 @@ import warnings
 
 from ..core.program import default_main_program, default_startup_program
 from ..errors import InvalidArgumentError
-from ..flags import flags
+from ..flags import flags, note_changed
 
 __all__ = ["device_guard", "get_flags", "set_flags"]
 
@@ -41,7 +42,7 @@ _FLUID_DEFAULTS = {
 }
 _ACTED_ON = {"FLAGS_fuse_parameter_memory_size":
              lambda: flags().fuse_parameter_memory_size_mb,
-             # read when a program is compiled (spmd/executor/numeric_check.py)
+             # read when a plan is built (spmd/executor/plan.py, numeric_check.py)
              "FLAGS_check_nan_inf": lambda: flags().check_nan_inf}
 _warned: set[str] = set()
 
@@ -61,11 +62,31 @@ def set_flags(flags_dict: dict):
     for name in flags_dict:
         _check_public(name, "set")
     for name, value in flags_dict.items():
-        os.environ[name] = str(int(value) if isinstance(value, bool) else value)
-        if name not in _ACTED_ON and name not in _warned:
+        text = str(int(value) if isinstance(value, bool) else value)
+        if name in _ACTED_ON:
+            _set_read(name, text)
+            note_changed()  # plans built before are rebuilt on their next run
+            continue
+        os.environ[name] = text
+        if name not in _warned:
             _warned.add(name)
             warnings.warn(f"set_flags: spmd does not act on {name}; the value is kept but "
                           f"changes nothing", stacklevel=2)
+
+
+def _set_read(name: str, text: str):
+    """Set a flag spmd reads, keeping the old value when spmd cannot read the new one (so a
+    bad value fails here, naming the flag, and not in every later run)."""
+    old = os.environ.get(name)
+    os.environ[name] = text
+    try:
+        _ACTED_ON[name]()
+    except InvalidArgumentError:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+        raise
 
 
 def _value(name: str):

@@ -329,3 +329,24 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
         switch_main_program(old_main)
         if old_startup is not None:
             switch_startup_program(old_startup)
+
+
+@contextlib.contextmanager
+def tag_new_ops(attr: str, value):
+    """Ops appended to the default main and startup programs inside get `attr` = `value`,
+    unless an inner region already set it (fluid's name_scope and device_guard). The ops are
+    found afterwards, by identity, so building code needs to know nothing of the region.
+
+    >>> with tag_new_ops("op_device", "cpu"):
+    ...     pass
+    """
+    programs = (default_main_program(), default_startup_program())
+    before = [{id(op) for block in p.blocks for op in block.ops} for p in programs]
+    try:
+        yield
+    finally:
+        for program, seen in zip(programs, before):
+            for block in program.blocks:
+                for op in block.ops:
+                    if id(op) not in seen and attr not in op.attrs:
+                        op._set_attr(attr, value)

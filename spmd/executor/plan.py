@@ -160,15 +160,25 @@ class Plan:
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
             return self._run_profiled(rec, scope, feed, xp, checked)
+        env = self._tagged_inputs(scope, feed, xp, checked)
+        self._execute(self.steps, env, xp)
+        return self._commit(scope, env)
+
+    def _tagged_inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
         try:
-            env = self._inputs(scope, feed, xp, checked)
+            return self._inputs(scope, feed, xp, checked)
         except (FeedError, PreconditionError) as e:
             if not self.tag:
                 raise
             raise type(e)(f"{self.tag}{e}") from None
+
+    def _execute(self, steps, env: dict, xp, wait_all=None) -> None:
+        """The flat loop: each step's kernel on its inputs from `env`, outputs into `env`,
+        dead values dropped; then the queued collectives waited for (by `wait_all`, default
+        the communicator's)."""
         step = None
         try:
-            for step in self.steps:
+            for step in steps:
                 ins = {}
                 for slot, names, dup in step.ins:
                     ins[slot] = [env[n] for n in names] if dup else env[names[0]]
@@ -181,13 +191,16 @@ class Plan:
                         env[names[0]] = res[slot]
                 for n in step.frees:
                     del env[n]
-            if self.has_collectives:
-                self.comm.wait_all()  # outputs of collectives are complete before the commit
+            if self.has_collectives:  # outputs of collectives are complete before the commit
+                (wait_all or self.comm.wait_all)()
         except Exception as e:  # noqa: BLE001 - re-raised with the op named
             error = self._failure(e, step, env)
             if error is e:
                 raise
             raise error from e
+
+    def _commit(self, scope, env: dict) -> list:
+        """After every op succeeded: persistables written back, the fetches returned."""
         self.started_collectives = self.has_collectives
         for n in self.persist_writes:
             scope._assign(n, env[n])
@@ -212,51 +225,39 @@ class Plan:
 
     def _run_profiled(self, rec, scope, feed, xp, checked):
         """`run` with every op timed (fluid.profiler): events 'feed', one per op type,
-        'fetch', and the whole run. A second loop, so the unprofiled one stays as it was."""
+        'wait_collectives', 'fetch', and the whole run. The same loop over steps whose kernels
+        are wrapped in a timer, so the unprofiled loop pays nothing for the profiler."""
         now, thread = _profiler.now_ns, rec.thread_index()
         start = now()
-        try:
-            env = self._inputs(scope, feed, xp, checked)
-        except (FeedError, PreconditionError) as e:
-            if not self.tag:
-                raise
-            raise type(e)(f"{self.tag}{e}") from None
+        env = self._tagged_inputs(scope, feed, xp, checked)
         rec.record("feed", start, now(), thread)
-        step = None
-        try:
-            for step in self.steps:
-                t0 = now()
-                ins = {}
-                for slot, names, dup in step.ins:
-                    ins[slot] = [env[n] for n in names] if dup else env[names[0]]
-                res = step.fn(xp, ins, step.attrs, step.want)
-                for slot, names, dup in step.outs:
-                    if dup:
-                        for n, a in zip(names, res[slot]):
-                            env[n] = a
-                    else:
-                        env[names[0]] = res[slot]
-                for n in step.frees:
-                    del env[n]
-                rec.record(step.where[1].type, t0, now(), thread)
-            if self.has_collectives:
-                t0 = now()
-                self.comm.wait_all()
-                rec.record("wait_collectives", t0, now(), thread)
-        except Exception as e:  # noqa: BLE001 - re-raised with the op named
-            error = self._failure(e, step, env)
-            if error is e:
-                raise
-            raise error from e
-        self.started_collectives = self.has_collectives
+        self._execute(_timed(self.steps, rec, thread), env, xp,
+                      _timer(self.comm.wait_all, "wait_collectives", rec, thread)
+                      if self.has_collectives else None)
         t0 = now()
-        for n in self.persist_writes:
-            scope._assign(n, env[n])
-        fetched = [env[n] for n in self.fetch_names]
+        fetched = self._commit(scope, env)
         end = now()
         rec.record("fetch", t0, end, thread)
         rec.record(self._run_event, start, end, thread)
         return fetched
+
+
+def _timer(fn, name: str, rec, thread):
+    """`fn` recording an event `name` around each call."""
+    now = _profiler.now_ns
+
+    def timed(*args):
+        t0 = now()
+        result = fn(*args)
+        rec.record(name, t0, now(), thread)
+        return result
+    return timed
+
+
+def _timed(steps, rec, thread) -> list:
+    """`steps` with each kernel wrapped to record an event named after its op type."""
+    return [Step(_timer(s.fn, s.where[1].type, rec, thread), s.ins, s.outs, s.attrs, s.want,
+                 s.frees, s.where) for s in steps]
 
 
 def _zeros_spec(var: Variable):

@@ -20,7 +20,7 @@ import contextlib
 import os
 import warnings
 
-from ..core.program import default_main_program, default_startup_program
+from ..core.program import tag_new_ops
 from ..errors import InvalidArgumentError
 from ..flags import flags, note_changed
 
@@ -129,14 +129,8 @@ def device_guard(device=None):
         raise InvalidArgumentError(
             f"device_guard: device should be 'cpu' or 'gpu' (or 'gpu:N'), or empty when no "
             f"device is needed, got {device!r}")
-    programs = (default_main_program(), default_startup_program())
-    before = [{id(op) for block in p.blocks for op in block.ops} for p in programs]
-    try:
+    if not device:
         yield
-    finally:
-        if device:
-            for program, seen in zip(programs, before):
-                for block in program.blocks:
-                    for op in block.ops:
-                        if id(op) not in seen and "op_device" not in op.attrs:
-                            op._set_attr("op_device", device)
+        return
+    with tag_new_ops("op_device", device):
+        yield

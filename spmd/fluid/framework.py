@@ -16,6 +16,7 @@ from ..core import (
     switch_main_program,
     switch_startup_program,
 )
+from ..core.program import tag_new_ops
 from ..core.variable import Parameter
 from ..errors import InvalidArgumentError, PreconditionError
 
@@ -52,18 +53,11 @@ def name_scope(prefix: str | None = None):
     used[prefix] = count + 1
     _scope_path.append(prefix if count == 0 else f"{prefix}_{count}")
     path = "/" + "/".join(_scope_path) + "/"
-    programs = (default_main_program(), default_startup_program())
-    before = [{id(op) for block in p.blocks for op in block.ops} for p in programs]
     try:
-        yield
+        with tag_new_ops("op_namescope", path):  # an inner scope names its own ops first
+            yield
     finally:
         _scope_path.pop()
-        # the ops appended meanwhile; an inner scope has already named its own ones
-        for program, seen in zip(programs, before):
-            for block in program.blocks:
-                for op in block.ops:
-                    if id(op) not in seen and "op_namescope" not in op.attrs:
-                        op._set_attr("op_namescope", path)
 
 
 def in_dygraph_mode() -> bool:

@@ -13,6 +13,7 @@ builds).
 from __future__ import annotations
 
 import copy
+import weakref
 
 from ..core import unique_name
 from ..core.dtypes import convert_dtype
@@ -224,5 +225,49 @@ class LayerHelper:
         return out
 
 
+class _WrittenIndex:
+    """The names the ops of one block write, kept up to date as ops are prepended (what
+    initializers do) or appended, so that asking "is this parameter initialized yet?" once per
+    parameter is linear in the model's size instead of rescanning every op each time."""
+
+    __slots__ = ("count", "first", "last", "names")
+
+    def __init__(self, ops: list):
+        self.count, self.names = 0, set()
+        self.first = self.last = None
+        self._add(ops)
+
+    def _add(self, ops) -> None:
+        for op in ops:
+            self.names.update(op.output_arg_names)
+
+    def catch_up(self, ops: list) -> bool:
+        """Index the ops added since the last call; False when the block changed otherwise
+        (ops removed or inserted in the middle), so that the caller rebuilds the index."""
+        new = len(ops) - self.count
+        if self.count == 0:
+            self._add(ops)
+        elif new < 0:
+            return False
+        elif ops[new] is self.first and ops[-1] is self.last:  # prepended (or nothing new)
+            self._add(ops[:new])
+        elif ops[0] is self.first and ops[self.count - 1] is self.last:  # appended
+            self._add(ops[self.count:])
+        else:
+            return False
+        self.count = len(ops)
+        self.first, self.last = (ops[0], ops[-1]) if ops else (None, None)
+        return True
+
+
+# block -> its index; weak, so that a dropped Program takes its index with it
+_WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _written_in(block, name: str) -> bool:
-    return any(name in op.output_arg_names for op in block.ops)
+    """Whether an op of `block` writes `name` (e.g. the parameter's initializer exists)."""
+    index = _WRITTEN.get(block)
+    if index is None or not index.catch_up(block.ops):
+        index = _WRITTEN[block] = _WrittenIndex([])
+        index.catch_up(block.ops)
+    return name in index.names

@@ -1,6 +1,8 @@
 """Places say where arrays live: CPUPlace (numpy) or CUDAPlace(i) (cupy on GPU i)."""
 from __future__ import annotations
 
+from ..errors import PreconditionError
+
 
 class Place:
     is_gpu = False
@@ -41,8 +43,15 @@ class CUDAPinnedPlace(CPUPlace):
 def array_module(place: Place):
     """numpy for host places, cupy (imported here, lazily) for GPU places."""
     if place is not None and place.is_gpu:
-        import cupy
-
+        try:
+            import cupy
+        except ImportError as e:
+            raise PreconditionError(
+                f"{place!r} needs cupy to put arrays on the GPU, and cupy does not import "
+                f"here ({e}). Install spmd with the CUDA extra that matches your driver "
+                f"(pip install 'spmd[cuda12]' or 'spmd[cuda13]'), or run on the CPU: use "
+                f"fluid.CPUPlace() where the program makes fluid.CUDAPlace(...) (often a "
+                f"--use_gpu flag)") from None
         return cupy
     import numpy
 

@@ -293,3 +293,22 @@ def test_closed_executor_refuses_to_run():
         exe.run(Program())
     with pytest.raises(InvalidArgumentError, match="place"):
         spmd.Executor("cpu")
+
+
+def test_a_gpu_place_without_cupy_says_how_to_run_on_the_cpu():
+    """fluid's CPU build refuses CUDAPlace; spmd says so at the first run on it, naming the
+    two ways out (install the CUDA extra, or use CPUPlace), instead of a bare ImportError."""
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("cupy imports here: a GPU place can run")
+    except ImportError:
+        pass
+    import spmd.fluid as fluid
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        fluid.layers.fc(fluid.data("x", [-1, 2], "float32"), 1)
+    exe = fluid.Executor(fluid.CUDAPlace(0))
+    with pytest.raises(PreconditionError, match=r"CUDAPlace\(0\) needs cupy.*spmd\[cuda12\]"
+                                                r".*fluid\.CPUPlace\(\)"):
+        exe.run(startup, scope=Scope())

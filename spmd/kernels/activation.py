@@ -41,16 +41,20 @@ def relu_grad(xp, ins, attrs, want):
 
 @kernel("leaky_relu")
 def leaky_relu(xp, ins, attrs, want):
-    # x if x > 0 else alpha * x: the formula fluid's gradient uses (its 1.8 forward,
-    # max(x, alpha * x), is the same for the documented 0 <= alpha <= 1)
+    # fluid 1.8's forward, max(x, alpha * x), for every alpha: outside the documented
+    # 0 <= alpha <= 1 it is not "x if x > 0 else alpha * x" (alpha = 2 doubles positive x)
     x = ins["X"]
-    return {"Out": xp.where(x > 0, x, x * attrs["alpha"])}
+    return {"Out": xp.maximum(x, x * attrs["alpha"])}
 
 
 @kernel("leaky_relu_grad")
 def leaky_relu_grad(xp, ins, attrs, want):
+    # The derivative of that forward: 1 where x is the larger, alpha where alpha * x is (at
+    # x = 0 alpha, as fluid). fluid's CPU kernel gives 1 wherever out > 0, which is not the
+    # derivative of its own forward for alpha < 0 or alpha > 1; for 0 <= alpha <= 1 the two
+    # agree (tests/unit/test_activation_fluid.py holds fluid's numbers).
     x, dout = ins["X"], ins["Out@GRAD"]
-    return {"X@GRAD": xp.where(x > 0, dout, dout * attrs["alpha"])}
+    return {"X@GRAD": xp.where(x > x * attrs["alpha"], dout, dout * attrs["alpha"])}
 
 
 @kernel("sigmoid")
@@ -325,6 +329,9 @@ def _hard_swish(xp, x, a):
 
 
 def _hard_swish_deriv(xp, x, o, a):
+    # The derivative of the forward: threshold / scale where x + offset >= threshold. fluid
+    # 1.8's kernel gives 1 there, which is that derivative only when threshold == scale (the
+    # defaults, 6 and 6); spmd keeps the true derivative. The kinks take fluid's branches.
     t = x + a["offset"]
     inside = (t > 0) & (t < a["threshold"])
     return xp.where(inside, (2.0 * x + a["offset"]) / a["scale"],
@@ -352,8 +359,12 @@ def _soft_relu(xp, x, a):
 
 
 def _soft_relu_deriv(xp, x, o, a):
+    # The derivative of the forward: sigmoid(x) = 1 - e^-out inside the clip, 0 outside.
+    # fluid 1.8 masks on out instead of x (-t < out < t), so it passes sigmoid(-t) below -t
+    # and nothing for log(e^t - 1) <= x < t; at the default t = 40 both are below float
+    # precision, at a small t they are not. spmd keeps the true derivative.
     t = a["threshold"]
-    return -xp.expm1(-o) * ((x > -t) & (x < t))  # 1 - e^-out = sigmoid(x) inside the clip
+    return -xp.expm1(-o) * ((x > -t) & (x < t))
 
 
 _act("soft_relu", _soft_relu, _soft_relu_deriv)
@@ -369,6 +380,10 @@ def _mish(xp, x, a):
 
 
 def _mish_deriv(xp, x, o, a):
+    # The derivative of the forward, the thresholded softplus sp included: d sp = 1 above t,
+    # e^x below -t. fluid 1.8 uses 1 - e^-sp in all three pieces (exact only between -t and
+    # t), so at a small threshold its gradient outside [-t, t] is not the derivative of its
+    # own forward; at the default t = 20 the two agree to float precision.
     t = a["threshold"]
     th = xp.tanh(_mish_softplus(xp, x, t))
     dsp = xp.where(x > t, 1.0, xp.where(x < -t, xp.exp(xp.minimum(x, t)),

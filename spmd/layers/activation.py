@@ -122,6 +122,10 @@ def hard_sigmoid(x, slope=0.2, offset=0.5, name=None):
 def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
     """x * min(max(x + offset, 0), threshold) / scale.
 
+    The gradient is this function's derivative: threshold / scale where x + offset >=
+    threshold. fluid 1.8's CPU kernel uses 1 there, the same only when threshold == scale
+    (the defaults); with other values spmd trains by the true derivative, not fluid's.
+
     >>> # y = fluid.layers.hard_swish(x)
     """
     return _unary("hard_swish", x, name,
@@ -129,7 +133,13 @@ def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
 
 
 def mish(x, threshold=20, name=None):
-    """x * tanh(softplus(x)), softplus taken as x above `threshold` (and e^x below it).
+    """x * tanh(softplus(x)), softplus taken as x above `threshold` (and e^x below
+    -threshold), as in fluid.
+
+    The gradient is this function's derivative. fluid 1.8's uses sigmoid-like factors
+    1 - exp(-softplus) in the two outer pieces too, which is not the derivative of its own
+    forward there; at the default threshold (20) the difference is below float precision,
+    at a small one spmd's gradient differs from fluid's outside [-threshold, threshold].
 
     >>> # y = fluid.layers.mish(x)
     """
@@ -157,6 +167,11 @@ def selu(x, scale=None, alpha=None, name=None):
 
 def soft_relu(x, threshold=40.0, name=None):
     """log(1 + exp(clip(x, -threshold, threshold))).
+
+    The gradient is this function's derivative, sigmoid(x) inside the clip and 0 outside.
+    fluid 1.8 tests the output instead of x against the threshold, so it passes
+    sigmoid(-threshold) below -threshold and 0 just under +threshold; at the default
+    threshold (40) neither shows in float32/float64, at a small one spmd differs there.
 
     >>> # y = fluid.layers.soft_relu(x, threshold=20.0)
     """

@@ -207,6 +207,9 @@ def _draw_samples(attrs, labels, k: int):
     neg, tries = _log_uniform_unique(rng, k, s)
     samples = np.concatenate([labels, np.broadcast_to(neg, (labels.shape[0], s))], axis=1)
     p = _log_uniform_p(np, samples, k)
+    if tries == s:
+        # no draw was repeated: fluid takes the expected count q * S, not a probability
+        return samples, p * s
     # the chance that a class shows up at least once in `tries` draws
     return samples, -np.expm1(tries * np.log1p(-p))
 

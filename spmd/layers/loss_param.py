@@ -215,6 +215,10 @@ def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1,
     by -log(its probability); a negative equal to a true label is pushed down by 1e20 when
     remove_accidental_hits. The loss is divided by num_true, as in fluid.
 
+    With spmd's own sampler the "probability" of a class with log-uniform mass q is fluid's:
+    q * num_samples when the num_samples draws held no repeat, else 1 - (1 - q)^tries, with
+    tries the number of draws it took to find num_samples distinct classes.
+
     >>> # loss = sampled_softmax_with_cross_entropy(logits [N, K], label [N, 1], num_samples=25)
     """
     where = "sampled_softmax_with_cross_entropy"

@@ -5,7 +5,8 @@ programs as JSON. Loading refuses pickled data (a pickle can run code when it is
 is atomic: a kill at any instant leaves the previous checkpoint or the new one, complete (see
 spmd/io/files.py: temporaries, a journal, a manifest, why that design); every load checks every
 file's header, size and manifest entry before allocating (spmd/io/reading.py) and reads and
-checks all values before it changes the scope.
+checks all values before it changes the scope. A saved model as a {name: array} dict, for
+loading pretrained weights into another program: spmd/io/state.py.
 
     >>> import spmd.io
     >>> # spmd.io.save_persistables(exe, "ckpt")            # ckpt/fc_0.w_0.npy, ...
@@ -28,9 +29,10 @@ from .files import AtomicFiles, npz_writer, reading, text_writer, write_array
 from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_text
 
 __all__ = [
-    "is_belong_to_optimizer", "is_parameter", "is_persistable", "load", "load_inference_model",
-    "load_params", "load_persistables", "load_vars", "save", "save_inference_model",
-    "save_params", "save_persistables", "save_vars",
+    "get_program_parameter", "get_program_persistable_vars", "is_belong_to_optimizer",
+    "is_parameter", "is_persistable", "load", "load_inference_model", "load_params",
+    "load_persistables", "load_program_state", "load_vars", "save", "save_inference_model",
+    "save_params", "save_persistables", "save_vars", "set_program_state",
 ]
 
 MODEL_FILENAME = "__model__"
@@ -423,3 +425,12 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
                                        manifest.get(base + ".pdopt")))
         arrays = _read_checked(params + opt, headers)
     _store(executor, params + opt, arrays)
+
+
+# last: state.py builds on the helpers above (spmd/io/state.py)
+from .state import (  # noqa: E402
+    get_program_parameter,
+    get_program_persistable_vars,
+    load_program_state,
+    set_program_state,
+)

@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from ..core.operator import OpRole
 from ..core.places import CPUPlace, Place
 from ..core.program import default_main_program
 from ..core.variable import Variable
@@ -84,8 +85,10 @@ class GeneratorLoader:
         self._places: list[Place] | None = None
         self._prefetch: Prefetcher | None = None
         self._running = False
+        self._program = None  # iterable=False: the Program whose runs this loader feeds
         if not self._iterable:
-            default_main_program().run_hooks.append(_ReaderHook(self))
+            self._program = default_main_program()
+            self._program.run_hooks.append(_ReaderHook(self))
 
     @property
     def iterable(self) -> bool:
@@ -218,8 +221,9 @@ class GeneratorLoader:
             raise PreconditionError("DataLoader: reset() is for iterable=False loaders")
         self._stop_thread()
 
-    def _feed_for_run(self, feed, num_places: int):
-        """The run hook's work: `feed` with this loader's next batch(es) added."""
+    def _feed_for_run(self, feed, num_places: int, program=None):
+        """The run hook's work: `feed` with this loader's next batch(es) added. `program` is
+        the Program being run (None: the one this loader was made in)."""
         if not self._running:
             raise PreconditionError(
                 f"the program reads from a DataLoader/PyReader (feeding {self._names}) that is "
@@ -230,13 +234,31 @@ class GeneratorLoader:
             raise EOFException(
                 f"the DataLoader/PyReader feeding {self._names} has no more data: catch "
                 f"fluid.core.EOFException, call reset(), and start() the next epoch")
+        if len(batches) < num_places and _trains(program if program is not None
+                                                 else self._program):
+            # fluid 1.8 cannot run a training step on fewer places than it compiled for: its
+            # reader ends the epoch there, so the left-over batches are dropped
+            raise EOFException(
+                f"the DataLoader/PyReader feeding {self._names} has no more data: the "
+                f"{len(batches)} batch(es) left for {num_places} places were dropped, since a "
+                f"training program runs on every place (drop_last=False keeps them only for "
+                f"programs without a backward pass, as in fluid); catch "
+                f"fluid.core.EOFException, call reset(), and start() the next epoch")
         feeds = [dict(zip(self._names, arrays)) for arrays in batches]
-        if isinstance(feed, dict) and len(feeds) == 1:
+        if num_places == 1 and isinstance(feed, dict):
             feed.update(feeds[0])
             return feed
+        # several places: one dict per place that has a batch; with drop_last=False the last
+        # run may feed only the first k places (fluid runs a test program on those only)
         if isinstance(feed, dict):
             return [{**feed, **f} for f in feeds]
         return [{**f0, **f} for f0, f in zip(feed, feeds)]
+
+
+def _trains(program) -> bool:
+    """Whether `program` has a backward pass (fluid's "training network")."""
+    return program is not None and any(
+        op.role in (OpRole.BACKWARD, OpRole.LOSS) for op in program.global_block().ops)
 
 
 class _ReaderHook:
@@ -247,8 +269,8 @@ class _ReaderHook:
     def __init__(self, loader: GeneratorLoader):
         self.loader = loader
 
-    def __call__(self, feed, scope, num_places: int = 1):
-        return self.loader._feed_for_run(feed, num_places)
+    def __call__(self, feed, scope, num_places: int = 1, program=None):
+        return self.loader._feed_for_run(feed, num_places, program)
 
 
 class DataLoader:
@@ -282,7 +304,10 @@ class DataLoader:
         iterable=False: loader.start(), then exe.run(program) takes the next batch each run
         until fluid.core.EOFException, then loader.reset(). With several places each place
         gets its own batch; drop_last=True drops the batches left over when fewer remain than
-        places. use_multiprocess is a dygraph option in fluid 1.8 and has no effect here, as in
+        places; drop_last=False gives them to the first places only (iterable: a shorter list;
+        a program without a backward pass then runs on those places, as in fluid, while a
+        training program refuses the short list, and with start() ends the epoch before it,
+        dropping them). use_multiprocess is a dygraph option in fluid 1.8 and has no effect here, as in
         fluid's static mode.
 
         >>> # loader = fluid.io.DataLoader.from_generator(feed_list=[img, label], capacity=8)

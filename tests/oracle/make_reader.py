@@ -1,5 +1,6 @@
 """Reference outputs of PaddlePaddle 1.8.5's readers: paddle.batch and the paddle.reader
-decorators, fluid.DataFeeder.feed, and DataLoader.from_generator with one and two places.
+decorators, fluid.DataFeeder.feed, DataLoader.from_generator with one and two places, and
+drop_last=False over several places (what each step feeds and fetches, how the epoch ends).
 
 Run with the oracle's Python from outside the checkout:
     cd /tmp && /work/oracle185/bin/python /work/main/tests/oracle/make_reader.py
@@ -80,6 +81,135 @@ def loader_cases():
     return out
 
 
-cases = {"decorators": decorator_cases(), "feeder": feeder_cases(), "loader": loader_cases()}
+def _summary(error):
+    """The first line of a fluid error's summary (the part after the C++ stack)."""
+    text = str(error)
+    at = text.find("Error Message Summary")
+    if at < 0:
+        return type(error).__name__ + ": " + text.strip().splitlines()[0]
+    return text[at:].strip().splitlines()[2]
+
+
+def _partial_program(loader_kw):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        y = fluid.data(name="y", shape=[None, 1], dtype="int64")
+        loader = fluid.io.DataLoader.from_generator(feed_list=[x, y], capacity=2, **loader_kw)
+        pred = fluid.layers.fc(x, 3, act="softmax")
+        loss = fluid.layers.mean(fluid.layers.cross_entropy(pred, y))
+        test = main.clone(for_test=True)
+        fluid.optimizer.SGD(0.5).minimize(loss)
+    return main, test, startup, loss, pred, loader
+
+
+def _thirteen():
+    return iter([([i, i], [i % 3]) for i in range(13)])
+
+
+def _five_batches():
+    for i in range(5):
+        yield [np.full((3, 2), i, "float32"), np.full((3, 1), i % 3, "int64")]
+
+
+def _set_source(loader, source, places):
+    if source == "batch":
+        loader.set_batch_generator(_five_batches, places=places)
+    elif source == "sample_list":
+        loader.set_sample_list_generator(paddle.batch(_thirteen, 3), places=places)
+    else:
+        loader.set_sample_generator(_thirteen, 3, drop_last=False, places=places)
+
+
+def _partial_run(source, program, iterable, nplaces, merged=True):
+    """drop_last=False with `nplaces` CPU places: per step, the x rows each place was fed
+    (iterable: what the loader yielded) and the fetched shapes; then how the epoch ended."""
+    main, test, startup, loss, pred, loader = _partial_program(
+        {"iterable": iterable, "drop_last": False})
+    places = fluid.cpu_places(nplaces)
+    _set_source(loader, source, places)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope() if iterable else fluid.global_scope()  # its queue lives there
+    steps, end = [], None
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        target = main if program == "train" else test
+        compiled = fluid.CompiledProgram(target).with_data_parallel(
+            loss_name=loss.name, places=places)
+
+        def run(feed=None):
+            got = exe.run(compiled, feed=feed, fetch_list=[loss.name, pred.name],
+                          return_merged=merged)
+            if merged:
+                return [list(np.shape(a)) for a in got]
+            return [[list(np.shape(p)) for p in a] for a in got]
+
+        try:
+            if iterable:
+                for data in loader():
+                    rows = [np.array(d["x"])[:, 0].tolist() for d in data]
+                    steps.append({"rows": rows, "fetch_shapes": run(data)})
+            else:
+                loader.start()
+                while True:
+                    steps.append({"fetch_shapes": run()})
+        except fluid.core.EOFException:
+            end = "EOF"
+            loader.reset()
+        except Exception as e:  # noqa: BLE001 - what fluid raised is the oracle
+            end = _summary(e)
+    return {"steps": steps, "end": end or "exhausted"}
+
+
+def partial_cases():
+    out = {}
+    for source in ("batch", "sample_list", "sample"):
+        for program in ("train", "test"):
+            for iterable in (True, False):
+                for nplaces in (2, 3):
+                    mode = "iterable" if iterable else "start"
+                    key = f"{source}_{program}_{mode}_places{nplaces}"
+                    out[key] = _partial_run(source, program, iterable, nplaces)
+    out["batch_test_iterable_places2_unmerged"] = _partial_run("batch", "test", True, 2, False)
+    out["batch_test_start_places2_unmerged"] = _partial_run("batch", "test", False, 2, False)
+    return out
+
+
+def direct_feed_cases():
+    """exe.run(compiled, feed=...) with fewer per-place feeds (or samples) than places."""
+    out = {}
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        pred = fluid.layers.fc(x, 3)
+        loss = fluid.layers.mean(pred)
+        test = main.clone(for_test=True)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        two = fluid.cpu_places(2)
+        train = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, places=two)
+        infer = fluid.CompiledProgram(test).with_data_parallel(share_vars_from=train,
+                                                               places=two)
+        d = {"x": np.ones((2, 2), "float32")}
+        one_row = {"x": np.ones((1, 2), "float32")}
+        for name, prog, feed in (("train_list1", train, [d]), ("train_list3", train, [d] * 3),
+                                 ("train_dict1row", train, one_row),
+                                 ("train_list2", train, [d, d]),
+                                 ("test_list1", infer, [d]), ("test_list3", infer, [d] * 3),
+                                 ("test_dict1row", infer, one_row)):
+            try:
+                got = exe.run(prog, feed=feed, fetch_list=[pred.name])
+                out[name] = {"pred_shape": list(got[0].shape)}
+            except Exception as e:  # noqa: BLE001 - what fluid raised is the oracle
+                out[name] = {"error": _summary(e)}
+    return out
+
+
+cases = {"decorators": decorator_cases(), "feeder": feeder_cases(), "loader": loader_cases(),
+         "partial": partial_cases(), "direct_feed": direct_feed_cases()}
 save("reader", cases, meta={"paddle": paddle.__version__})
 print("wrote reader.json")

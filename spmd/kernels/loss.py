@@ -165,10 +165,13 @@ def rank_loss_grad(xp, ins, attrs, want):
 # -- sigmoid cross entropy and its teacher-student variant -------------------------------------
 
 def _sce_mask_norm(xp, label, attrs):
-    """(kept, norm): fluid compares int(label) with ignore_index, and with normalize divides
-    by the number of kept entries (at least 1e-6)."""
-    kept = label.astype(np.int64) != attrs["ignore_index"]
-    norm = max(float(kept.sum()), 1e-6) if attrs["normalize"] else 1.0
+    """(kept, norm): an entry is ignored (loss and gradient 0) when int(label) equals
+    ignore_index; normalize divides by the number of entries whose label, as a float, is not
+    ignore_index (at least 1e-6). The two tests differ for a fractional label such as -1.5
+    with ignore_index -1: ignored, yet counted; fluid 1.8.5 counts so, and spmd follows."""
+    ignore = attrs["ignore_index"]
+    kept = label.astype(np.int64) != ignore
+    norm = max(float((label != ignore).sum()), 1e-6) if attrs["normalize"] else 1.0
     return kept, norm
 
 

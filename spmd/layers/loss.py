@@ -78,6 +78,13 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=K_I
     """cross_entropy(softmax(logits), label) computed stably in one op; returns the loss
     ([N, 1]) or (loss, softmax) with return_softmax.
 
+    With hard labels, a row whose label equals ignore_index has loss 0 and gets a zero
+    gradient, as fluid 1.8's GPU kernel does. fluid 1.8's CPU kernel also reports loss 0 but
+    still gives such a row the full gradient softmax - onehot(label) (and, for an
+    ignore_index outside [0, C), subtracts 1 at a position outside the row), so a fluid
+    program run on CPU trains on the ignored rows while spmd does not: spmd keeps the
+    semantics ignore_index promises.
+
     >>> # loss = softmax_with_cross_entropy(logits [N, 10], label [N, 1] int64)
     """
     where = "softmax_with_cross_entropy"
@@ -210,7 +217,8 @@ def sigmoid_cross_entropy_with_logits(x, label, ignore_index=K_IGNORE_INDEX, nam
                                       normalize=False):
     """Elementwise logistic loss max(x, 0) - x * label + log(1 + exp(-|x|)); entries whose
     label (truncated to int) equals ignore_index give 0, and normalize divides by the number
-    of the others.
+    of entries whose label is not exactly ignore_index. As in fluid 1.8.5, a fractional label
+    such as -1.5 with ignore_index=-1 is ignored (int(-1.5) == -1) yet counted.
 
     >>> # loss = sigmoid_cross_entropy_with_logits(x=logits, label=targets)
     """

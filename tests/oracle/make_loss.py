@@ -249,6 +249,44 @@ CASES = {
     "accuracy": ("acc", _acc, 1, {}),
 }
 
+# review cases (a RandomState of their own, so the draws above keep their values)
+R2 = np.random.RandomState(9)
+FEEDS.update({
+    "cls3d": {"x": R2.uniform(-2, 2, (2, 3, 4)).astype("float32"),
+              "y": np.array([[[0, 1, 2, 1]], [[1, 1, 0, 2]]], "int64")},
+    "sce_frac": {"x": R2.uniform(-3, 3, (3, 4)).astype("float32"),
+                 "y": np.array([[0.3, -1.5, -1.0, 1.0], [-0.5, 0.7, -1.0, 0.0],
+                                [1.0, 1.0, -2.0, -1.0]], "float32")},
+    "prob_soft": {"x": R2.uniform(0.05, 1.0, (3, 4)).astype("float32"),
+                  "y": R2.dirichlet(np.ones(4), 3).astype("float32")},
+    "sq": {"x": R2.uniform(-1, 1, (4, 3)).astype("float32"),
+           "y": R2.uniform(-1, 1, (4, 3)).astype("float32")},
+    "huber_kinks": {"x": np.zeros((6, 1), "float32"),
+                    "y": np.array([[-0.8], [0.8], [-0.3], [1.5], [-2.0], [0.0]], "float32")},
+})
+CASES.update({
+    "ignore_index_swce": ("cls", lambda F, d: _swce(F, d, ignore_index=0), 1, {}),
+    "ignore_index_swce_axis1": ("cls3d", lambda F, d: _swce(F, d, ignore_index=1, axis=1), 1,
+                                {}),
+    "sce_ignore_fraction": ("sce_frac", _g("sigmoid_cross_entropy_with_logits", "x", "y",
+                                          ignore_index=-1), 1, {}),
+    "sce_ignore_fraction_normalize": ("sce_frac", _g(
+        "sigmoid_cross_entropy_with_logits", "x", "y", ignore_index=-1, normalize=True), 1, {}),
+    "cross_entropy_soft_grad": ("prob_soft", _g("cross_entropy", "x", "y", soft_label=True),
+                                1, {}),
+    "square_error_cost": ("sq", lambda F, d: _grads(F, [F.layers.square_error_cost(
+        d["x"], d["y"])], [d["x"], d["y"]]), 1, {}),
+    "huber_kinks": ("huber_kinks", lambda F, d: _grads(F, [F.layers.huber_loss(
+        d["x"], d["y"], delta=0.8)], [d["x"], d["y"]]), 1, {}),
+    "log_loss_eps": ("logloss", _g("log_loss", "x", "y", epsilon=0.05), 1, {}),
+    "dice_loss_eps": ("dice", _g("dice_loss", "x", "y", epsilon=0.5), 1, {}),
+    "margin_rank_default": ("rank", lambda F, d: _grads(F, [F.layers.margin_rank_loss(
+        d["label"], d["left"], d["right"])], [d["left"], d["right"]]), 1, {}),
+    "npair_loss_default": ("npair", lambda F, d: _grads(F, [F.layers.npair_loss(
+        d["a"], d["p"], d["y"])], [d["a"], d["p"]]), 1, {}),
+    "accuracy_k3": ("acc", lambda F, d: [F.layers.accuracy(d["x"], d["y"], k=3)], 2, {}),
+})
+
 
 _PROBS = [R.uniform(0, 1, (8, 1)) for _ in range(2)]
 _LABELS = [(R.uniform(0, 1, (8, 1)) < p).astype("int64") for p in _PROBS]

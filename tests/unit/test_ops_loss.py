@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from loss_oracle import assert_matches_fluid
+from loss_oracle import ORACLE, assert_matches_fluid
 from op_harness import RNG, OpCase, check_op, rand, rand_away_from
+from oracle.make_loss import CASES as ORACLE_CASES
+from oracle.make_loss import FEEDS, run_case
 
 import spmd.fluid as fluid
 from spmd.errors import InvalidArgumentError
@@ -69,9 +71,9 @@ def rank_ref(Label, Left, Right, **_):
 
 def sce_ref(X, Label, normalize=False, ignore_index=-100, **_):
     loss = np.maximum(X, 0) - X * Label + np.log(1 + np.exp(-np.abs(X)))
-    kept = Label.astype(np.int64) != ignore_index
-    loss = np.where(kept, loss, 0)
-    return {"Out": loss / max(kept.sum(), 1e-6) if normalize else loss}
+    loss = np.where(Label.astype(np.int64) != ignore_index, loss, 0)
+    # fluid's normalizer counts the labels not exactly ignore_index (-1.5 counts for -1)
+    return {"Out": loss / max((Label != ignore_index).sum(), 1e-6) if normalize else loss}
 
 
 def teacher_ref(X, Label, **_):
@@ -126,6 +128,7 @@ def focal_ref(X, Label, FgNum, gamma=2.0, alpha=0.25, **_):
 
 SCE_LAB = rand(3, 4, low=0, high=1)
 SCE_LAB[0, 1] = SCE_LAB[2, 3] = -1.0  # ignored with ignore_index=-1
+SCE_LAB[1, 2] = -1.5  # ignored too (int(-1.5) == -1), yet counted by normalize
 TS_LAB = np.array([[-2.0], [-1.0], [0.3], [1.6], [-1.5], [0.0]])
 FOCAL_LAB = np.array([[0], [2], [-1], [3]], dtype=np.int32)
 FG = np.array([2], dtype=np.int32)
@@ -187,13 +190,34 @@ LAYER_CASES = ["bpr_loss", "center_loss", "dice_loss", "huber_loss", "kldiv_batc
                "sce_ignore_normalize", "sigmoid_focal_loss", "sigmoid_focal_loss_args",
                "smooth_l1", "smooth_l1_weights", "teacher_student", "teacher_student_bounds",
                "hsigmoid", "hsigmoid_no_bias", "hsigmoid_custom", "nce_custom_dist",
-               "nce_sample_weight", "sampled_softmax", "sampled_softmax_keep_hits"]
+               "nce_sample_weight", "sampled_softmax", "sampled_softmax_keep_hits",
+               "sce_ignore_fraction", "sce_ignore_fraction_normalize", "square_error_cost",
+               "huber_kinks", "log_loss_eps", "dice_loss_eps", "margin_rank_default",
+               "npair_loss_default", "cross_entropy_soft_grad"]
 
 
 @pytest.mark.parametrize("name", LAYER_CASES)
 def test_layer_matches_fluid(name):
     """Values and the gradients of the inputs; center_loss runs twice, its centers moving."""
     assert_matches_fluid(name)
+
+
+@pytest.mark.parametrize("name", ["ignore_index_swce", "ignore_index_swce_axis1"])
+def test_softmax_with_cross_entropy_ignored_rows(name):
+    """Loss 0 and the softmax as in fluid 1.8.5; the gradient as fluid's for the kept rows and
+    zero for the ignored ones, where fluid's CPU kernel gives the full gradient (a decision,
+    see the layer's docstring)."""
+    (loss, grad, softmax), = run_case(fluid, name)
+    (want_loss, want_grad, want_softmax), = ORACLE[name]
+    ignore = 0 if name == "ignore_index_swce" else 1
+    ignored = np.asarray(FEEDS[ORACLE_CASES[name][0]]["y"]) == ignore  # broadcasts along `axis`
+    assert ignored.any()
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-5, atol=1e-6)
+    assert (loss[ignored] == 0).all()
+    np.testing.assert_allclose(softmax, want_softmax, rtol=1e-5, atol=1e-6)
+    rows = np.broadcast_to(ignored, grad.shape)
+    np.testing.assert_allclose(grad[~rows], want_grad[~rows], rtol=1e-5, atol=1e-6)
+    assert (grad[rows] == 0).all() and np.abs(want_grad[rows]).max() > 0.1
 
 
 def test_smooth_l1_needs_both_weights_or_neither():

@@ -307,8 +307,8 @@ class DataLoader:
         places; drop_last=False gives them to the first places only (iterable: a shorter list;
         a program without a backward pass then runs on those places, as in fluid, while a
         training program refuses the short list, and with start() ends the epoch before it,
-        dropping them). use_multiprocess is a dygraph option in fluid 1.8 and has no effect here, as in
-        fluid's static mode.
+        dropping them). use_multiprocess is a dygraph option in fluid 1.8 and has no effect
+        here, as in fluid's static mode.
 
         >>> # loader = fluid.io.DataLoader.from_generator(feed_list=[img, label], capacity=8)
         """

@@ -209,7 +209,34 @@ def direct_feed_cases():
     return out
 
 
+def collate_cases():
+    """fluid.io.default_collate_fn on the sample forms a batch generator sees."""
+    f = fluid.io.default_collate_fn
+    batches = {
+        "tuples_of_arrays": [(np.array([1.0, 2.0]), np.array([3])),
+                             (np.array([4.0, 5.0]), np.array([6]))],
+        "ndarrays": [np.array([1, 2]), np.array([3, 4])],
+        "tuples_of_numbers": [(1, 2.5), (3, 4.5)],
+        "lists": [[1, 2], [3, 4]],
+        "zero_d_arrays": [np.array(1), np.array(2)],
+        "float32_images": [(np.ones((2, 2), "float32"), 1), (np.zeros((2, 2), "float32"), 0)],
+        "ndarray_then_tuple": [np.array([1, 2]), (3, 4)],
+    }
+    out = {}
+    for name, batch in batches.items():
+        out[name] = f(batch)
+    for name, batch in (("ragged", [(np.array([1.0, 2.0]),), (np.array([4.0]),)]),
+                        ("ints", [1, 2]), ("empty", [])):
+        try:
+            f(batch)
+            out[name] = "no error"
+        except Exception as e:  # noqa: BLE001 - what fluid raised is the oracle
+            out[name] = type(e).__name__
+    return out
+
+
 cases = {"decorators": decorator_cases(), "feeder": feeder_cases(), "loader": loader_cases(),
-         "partial": partial_cases(), "direct_feed": direct_feed_cases()}
+         "partial": partial_cases(), "direct_feed": direct_feed_cases(),
+         "collate": collate_cases()}
 save("reader", cases, meta={"paddle": paddle.__version__})
 print("wrote reader.json")

@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from .errors import InvalidArgumentError, PreconditionError
+from .errors import InvalidArgumentError
 
 __all__ = ["MetricBase", "CompositeMetric", "Precision", "Recall", "Accuracy",
            "ChunkEvaluator", "EditDistance", "Auc"]
@@ -87,14 +87,16 @@ class MetricBase:
         return {"name": self._name, "states": copy.deepcopy(self._states())}
 
     def update(self, preds, labels):
-        """Accumulate one mini-batch; every concrete metric defines it."""
-        raise PreconditionError(
+        """Accumulate one mini-batch; every concrete metric defines it (NotImplementedError
+        here, as in fluid)."""
+        raise NotImplementedError(
             f"{type(self).__name__}.update: MetricBase is a base class; use a concrete metric "
             f"(Accuracy, Precision, Recall, Auc, ...) or define update() in a subclass")
 
     def eval(self):
-        """The metric over every batch so far; every concrete metric defines it."""
-        raise PreconditionError(
+        """The metric over every batch so far; every concrete metric defines it
+        (NotImplementedError here, as in fluid)."""
+        raise NotImplementedError(
             f"{type(self).__name__}.eval: MetricBase is a base class; use a concrete metric "
             f"(Accuracy, Precision, Recall, Auc, ...) or define eval() in a subclass")
 
@@ -129,20 +131,31 @@ class CompositeMetric(MetricBase):
 
 
 def _binary_counts(preds, labels, where: str):
+    """(rounded prediction, label) per sample: one value each, as fluid compares them."""
     _need(_is_numpy(preds), f"{where}: 'preds' must be a numpy ndarray, got "
                             f"{type(preds).__name__}")
     _need(_is_numpy(labels), f"{where}: 'labels' must be a numpy ndarray, got "
                              f"{type(labels).__name__}")
-    n = labels.shape[0]
+    labels = np.asarray(labels)
+    n = labels.shape[0] if labels.ndim else 1
+    preds = np.asarray(preds).reshape(len(preds) if np.ndim(preds) else 1, -1)
+    labels = labels.reshape(n, -1)
+    # fluid compares one value per sample and fails on a two-column (softmax) prediction
+    _need(preds.shape[1] == 1 and labels.shape[1] == 1,
+          f"{where}: the metric is binary and takes one prediction and one label per sample "
+          f"([N] or [N, 1]), got preds {list(np.shape(preds))} and labels "
+          f"{list(labels.shape)}; for [N, 2] class probabilities pass the positive column, "
+          f"preds[:, 1:2]")
+    _need(preds.shape[0] >= n, f"{where}: {preds.shape[0]} predictions for {n} labels; give "
+                               f"one prediction per label")
     # fluid rounds the predictions and compares them with the labels one sample at a time
-    pred = np.rint(np.asarray(preds)[:n]).astype("int32").reshape(n, -1)[:, 0]
-    label = np.asarray(labels).reshape(n, -1)[:, 0]
-    return pred, label
+    return np.rint(preds[:n, 0]).astype("int32"), labels[:, 0]
 
 
 class Precision(MetricBase):
     """Binary precision tp / (tp + fp); preds are rounded to 0/1, labels are 0/1 ([N] or
-    [N, 1]). 0.0 before any positive prediction.
+    [N, 1]; two-column predictions are refused, as fluid fails on them). 0.0 before any
+    positive prediction.
 
     >>> p = Precision()
     >>> p.update(preds=np.array([[0.9], [0.2], [0.7]]), labels=np.array([[1], [0], [0]]))
@@ -167,8 +180,9 @@ class Precision(MetricBase):
 
 
 class Recall(MetricBase):
-    """Binary recall tp / (tp + fn); preds are rounded to 0/1, labels are 0/1. 0.0 before any
-    positive label.
+    """Binary recall tp / (tp + fn); preds are rounded to 0/1, labels are 0/1 ([N] or [N, 1];
+    two-column predictions are refused, as fluid fails on them). 0.0 before any positive
+    label.
 
     >>> r = Recall()
     >>> r.update(preds=np.array([[0.9], [0.2], [0.7]]), labels=np.array([[1], [1], [0]]))
@@ -219,8 +233,9 @@ class Accuracy(MetricBase):
         self.weight += weight
 
     def eval(self):
+        """The weighted mean; ValueError (as in fluid) before any update with weight > 0."""
         if self.weight == 0:
-            raise PreconditionError(
+            raise InvalidArgumentError(
                 "Accuracy.eval: there is no data yet; call update(value, weight) with the "
                 "batch accuracy that layers.accuracy returned first")
         return self.value / self.weight
@@ -288,8 +303,10 @@ class EditDistance(MetricBase):
         self.total_distance += np.sum(distances)
 
     def eval(self):
+        """(average distance, instance error rate); ValueError (as in fluid) before any
+        update."""
         if self.seq_num == 0:
-            raise PreconditionError(
+            raise InvalidArgumentError(
                 "EditDistance.eval: there is no data yet; call update(distances, seq_num) "
                 "with what layers.edit_distance returned first")
         return self.total_distance / self.seq_num, self.instance_error / _float(self.seq_num)

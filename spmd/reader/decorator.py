@@ -16,6 +16,7 @@ import threading
 from queue import Queue
 
 from ..errors import InvalidArgumentError
+from .handoff import END, Failure, reraise
 
 __all__ = ["ComposeNotAligned", "buffered", "cache", "chain", "compose", "firstn",
            "map_readers", "shuffle", "xmap_readers"]  # multiprocess_reader: multiprocess.py
@@ -23,22 +24,6 @@ __all__ = ["ComposeNotAligned", "buffered", "cache", "chain", "compose", "firstn
 
 class ComposeNotAligned(ValueError):
     """compose(check_alignment=True) found readers yielding different numbers of samples."""
-
-
-class _End:
-    """The end-of-data marker a worker thread puts on its queue."""
-
-
-class _Failure:
-    """A worker's exception, carried through a queue to be re-raised by the consumer."""
-
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def _raise_failure(item):
-    if isinstance(item, _Failure):
-        raise item.error  # keeps the worker's frames in error.__traceback__
 
 
 def cache(reader):
@@ -143,8 +128,8 @@ def _pump(iterable, queue: Queue):
         for item in iterable:
             queue.put(item)
     except BaseException as e:  # noqa: BLE001 - re-raised by the consumer
-        queue.put(_Failure(e))
-    queue.put(_End)
+        queue.put(Failure(e))
+    queue.put(END)
 
 
 def buffered(reader, size):
@@ -158,9 +143,9 @@ def buffered(reader, size):
         threading.Thread(target=_pump, args=(reader(), queue), daemon=True).start()
         while True:
             item = queue.get()
-            if item is _End:
+            if item is END:
                 return
-            _raise_failure(item)
+            reraise(item)
             yield item
 
     return buffered_reader
@@ -187,9 +172,9 @@ def _xmap_feeder(reader, in_queue: Queue, out_queue: Queue, workers: int):
         for i, sample in enumerate(reader()):
             in_queue.put((i, sample))
     except BaseException as e:  # noqa: BLE001 - re-raised by the consumer
-        out_queue.put(_Failure(e))
+        out_queue.put(Failure(e))
     for _ in range(workers):
-        in_queue.put(_End)
+        in_queue.put(END)
 
 
 class _Turns:
@@ -210,14 +195,14 @@ class _Turns:
 def _xmap_worker(mapper, in_queue: Queue, out_queue: Queue, turns: _Turns | None):
     while True:
         item = in_queue.get()
-        if item is _End:
-            out_queue.put(_End)
+        if item is END:
+            out_queue.put(END)
             return
         index, sample = item
         try:
             result = mapper(sample)
         except BaseException as e:  # noqa: BLE001 - re-raised by the consumer
-            result = _Failure(e)
+            result = Failure(e)
         if turns is None:
             out_queue.put(result)
         else:
@@ -248,10 +233,10 @@ def xmap_readers(mapper, reader, process_num, buffer_size, order=False):
         finished = 0
         while finished < process_num:
             item = out_queue.get()
-            if item is _End:
+            if item is END:
                 finished += 1
                 continue
-            _raise_failure(item)
+            reraise(item)
             yield item
 
     return xreader

@@ -8,14 +8,9 @@ from __future__ import annotations
 import threading
 from queue import Empty, Full, Queue
 
+from .handoff import END, Failure
+
 __all__: list[str] = []
-
-_END = object()
-
-
-class _Failure:
-    def __init__(self, error: BaseException):
-        self.error = error
 
 
 class Prefetcher:
@@ -26,7 +21,7 @@ class Prefetcher:
     (1, 2, True)
     """
 
-    END = _END
+    END = END  # the shared end marker (handoff.py), for callers of next()
 
     def __init__(self, source, capacity: int, stage=None):
         self._queue: Queue = Queue(maxsize=max(1, int(capacity)))
@@ -54,19 +49,19 @@ class Prefetcher:
                 if not self._put(item):
                     return
         except BaseException as e:  # noqa: BLE001 - re-raised in the consuming thread
-            self._put(_Failure(e))
+            self._put(Failure(e))
             return
-        self._put(_END)
+        self._put(END)
 
     def next(self):
         """The next item, or Prefetcher.END once the source is exhausted; re-raises the
         source's exception (with its traceback) if it raised."""
         if self._done:
-            return _END
+            return END
         item = self._queue.get()
-        if item is _END:
+        if item is END:
             self._done = True
-        elif isinstance(item, _Failure):
+        elif isinstance(item, Failure):
             self._done = True
             raise item.error
         return item

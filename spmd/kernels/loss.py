@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nn import _APPROX_INF, _hard_labels, _pick
+from ..errors import InvalidArgumentError
+from .nn import _APPROX_INF, _pick
 from .registry import kernel
 
 
@@ -21,11 +22,26 @@ def _softplus_neg_abs(xp, x):
     return xp.log1p(xp.exp(-xp.abs(x)))
 
 
+def _class_ids(xp, label, n_classes: int, where: str, bound: str, fix: str):
+    """label as one class id per row, each checked to lie in [0, n_classes); these ops have
+    no ignore_index, so any other id is the caller's error (fluid 1.8.5 refuses it in
+    bpr_loss and crashes in center_loss)."""
+    lab = label.reshape(-1)
+    bad = (lab < 0) | (lab >= n_classes)
+    if bool(bad.any()):
+        row = int(xp.argmax(bad))
+        raise InvalidArgumentError(
+            f"{where}: label holds class id {int(lab[row])} at row {row}, expected ids in "
+            f"[0, {n_classes}) ({bound}); {fix}")
+    return lab
+
+
 def _rows(xp, x, label):
     """x as [rows, C] and the checked class id of each row."""
     c = x.shape[-1]
-    lab, _ = _hard_labels(xp, label, c, -(2 ** 62), (-1,))
-    return x.reshape(-1, c), lab
+    return x.reshape(-1, c), _class_ids(
+        xp, label, c, "bpr_loss", "one per column of input",
+        "fix the labels, or give input one column per class")
 
 
 # -- bpr_loss: mean over j != label of log(1 + exp(x_j - x_label)) ----------------------------
@@ -63,7 +79,8 @@ def bpr_loss_grad(xp, ins, attrs, want):
 def center_loss(xp, ins, attrs, want):
     x, centers = ins["X"], ins["Centers"]
     k = centers.shape[0]
-    lab, _ = _hard_labels(xp, ins["Label"], k, -(2 ** 62), (-1,))
+    lab = _class_ids(xp, ins["Label"], k, "center_loss", f"num_classes={k}",
+                     "fix the labels, or build center_loss with a larger num_classes")
     diff = x - centers[lab]
     res = {"SampleCenterDiff": diff, "Loss": 0.5 * (diff * diff).sum(axis=1, keepdims=True)}
     out = centers.copy()

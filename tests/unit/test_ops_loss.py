@@ -220,6 +220,30 @@ def test_softmax_with_cross_entropy_ignored_rows(name):
     assert (grad[rows] == 0).all() and np.abs(want_grad[rows]).max() > 0.1
 
 
+@pytest.mark.parametrize("layer", ["bpr_loss", "center_loss"])
+@pytest.mark.parametrize("bad", [5, -1])
+def test_out_of_range_label_is_named_in_the_users_terms(layer, bad):
+    """fluid 1.8.5 refuses the id in bpr_loss (and crashes in center_loss); spmd names the id,
+    its row and the valid range, and no internal ignore_index (neither op has one)."""
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        x = fluid.data("x", [3, 4], "float32")
+        y = fluid.data("y", [3, 1], "int64")
+        if layer == "bpr_loss":
+            out = fluid.layers.bpr_loss(x, y)
+        else:
+            out = fluid.layers.center_loss(x, y, 4, 0.1, fluid.ParamAttr(name="c"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": np.zeros((3, 4), "float32"), "y": np.array([[1], [bad], [0]], "int64")}
+    with fluid.scope_guard(fluid.core.Scope()):
+        exe.run(startup)
+        with pytest.raises(Exception) as info:
+            exe.run(prog, feed=feed, fetch_list=[out])
+    msg = str(info.value)
+    assert f"{layer}: label holds class id {bad} at row 1, expected ids in [0, 4)" in msg
+    assert "ignore_index" not in msg
+
+
 def test_smooth_l1_needs_both_weights_or_neither():
     with fluid.program_guard(fluid.Program(), fluid.Program()):
         x = fluid.data("x", [2, 3], "float32")

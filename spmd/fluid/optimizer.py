@@ -11,6 +11,9 @@ from ..optimizer.fluid_names import (  # noqa: F401
     AdamOptimizer,
     DecayedAdagrad,
     DecayedAdagradOptimizer,
+    DGCMomentumOptimizer,
+    Dpsgd,
+    DpsgdOptimizer,
     ExponentialMovingAverage,
     Ftrl,
     FtrlOptimizer,
@@ -23,6 +26,8 @@ from ..optimizer.fluid_names import (  # noqa: F401
     Momentum,
     MomentumOptimizer,
     Optimizer,
+    PipelineOptimizer,
+    RecomputeOptimizer,
     RMSProp,
     RMSPropOptimizer,
     SGDOptimizer,
@@ -30,8 +35,9 @@ from ..optimizer.fluid_names import (  # noqa: F401
 
 __all__ = [
     "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
-    "Adamax", "AdamaxOptimizer", "DecayedAdagrad", "DecayedAdagradOptimizer",
-    "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer", "Lamb", "LambOptimizer",
-    "LarsMomentum", "LarsMomentumOptimizer", "LookaheadOptimizer", "ModelAverage", "Momentum",
-    "MomentumOptimizer", "Optimizer", "RMSProp", "RMSPropOptimizer", "SGD", "SGDOptimizer",
+    "Adamax", "AdamaxOptimizer", "DGCMomentumOptimizer", "DecayedAdagrad",
+    "DecayedAdagradOptimizer", "Dpsgd", "DpsgdOptimizer", "ExponentialMovingAverage", "Ftrl",
+    "FtrlOptimizer", "Lamb", "LambOptimizer", "LarsMomentum", "LarsMomentumOptimizer",
+    "LookaheadOptimizer", "ModelAverage", "Momentum", "MomentumOptimizer", "Optimizer",
+    "PipelineOptimizer", "RMSProp", "RMSPropOptimizer", "RecomputeOptimizer", "SGD", "SGDOptimizer",
 ]

@@ -1,9 +1,10 @@
 """The fluid 1.8 names: fluid.optimizer (SGD, Momentum, Adam, Adagrad, DecayedAdagrad, RMSProp,
-Adadelta, Adamax, Ftrl, Lamb, LarsMomentum and their *Optimizer spellings, LookaheadOptimizer,
-ExponentialMovingAverage, ModelAverage, Optimizer), fluid.regularizer (L1Decay, L2Decay,
-L1DecayRegularizer, L2DecayRegularizer, append_regularization_ops) and fluid.clip
-(GradientClipByValue, GradientClipByNorm, GradientClipByGlobalNorm, ErrorClipByValue,
-set_gradient_clip).
+Adadelta, Adamax, Ftrl, Lamb, LarsMomentum, Dpsgd and their *Optimizer spellings,
+LookaheadOptimizer, RecomputeOptimizer, ExponentialMovingAverage, ModelAverage, Optimizer, and
+DGCMomentumOptimizer and PipelineOptimizer, which raise with what to use instead),
+fluid.regularizer (L1Decay, L2Decay, L1DecayRegularizer, L2DecayRegularizer,
+append_regularization_ops) and fluid.clip (GradientClipByValue, GradientClipByNorm,
+GradientClipByGlobalNorm, ErrorClipByValue, set_gradient_clip).
 
 >>> opt = MomentumOptimizer(learning_rate=0.1, momentum=0.9,
 ...                         regularization=L2DecayRegularizer(regularization_coeff=1e-4))
@@ -43,6 +44,7 @@ from .clip import (
     error_clip_callback,
     set_gradient_clip,
 )
+from .dpsgd import Dpsgd, DpsgdOptimizer
 from .optimizer import (
     SGD,
     Adam,
@@ -58,6 +60,7 @@ from .regularizer import (
     WeightDecayRegularizer,
     append_regularization_ops,
 )
+from .wrappers import DGCMomentumOptimizer, PipelineOptimizer, RecomputeOptimizer
 
 # fluid.regularizer.L2Decay is L2DecayRegularizer (argument `regularization_coeff`), unlike
 # paddle.regularizer.L2Decay (argument `coeff`)
@@ -67,10 +70,12 @@ L2Decay = L2DecayRegularizer
 # what goes into fluid.optimizer, fluid.regularizer and fluid.clip respectively
 OPTIMIZER_NAMES = (
     "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
-    "Adamax", "AdamaxOptimizer", "DecayedAdagrad", "DecayedAdagradOptimizer",
-    "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer", "Lamb", "LambOptimizer",
-    "LarsMomentum", "LarsMomentumOptimizer", "LookaheadOptimizer", "ModelAverage", "Momentum",
-    "MomentumOptimizer", "Optimizer", "RMSProp", "RMSPropOptimizer", "SGD", "SGDOptimizer")
+    "Adamax", "AdamaxOptimizer", "DGCMomentumOptimizer", "DecayedAdagrad",
+    "DecayedAdagradOptimizer", "Dpsgd", "DpsgdOptimizer", "ExponentialMovingAverage", "Ftrl",
+    "FtrlOptimizer", "Lamb", "LambOptimizer", "LarsMomentum", "LarsMomentumOptimizer",
+    "LookaheadOptimizer", "ModelAverage", "Momentum", "MomentumOptimizer", "Optimizer",
+    "PipelineOptimizer", "RMSProp", "RMSPropOptimizer", "RecomputeOptimizer", "SGD",
+    "SGDOptimizer")
 REGULARIZER_NAMES = ("L1Decay", "L1DecayRegularizer", "L2Decay", "L2DecayRegularizer",
                      "WeightDecayRegularizer", "append_regularization_ops")
 CLIP_NAMES = ("BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm", "ClipByValue",
@@ -81,12 +86,13 @@ CLIP_NAMES = ("BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm", "ClipByValu
 __all__ = [
     "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
     "Adamax", "AdamaxOptimizer", "BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm",
-    "ClipByValue", "DecayedAdagrad", "DecayedAdagradOptimizer", "ErrorClipByValue",
-    "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer", "GradientClipBase",
-    "GradientClipByGlobalNorm", "GradientClipByNorm", "GradientClipByValue", "L1Decay",
-    "L1DecayRegularizer", "L2Decay", "L2DecayRegularizer", "Lamb", "LambOptimizer",
+    "ClipByValue", "DGCMomentumOptimizer", "DecayedAdagrad", "DecayedAdagradOptimizer", "Dpsgd",
+    "DpsgdOptimizer", "ErrorClipByValue", "ExponentialMovingAverage", "Ftrl", "FtrlOptimizer",
+    "GradientClipBase", "GradientClipByGlobalNorm", "GradientClipByNorm", "GradientClipByValue",
+    "L1Decay", "L1DecayRegularizer", "L2Decay", "L2DecayRegularizer", "Lamb", "LambOptimizer",
     "LarsMomentum", "LarsMomentumOptimizer", "LookaheadOptimizer", "ModelAverage", "Momentum",
-    "MomentumOptimizer", "Optimizer", "RMSProp", "RMSPropOptimizer", "SGD", "SGDOptimizer",
-    "WeightDecayRegularizer", "append_gradient_clip_ops", "append_regularization_ops",
-    "error_clip_callback", "set_gradient_clip",
+    "MomentumOptimizer", "Optimizer", "PipelineOptimizer", "RMSProp", "RMSPropOptimizer",
+    "RecomputeOptimizer", "SGD", "SGDOptimizer", "WeightDecayRegularizer",
+    "append_gradient_clip_ops", "append_regularization_ops", "error_clip_callback",
+    "set_gradient_clip",
 ]

@@ -262,7 +262,10 @@ def _softplus(xp, x):
 
 
 def _round_half_away(xp, x):
-    # fluid rounds halves away from zero (std::round); numpy's round goes to even
+    # Halves away from zero (std::round, numpy's round goes to even). fluid 1.8.5's CPU
+    # kernel does so only in its scalar tail: its vectorized body (8 float32 or 4 float64 at
+    # a time) rounds halves to even, so there a half's result depends on where it sits in
+    # the tensor. spmd takes the scalar rule everywhere (the one paddle 2.x documents).
     return xp.copysign(xp.floor(xp.abs(x) + 0.5), x)
 
 

@@ -41,6 +41,8 @@ cos = _noattr("cos", "cos(x)")
 floor = _noattr("floor", "The largest integer <= x (gradient zero)")
 logsigmoid = _noattr("logsigmoid", "log(1 / (1 + exp(-x)))")
 reciprocal = _noattr("reciprocal", "1 / x")
+# fluid 1.8.5's CPU kernel rounds halves to even except in the tail of the tensor (see the
+# kernel); spmd rounds every half away from zero
 round = _noattr("round", "x rounded, halves away from zero (gradient zero)")  # noqa: A001
 rsqrt = _noattr("rsqrt", "1 / sqrt(x)")
 sin = _noattr("sin", "sin(x)")

@@ -6,7 +6,7 @@ kink of the op, for tests/unit/test_activation_fluid.py. Run with PaddlePaddle 1
 
 CASES is shared with the test: name -> (layer, keyword arguments, dtype, extra points). The
 input of a case is GRID plus its extra points (the kinks of that op at those attributes), as
-one row.
+one row; extra points None means the op's domain instead (DOMAIN).
 """
 import os
 import sys
@@ -48,13 +48,42 @@ CASES = {
     "mish": ("mish", {"threshold": 3.0}, "float32", [-3.0, 3.0]),
     "mish_default": ("mish", {}, "float64", [-20.0, 20.0]),
     "clip": ("clip", {"min": -1.0, "max": 2.5}, "float32", []),
+    "abs": ("abs", {}, "float64", []),
+    "atan": ("atan", {}, "float64", []),
+    "cos": ("cos", {}, "float64", []),
+    "sin": ("sin", {}, "float64", []),
+    "erf": ("erf", {}, "float64", []),
+    "exp": ("exp", {}, "float64", []),
+    "square": ("square", {}, "float64", []),
+    "ceil": ("ceil", {}, "float32", [-2.5, 1.5]),
+    "floor": ("floor", {}, "float32", [-2.5, 1.5]),
+    "round": ("round", {}, "float32", [-2.5, -1.5, -0.5, 0.5, 1.5]),
+    "sign": ("sign", {}, "float32", []),
+    "acos": ("acos", {}, "float64", None),
+    "asin": ("asin", {}, "float64", None),
+    "log": ("log", {}, "float64", None),
+    "sqrt": ("sqrt", {}, "float64", None),
+    "rsqrt": ("rsqrt", {}, "float64", None),
+    "reciprocal": ("reciprocal", {}, "float64", None),
+    "log1p": ("log1p", {}, "float64", None),
+    "cumsum_exclusive_reverse": ("cumsum", {"axis": 1, "exclusive": True, "reverse": True},
+                                 "float64", []),
+    "log_softmax": ("log_softmax", {"axis": 1}, "float64", []),
+    "prelu_all": ("prelu", {"mode": "all"}, "float32", []),
+    "prelu_element": ("prelu", {"mode": "element"}, "float32", []),
 }
+# inputs inside a domain: |x| < 1 for acos / asin, x > 0 for the logs and roots
+UNIT = [-0.95, -0.7, -0.3, 0.0, 0.2, 0.5, 0.9]
+POSITIVE = [0.05, 0.3, 0.7, 1.0, 2.5, 7.0, 45.0]
+DOMAIN = {"acos": UNIT, "asin": UNIT, "log": POSITIVE, "sqrt": POSITIVE, "rsqrt": POSITIVE,
+          "reciprocal": [-7.0, -0.3] + POSITIVE, "log1p": [-0.9, -0.3] + POSITIVE}
 
 
 def case_input(name):
     """The one-row input of CASES[name], in its dtype."""
     _, _, dtype, extra = CASES[name]
-    return np.array([sorted(GRID + list(extra))], dtype=dtype)
+    points = DOMAIN[name] if extra is None else GRID + list(extra)
+    return np.array([sorted(points)], dtype=dtype)
 
 
 def run_case(fluid, name):

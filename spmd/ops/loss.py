@@ -145,9 +145,12 @@ def _smooth_l1(ctx):
     _check_float(ctx, x, "X")
     ctx.check(len(x.shape) >= 2, f"X must have at least 2 dims, got {list(x.shape)}")
     _same_shape(ctx, "X", "Y")
+    # fluid 1.8.5 refuses an InsideWeight alone but silently drops an OutsideWeight alone
+    # (the loss comes out unweighted); spmd refuses both rather than ignore a given weight
     ctx.check(ctx.has_input("InsideWeight") == ctx.has_input("OutsideWeight"),
               "give both InsideWeight and OutsideWeight, or neither (fluid applies them "
-              "together)")
+              "together, and ignores an outside weight given alone); for outside weights "
+              "only, pass inside weights of ones")
     for slot in ("InsideWeight", "OutsideWeight"):
         if ctx.has_input(slot):
             _same_shape(ctx, "X", slot)

@@ -261,6 +261,8 @@ FEEDS.update({
                   "y": R2.dirichlet(np.ones(4), 3).astype("float32")},
     "sq": {"x": R2.uniform(-1, 1, (4, 3)).astype("float32"),
            "y": R2.uniform(-1, 1, (4, 3)).astype("float32")},
+    "teacher_edges": {"x": R2.uniform(-3, 3, (6, 1)).astype("float32"),
+                      "y": np.array([[-2.0], [-1.0], [0.0], [1.0], [0.999], [2.0]], "float32")},
     "huber_kinks": {"x": np.zeros((6, 1), "float32"),
                     "y": np.array([[-0.8], [0.8], [-0.3], [1.5], [-2.0], [0.0]], "float32")},
 })
@@ -285,6 +287,13 @@ CASES.update({
     "npair_loss_default": ("npair", lambda F, d: _grads(F, [F.layers.npair_loss(
         d["a"], d["p"], d["y"])], [d["a"], d["p"]]), 1, {}),
     "accuracy_k3": ("acc", lambda F, d: [F.layers.accuracy(d["x"], d["y"], k=3)], 2, {}),
+    "teacher_student_label_edges": ("teacher_edges", _g("teacher_student_sigmoid_loss", "x",
+                                                        "y"), 1, {}),
+    "cross_entropy_soft_ignore": ("prob_soft", _g("cross_entropy", "x", "y", soft_label=True,
+                                                  ignore_index=0), 1, {}),
+    # fluid only: it drops an outside weight given alone (spmd refuses it)
+    "smooth_l1_outside_only": ("smooth", lambda F, d: [F.layers.smooth_l1(
+        d["x"], d["y"], outside_weight=d["ow"])], 1, {}),
 })
 
 

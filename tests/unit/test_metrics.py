@@ -15,7 +15,8 @@ import spmd.fluid as fluid
 from spmd.errors import ExecutionError, InvalidArgumentError
 
 ORACLE = load("loss")
-LAYER_CASES = ["accuracy", "accuracy_k3", "auc_global_only", "auc_pr", "auc_roc", "mean_iou"]
+LAYER_CASES = ["accuracy", "accuracy_k3", "auc_default", "auc_edges", "auc_edges_pr",
+               "auc_global_only", "auc_pr", "auc_roc", "mean_iou"]
 
 
 @pytest.mark.parametrize("name", LAYER_CASES)

@@ -288,7 +288,14 @@ def gather(xp, ins, attrs, want):
 def gather_grad(xp, ins, attrs, want):
     x, index, dout = ins["X"], ins["Index"].reshape(-1), ins["Out@GRAD"]
     dx = xp.zeros(x.shape, dtype=dout.dtype)
-    _scatter_add(xp, dx, index, dout)  # a repeated index collects every row that read it
+    if attrs.get("overwrite", True) and index.size:
+        # fluid's overwrite mode (its default): a repeated index takes the gradient of its
+        # last occurrence only, not the sum; picked explicitly so cupy agrees with numpy
+        rev = index[::-1]
+        rows, first = xp.unique(rev, return_index=True)
+        dx[rows] = dout[index.size - 1 - first]
+    else:
+        _scatter_add(xp, dx, index, dout)  # accumulate: a repeated index sums its rows
     return {"X@GRAD": dx}
 
 

@@ -101,6 +101,10 @@ def scatter(input, index, updates, name=None, overwrite=True):
     """input with the rows at `index` replaced by `updates` (overwrite=True) or, with
     overwrite=False, set to the sum of the updates aimed at them.
 
+    Gradient: the rows of `input` at `index` get none (they are replaced in both modes);
+    fluid 1.8 passes the whole output gradient back to `input`, rows at `index` included,
+    which is not the gradient of its forward: spmd gives the true one.
+
     >>> # scatter(x [3, 2], index [1], updates [1, 2])
     """
     check_variable(input, "input", "scatter")

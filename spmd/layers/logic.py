@@ -161,7 +161,8 @@ def isfinite(x):
 
 
 def has_inf(x):
-    """[True] when some element of x is +-inf.
+    """[True] when some element of x is +-inf: a bool [1] tensor (fluid 1.8 fetches bool too
+    but declares the variable with x's dtype; spmd declares bool).
 
     >>> # bad = fluid.layers.has_inf(grad)
     """

@@ -113,7 +113,8 @@ def expand(x, expand_times, name=None):
 
 
 def expand_as(x, target_tensor, name=None):
-    """x tiled to the shape of `target_tensor` (each of its dims a multiple of x's).
+    """x tiled to the shape of `target_tensor` (each of its dims a multiple of x's). The
+    static shape is target_tensor's (fluid 1.8 leaves it [0, 0, ...] until run time).
 
     >>> # expand_as(x [2, 3], t [4, 6])  -> [4, 6]
     """

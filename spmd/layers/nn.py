@@ -64,7 +64,8 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
               param_attr=None, dtype="float32"):
     """Rows of a [vocab, dim] table picked by int64 ids of shape [..., 1] (lookup_table);
     output [..., dim]. `padding_idx` (negative counts from the end) gives zero rows that get
-    no gradient. The table is named `embedding_<n>.w_0`, Xavier-initialized by default.
+    no gradient; one outside [-vocab, vocab) pads nothing (fluid 1.8 accepts it too). The
+    table is named `embedding_<n>.w_0`, Xavier-initialized by default.
 
     >>> # emb = embedding(input=ids, size=[10000, 64])     # ids [N, 1] -> emb [N, 64]
     """
@@ -90,8 +91,8 @@ def embedding_op(op_type, input, size, is_sparse, is_distributed, padding_idx, p
     if padding_idx is None:
         padding_idx = -1
     elif not -vocab <= padding_idx < vocab:
-        raise InvalidArgumentError(
-            f"embedding: padding_idx={padding_idx} is out of range for a vocabulary of {vocab}")
+        # fluid 1.8 accepts it: no id in [0, vocab) can equal it, so no row is padding
+        padding_idx = -1
     elif padding_idx < 0:
         padding_idx += vocab
     w = helper.create_parameter(helper.param_attr, [vocab, int(size[1])], dtype)
@@ -148,7 +149,9 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
 
 
 def topk(input, k, name=None):
-    """The k largest values along the last dim and their int64 indices: (values, indices)."""
+    """The k largest values along the last dim and their int64 indices: (values, indices).
+    The values pass gradients back to `input` (to the picked elements); fluid 1.8's static
+    graph makes no gradient for top_k at all, so there `input` gets none."""
     helper = LayerHelper("top_k", name=name)
     check_variable(input, "input", "topk")
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:

@@ -43,7 +43,7 @@ def _shaped(layer, op, shape, dtype, attrs, out=None, name=None):
 
 def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0):  # noqa: A002
     """Uniform values in [min, max) of `shape` (a list that may hold Variables, or a 1-D
-    int Variable).
+    int Variable). dtype="float64" gives float64 (fluid 1.8 gives float32 whatever dtype says).
 
     >>> # u = uniform_random([2, 3], min=0.0, max=1.0)
     """

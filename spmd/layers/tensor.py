@@ -323,9 +323,18 @@ def flatten(x, axis=1, name=None):
 
 
 def squeeze(input, axes, name=None):
-    """input without the size-1 dims listed in `axes` (squeeze2)."""
-    return _with_xshape("squeeze2", "squeeze", input, {"axes": _int_list(axes, "axes", "squeeze")},
-                        name)
+    """input without the size-1 dims listed in `axes` (squeeze2); no axes drops every size-1
+    dim. Naming a dim whose size is known and not 1 is an error, as in fluid 1.8."""
+    axes = _int_list(axes, "axes", "squeeze")
+    if isinstance(input, Variable):
+        for a in axes:
+            size = input.shape[a] if -input.ndim <= a < input.ndim else None
+            if size is not None and size not in (1, -1):
+                raise InvalidArgumentError(
+                    f"squeeze: axes entry {a} names a dim of size {size} in {input.name} "
+                    f"{list(input.shape)}; only size-1 dims can be squeezed: drop {a} from "
+                    f"axes (or reshape)")
+    return _with_xshape("squeeze2", "squeeze", input, {"axes": axes}, name)
 
 
 def unsqueeze(input, axes, name=None):
@@ -336,7 +345,9 @@ def unsqueeze(input, axes, name=None):
 
 def slice(input, axes, starts, ends):  # noqa: A001 - fluid's name
     """input[starts:ends] along each of `axes` (negative and out-of-range bounds as numpy);
-    `starts` / `ends` may be 1-D int Variables or lists holding [1] int Variables.
+    `starts` / `ends` may be 1-D int Variables or lists holding [1] int Variables. A negative
+    entry in `axes` is an error naming the valid range: fluid 1.8 accepts one and silently
+    slices nothing along it.
 
     >>> # slice(x [4, 6], axes=[1], starts=[1], ends=[-1])  -> x[:, 1:-1], shape [4, 4]
     """
@@ -371,7 +382,13 @@ def slice(input, axes, starts, ends):  # noqa: A001 - fluid's name
 
 
 def gather(input, index, overwrite=True):
-    """Rows of `input` picked by the int `index` (1-D)."""
+    """Rows of `input` picked by the int `index` (1-D or [N, 1]).
+
+    `overwrite` is fluid's gradient mode for a repeated index: True (the default) gives that
+    row of X the gradient of the index's last occurrence only, as fluid 1.8 does; False sums
+    the gradients of every occurrence (the true gradient). Pass overwrite=False when index
+    may repeat and the sum is wanted.
+    """
     helper = LayerHelper("gather")
     check_variable(input, "input", "gather")
     check_variable(index, "index", "gather", dtypes={"int32", "int64"})

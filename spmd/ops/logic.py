@@ -3,6 +3,8 @@ isnan and allclose. All give bool tensors and have no gradient, as in fluid.
 
 Comparisons broadcast Y against X with fluid's elementwise `axis` rule; `force_cpu` is
 accepted (fluid places the result in host memory with it) and changes nothing here.
+logical_and / _or / _xor broadcast numpy-style; fluid 1.8 requires equal element counts
+(paddle 2.x broadcasts), so every program fluid 1.8 runs gives the same result here.
 
 >>> # OP_DEFS["less_than"].grad is None
 """

@@ -158,7 +158,12 @@ _RESHAPE_GRAD = dict(grad_uses=("XShape",), nondiff_outputs=("XShape",))
            **_RESHAPE_GRAD)
 def _reshape2(ctx):
     x = ctx.input("X")
-    if ctx.has_input("Shape"):
+    if ctx.has_input("Shape") and ctx.attr("shape"):
+        # fluid's actual_shape: the values come at run time, but the static shape (what the
+        # layers after it see) follows the `shape` attribute, as fluid 1.8's does
+        _check_int_dtype(ctx, ctx.input("Shape"), "Shape")
+        out = reshape_target(ctx, x.shape, ctx.attr("shape"))
+    elif ctx.has_input("Shape"):
         # the values come at run time: only the rank is known now
         s = ctx.input("Shape")
         _check_int_dtype(ctx, s, "Shape")

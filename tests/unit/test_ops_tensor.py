@@ -95,8 +95,12 @@ CASES = [
            attrs={"axes": [0], "starts": [-10], "ends": [2], "infer_flags": [1]},
            ref=lambda Input, **a: {"Out": Input[-10:2]}),
     # indexing
+    # a repeated index: only accumulate mode sums the gradients (finite differences); the
+    # overwrite mode, fluid's default, is checked against fluid in test_layers_manip_oracle
     OpCase("gather", {"X": rand(5, 3), "Index": np.array([4, 0, 4, 2], dtype=np.int64)},
-           ref=lambda X, Index, **a: {"Out": X[Index]}),
+           attrs={"overwrite": False}, ref=lambda X, Index, **a: {"Out": X[Index]}),
+    OpCase("gather", {"X": rand(5, 3), "Index": np.array([4, 0, 2], dtype=np.int64)},
+           name="gather_overwrite", ref=lambda X, Index, **a: {"Out": X[Index]}),
     OpCase("gather", {"X": rand(4, 2, 2), "Index": np.array([[1], [3]], dtype=np.int32)},
            name="gather_n1", ref=lambda X, Index, **a: {"Out": X[Index.reshape(-1)]}),
     OpCase("one_hot", {"X": np.array([[2], [0], [3], [2]], dtype=np.int64)}, grad=[],

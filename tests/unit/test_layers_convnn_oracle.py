@@ -1,0 +1,67 @@
+"""conv / pool / resize / fc / embedding / dropout / matmul / mul / random / linalg builders
+against fluid 1.8.5 (tests/oracle/make_convnn.py): forward outputs, gradients, static shapes
+and dtypes (random: shapes and dtypes only), and which bad arguments are rejected."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle.make_convnn import CASES, ERRORS, FEEDS, RANDOM
+from oracle.make_manip import run_case, run_error
+from oracle_io import load
+
+import spmd.fluid as fluid
+
+ORACLE = load("convnn")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_fluid(name):
+    got, want = run_case(fluid, name, CASES, FEEDS), ORACLE["cases"][name]
+    assert got["shapes"] == want["shapes"], f"{name}: static shapes"
+    assert got["dtypes"] == want["dtypes"], f"{name}: static dtypes"
+    assert len(got["outs"]) == len(want["outs"]) and len(got["grads"]) == len(want["grads"])
+    for kind in ("outs", "grads"):
+        for i, (g, w) in enumerate(zip(got[kind], want[kind])):
+            what = f"{name} {kind}[{i}]"
+            assert g.shape == w.shape, f"{what}: shape {g.shape} != fluid's {w.shape}"
+            assert g.dtype == w.dtype, f"{what}: dtype {g.dtype} != fluid's {w.dtype}"
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM))
+def test_random_shapes_and_dtypes(name):
+    got, want = run_case(fluid, name, RANDOM, FEEDS), ORACLE["random"][name]
+    assert [list(o.shape) for o in got["outs"]] == want["out_shapes"]
+    if name == "random":
+        # fluid 1.8 ignores uniform_random's dtype (always float32) and forgets a static
+        # int in a shape list holding a Variable; spmd keeps both
+        assert want["dtypes"][1] == "float32" and got["dtypes"][1] == "float64"
+        assert got["outs"][1].dtype == np.float64
+        assert want["shapes"][4] == [-1, -1] and got["shapes"][4] == [-1, 2]
+        want = {**want, "dtypes": got["dtypes"], "shapes": got["shapes"]}
+    assert got["shapes"] == want["shapes"] and got["dtypes"] == want["dtypes"]
+    for o in got["outs"]:
+        assert np.isfinite(o).all()
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_rejects_what_fluid_rejects(name):
+    want, got = ORACLE["errors"][name], run_error(fluid, name, ERRORS, FEEDS)
+    if want == "ok":
+        assert got == "ok", f"{name}: fluid runs it, spmd raised at {got}"
+    else:
+        assert got in ("build", "run"), f"{name}: fluid raises at {want}, spmd runs it"
+
+
+def test_embedding_padding_idx_outside_vocab_pads_nothing():
+    """fluid 1.8 takes padding_idx >= vocab (no id can equal it); spmd does the same."""
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        ids = fluid.data("ids", [3, 1], "int64")
+        emb = fluid.layers.embedding(ids, [4, 2], padding_idx=4,
+                                     param_attr=fluid.ParamAttr(
+                                         initializer=fluid.initializer.Constant(1.0)))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    (out,) = exe.run(prog, feed={"ids": np.array([[0], [3], [1]], "int64")}, fetch_list=[emb])
+    np.testing.assert_array_equal(out, np.ones((3, 2), "float32"))

@@ -5,7 +5,9 @@ arguments returning an iterator of samples) with Paddle 1.8's sample layout and 
 are read from `~/.cache/paddle/dataset/<name>/` (`spmd.dataset.common.DATA_HOME`, which may be
 reassigned), where Paddle keeps them; spmd never downloads: a missing file raises
 `spmd.errors.PreconditionError` naming the file, the folder, the URL and the md5 Paddle
-expects (see spmd.dataset.common).
+expects (see spmd.dataset.common). Images (flowers, voc2012, spmd.dataset.image) decode with
+OpenCV or Pillow when installed; without them only PNG is decoded (a JPEG raises an error
+naming what to install).
 
 >>> import spmd as paddle
 >>> reader = paddle.batch(paddle.dataset.mnist.train(), batch_size=64)   # doctest: +SKIP
@@ -16,14 +18,19 @@ from . import (
     cifar,
     common,
     conll05,
+    flowers,
+    image,
     imdb,
     imikolov,
     mnist,
     movielens,
+    mq2007,
+    sentiment,
     uci_housing,
+    voc2012,
     wmt14,
     wmt16,
 )
 
-__all__ = ["cifar", "common", "conll05", "imdb", "imikolov", "mnist", "movielens",
-           "uci_housing", "wmt14", "wmt16"]
+__all__ = ["cifar", "common", "conll05", "flowers", "image", "imdb", "imikolov", "mnist",
+           "movielens", "mq2007", "sentiment", "uci_housing", "voc2012", "wmt14", "wmt16"]

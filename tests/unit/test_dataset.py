@@ -234,9 +234,13 @@ def test_split_with_text_dumper_and_loader(tmp_path):
 
 
 def test_public_names():
-    assert sorted(paddle.dataset.__all__) == ["cifar", "common", "conll05", "imdb", "imikolov",
-                                              "mnist", "movielens", "uci_housing", "wmt14",
+    # fluid 1.8.5's paddle.dataset.__all__, plus common
+    assert sorted(paddle.dataset.__all__) == ["cifar", "common", "conll05", "flowers", "image",
+                                              "imdb", "imikolov", "mnist", "movielens", "mq2007",
+                                              "sentiment", "uci_housing", "voc2012", "wmt14",
                                               "wmt16"]
+    for name in paddle.dataset.__all__:
+        assert hasattr(paddle.dataset, name)
     for name in common.__all__:
         assert hasattr(common, name)
     assert spmd.dataset.common is common

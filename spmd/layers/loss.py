@@ -79,11 +79,11 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=K_I
     ([N, 1]) or (loss, softmax) with return_softmax.
 
     With hard labels, a row whose label equals ignore_index has loss 0 and gets a zero
-    gradient, as fluid 1.8's GPU kernel does. fluid 1.8's CPU kernel also reports loss 0 but
-    still gives such a row the full gradient softmax - onehot(label) (and, for an
-    ignore_index outside [0, C), subtracts 1 at a position outside the row), so a fluid
-    program run on CPU trains on the ignored rows while spmd does not: spmd keeps the
-    semantics ignore_index promises.
+    gradient, as fluid 1.8's GPU kernel does. fluid 1.8.5's CPU kernel also reports loss 0
+    but still gives such a row the gradient softmax - onehot(label); for a negative
+    ignore_index it subtracts that 1 from the entry before the row (the previous row's last
+    logit), changing a kept row's gradient. A fluid program run on CPU therefore trains on
+    the ignored rows while spmd does not: spmd keeps the semantics ignore_index promises.
 
     >>> # loss = softmax_with_cross_entropy(logits [N, 10], label [N, 1] int64)
     """

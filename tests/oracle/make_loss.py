@@ -261,6 +261,7 @@ FEEDS.update({
                   "y": R2.dirichlet(np.ones(4), 3).astype("float32")},
     "sq": {"x": R2.uniform(-1, 1, (4, 3)).astype("float32"),
            "y": R2.uniform(-1, 1, (4, 3)).astype("float32")},
+    "cls_neg": {"x": FEEDS["cls"]["x"], "y": np.array([[1], [-1], [4], [2]], "int64")},
     "auc_edges": {"x": np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.25, 0.75],
                                  [0.75, 0.25], [0.0, 1.0]], "float32"),
                   "y": np.array([[0], [1], [1], [0], [1], [0]], "int64")},
@@ -273,6 +274,8 @@ CASES.update({
     "ignore_index_swce": ("cls", lambda F, d: _swce(F, d, ignore_index=0), 1, {}),
     "ignore_index_swce_axis1": ("cls3d", lambda F, d: _swce(F, d, ignore_index=1, axis=1), 1,
                                 {}),
+    "ignore_index_swce_negative": ("cls_neg", lambda F, d: _swce(F, d, ignore_index=-1), 1,
+                                   {}),
     "sce_ignore_fraction": ("sce_frac", _g("sigmoid_cross_entropy_with_logits", "x", "y",
                                           ignore_index=-1), 1, {}),
     "sce_ignore_fraction_normalize": ("sce_frac", _g(

@@ -203,20 +203,31 @@ def test_layer_matches_fluid(name):
     assert_matches_fluid(name)
 
 
-@pytest.mark.parametrize("name", ["ignore_index_swce", "ignore_index_swce_axis1"])
-def test_softmax_with_cross_entropy_ignored_rows(name):
+@pytest.mark.parametrize("name,ignore", [("ignore_index_swce", 0),
+                                         ("ignore_index_swce_axis1", 1),
+                                         ("ignore_index_swce_negative", -1)])
+def test_softmax_with_cross_entropy_ignored_rows(name, ignore):
     """Loss 0 and the softmax as in fluid 1.8.5; the gradient as fluid's for the kept rows and
     zero for the ignored ones, where fluid's CPU kernel gives the full gradient (a decision,
-    see the layer's docstring)."""
+    see the layer's docstring). With ignore_index -1 fluid also takes 1 from the previous
+    row's last entry."""
     (loss, grad, softmax), = run_case(fluid, name)
     (want_loss, want_grad, want_softmax), = ORACLE[name]
-    ignore = 0 if name == "ignore_index_swce" else 1
     ignored = np.asarray(FEEDS[ORACLE_CASES[name][0]]["y"]) == ignore  # broadcasts along `axis`
     assert ignored.any()
     np.testing.assert_allclose(loss, want_loss, rtol=1e-5, atol=1e-6)
     assert (loss[ignored] == 0).all()
     np.testing.assert_allclose(softmax, want_softmax, rtol=1e-5, atol=1e-6)
     rows = np.broadcast_to(ignored, grad.shape)
+    if ignore < 0:
+        # fluid's stray "- 1" (times the ignored row's loss gradient, make_loss's weight
+        # 0.5 + (row % 7) / 7) lands on the entry before the ignored row
+        row = int(np.flatnonzero(ignored)[0])
+        before, stray = np.flatnonzero(rows)[0] - 1, 0.5 + (row % 7) / 7
+        np.testing.assert_allclose(want_grad.flat[before], grad.flat[before] - stray,
+                                   rtol=1e-5)
+        want_grad = want_grad.copy()
+        want_grad.flat[before] += stray
     np.testing.assert_allclose(grad[~rows], want_grad[~rows], rtol=1e-5, atol=1e-6)
     assert (grad[rows] == 0).all() and np.abs(want_grad[rows]).max() > 0.1
 

@@ -238,6 +238,13 @@ def _decoded(ds):
     return out
 
 
+def _decoded_gray_from_colour(ds):
+    """Colour PNGs read as gray: libpng's weights in OpenCV (small, so stored in full)."""
+    cases = png_cases()
+    return {name: ds.image.load_image_bytes(cases[name], is_color=False)
+            for name in ("rgb8", "rgba8", "pal8", "pal1")}
+
+
 def _voc_errors(ds):
     """What the VOC reader gives, or the exception type (fluid 1.8.5 fails on Python 3)."""
     out = {}
@@ -256,6 +263,7 @@ def _mq(ds, which, fmt):
 CASES = {
     "image_ops": _image_ops,
     "image_decode": _decoded,
+    "image_decode_gray": _decoded_gray_from_colour,
     "flowers_train": lambda ds: _seeded(11, lambda: list(ds.flowers.train(use_xmap=False)())),
     "flowers_test": lambda ds: list(ds.flowers.test(use_xmap=False)()),
     "flowers_valid": lambda ds: list(ds.flowers.valid(use_xmap=False)()),

@@ -4,11 +4,13 @@ side, crop (center or random), flip, transpose HWC -> CHW, subtract a mean.
 Images are numpy arrays in HWC layout, colour ones in OpenCV's BGR order, as fluid (which uses
 OpenCV) gives them. Everything but decoding is numpy:
 - decoding uses OpenCV when it is installed (`pip install opencv-python-headless`; fluid's
-  module needs it too), else Pillow (converted to BGR), else, for PNG only, spmd's own
-  decoder; a JPEG with neither installed raises an error naming what to install. spmd does not
-  depend on either package: data set readers that decode (flowers, voc2012) need one for JPEG.
-- resize_short uses OpenCV when installed, else spmd's numpy copy of OpenCV's bicubic resize
-  (identical for uint8 images, see spmd/dataset/_resize.py).
+  module needs it too), else spmd's own decoder for PNG, else Pillow (converted to BGR); a
+  JPEG with neither library installed raises an error naming what to install. spmd does not
+  depend on either package: data set readers that decode JPEG (flowers, voc2012) need one.
+- resize_short uses OpenCV when installed, else spmd's numpy copy of OpenCV 4.2's bicubic
+  resize (fluid 1.8.5's; identical for uint8 images, see spmd/dataset/_resize.py, and about
+  60 ms for a 500 x 375 image). OpenCV 5 resizes slightly differently (by at most one level on
+  a few percent of the pixels): leave it out of BACKENDS for fluid 1.8.5's exact numbers.
 random_crop and simple_transform draw from numpy's global generator as fluid does, so
 `np.random.seed(n)` gives fluid's crops and flips.
 
@@ -83,6 +85,8 @@ def load_image_bytes(bytes, is_color: bool = True) -> np.ndarray:  # noqa: A002 
                 f"load_image_bytes: OpenCV cannot decode these {len(data)} bytes (first bytes "
                 f"{data[:8]!r}); they are not an image file, or a damaged one")
         return img
+    if is_png(data):  # spmd's reader follows OpenCV for PNG (16-bit files too), Pillow not
+        return decode_png_cv2(data, is_color)
     image = _optional("PIL.Image")
     if image is not None:
         try:
@@ -93,8 +97,6 @@ def load_image_bytes(bytes, is_color: bool = True) -> np.ndarray:  # noqa: A002 
         except OSError as exc:
             raise InvalidArgumentError(
                 f"load_image_bytes: Pillow cannot decode these {len(data)} bytes: {exc}") from None
-    if is_png(data):
-        return decode_png_cv2(data, is_color)
     raise _no_decoder(f"these {len(data)} bytes (first bytes {data[:8]!r}; only PNG is "
                       "decoded without a library)")
 

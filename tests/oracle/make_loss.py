@@ -261,6 +261,10 @@ FEEDS.update({
                   "y": R2.dirichlet(np.ones(4), 3).astype("float32")},
     "sq": {"x": R2.uniform(-1, 1, (4, 3)).astype("float32"),
            "y": R2.uniform(-1, 1, (4, 3)).astype("float32")},
+    "soft3d": {"x": R2.uniform(-2, 2, (2, 3, 4)).astype("float32"),
+               "y": R2.dirichlet(np.ones(3), (2, 4)).transpose(0, 2, 1).astype("float32")},
+    "cls3d_last": {"x": R2.uniform(-2, 2, (2, 3, 4)).astype("float32"),
+                   "y": np.array([[[0], [3], [1]], [[2], [2], [0]]], "int64")},
     "cls_neg": {"x": FEEDS["cls"]["x"], "y": np.array([[1], [-1], [4], [2]], "int64")},
     "auc_edges": {"x": np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.25, 0.75],
                                  [0.75, 0.25], [0.0, 1.0]], "float32"),
@@ -276,6 +280,10 @@ CASES.update({
                                 {}),
     "ignore_index_swce_negative": ("cls_neg", lambda F, d: _swce(F, d, ignore_index=-1), 1,
                                    {}),
+    "swce_soft_axis1": ("soft3d", lambda F, d: _swce(F, d, soft_label=True, axis=1), 1, {}),
+    "swce_unstable": ("cls", lambda F, d: _swce(F, d, numeric_stable_mode=False), 1, {}),
+    "cross_entropy_3d": ("cls3d_last", lambda F, d: _grads(F, [F.layers.cross_entropy(
+        F.layers.softmax(d["x"]), d["y"])], [d["x"]]), 1, {}),
     "sce_ignore_fraction": ("sce_frac", _g("sigmoid_cross_entropy_with_logits", "x", "y",
                                           ignore_index=-1), 1, {}),
     "sce_ignore_fraction_normalize": ("sce_frac", _g(

@@ -20,8 +20,14 @@ def range_(xp, ins, attrs, want):
     if step == 0 or (end - start) * step < 0:
         raise InvalidArgumentError(
             f"range: step {step} must be nonzero and point from start {start} towards end {end}")
-    n = math.ceil(abs((end - start) / step))  # fluid's length rule, also for float steps
     dtype = ins["Start"].dtype
+    if np.dtype(dtype).kind == "f":
+        # fluid divides in the tensors' own dtype: in float32, range(0, 0.3, 0.1) has
+        # 0.3f / 0.1f = 3.0 -> 3 elements, where float64 gives 3.0000000298 -> 4
+        f = np.dtype(dtype).type
+        n = math.ceil(abs(float((f(end) - f(start)) / f(step))))
+    else:
+        n = math.ceil(abs((end - start) / step))  # fluid's length rule
     return {"Out": (start + step * xp.arange(n)).astype(dtype)}
 
 

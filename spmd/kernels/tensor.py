@@ -302,6 +302,10 @@ def gather_grad(xp, ins, attrs, want):
 @kernel("one_hot")
 def one_hot(xp, ins, attrs, want):
     x, depth = ins["X"], attrs["depth"]
+    if ins.get("depth_tensor") is not None:
+        depth = ints_of(ins["depth_tensor"])[0]
+        if depth <= 0:
+            raise InvalidArgumentError(f"one_hot: depth_tensor holds {depth}: expected > 0")
     _check_trailing_one(x, "one_hot: X")
     ids = x.reshape(-1)
     rows = xp.arange(ids.size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
 
@@ -154,15 +155,23 @@ def topk(input, k, name=None):
     graph makes no gradient for top_k at all, so there `input` gets none."""
     helper = LayerHelper("top_k", name=name)
     check_variable(input, "input", "topk")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:
-        raise InvalidArgumentError(f"topk: k must be a positive int, got {k!r}")
+    inputs = {"X": [input]}
+    if isinstance(k, Variable):
+        # k at run time: the last dim of the outputs is unknown until then (fluid 1.8
+        # declares it as 1, whatever k holds)
+        check_variable(k, "k", "topk", dtypes={"int32", "int64"})
+        k.stop_gradient = True
+        inputs["K"], k = [k], 1
+    elif isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:
+        raise InvalidArgumentError(
+            f"topk: k must be a positive int or a [1] int Variable, got {k!r}")
     last = input.shape[-1] if input.ndim else 1
     if last >= 0 and k > last:
         raise InvalidArgumentError(
             f"topk: k={k} exceeds the last dim ({last}) of {input.name} {list(input.shape)}")
     values = helper.create_variable_for_type_inference(input.dtype)
     indices = helper.create_variable_for_type_inference("int64", stop_gradient=True)
-    helper.append_op("top_k", {"X": [input]}, {"Out": [values], "Indices": [indices]},
+    helper.append_op("top_k", inputs, {"Out": [values], "Indices": [indices]},
                      {"k": int(k)})
     return values, indices
 

@@ -326,14 +326,11 @@ def squeeze(input, axes, name=None):
     """input without the size-1 dims listed in `axes` (squeeze2); no axes drops every size-1
     dim. Naming a dim whose size is known and not 1 is an error, as in fluid 1.8."""
     axes = _int_list(axes, "axes", "squeeze")
-    if isinstance(input, Variable):
-        for a in axes:
-            size = input.shape[a] if -input.ndim <= a < input.ndim else None
-            if size is not None and size not in (1, -1):
-                raise InvalidArgumentError(
-                    f"squeeze: axes entry {a} names a dim of size {size} in {input.name} "
-                    f"{list(input.shape)}; only size-1 dims can be squeezed: drop {a} from "
-                    f"axes (or reshape)")
+    for a in axes if isinstance(input, Variable) else ():
+        if -input.ndim <= a < input.ndim and input.shape[a] not in (1, -1):
+            raise InvalidArgumentError(
+                f"squeeze: axes entry {a} names a dim of size {input.shape[a]} in {input.name} "
+                f"{list(input.shape)}; only size-1 dims can be squeezed: drop {a} from axes")
     return _with_xshape("squeeze2", "squeeze", input, {"axes": axes}, name)
 
 
@@ -382,13 +379,9 @@ def slice(input, axes, starts, ends):  # noqa: A001 - fluid's name
 
 
 def gather(input, index, overwrite=True):
-    """Rows of `input` picked by the int `index` (1-D or [N, 1]).
-
-    `overwrite` is fluid's gradient mode for a repeated index: True (the default) gives that
-    row of X the gradient of the index's last occurrence only, as fluid 1.8 does; False sums
-    the gradients of every occurrence (the true gradient). Pass overwrite=False when index
-    may repeat and the sum is wanted.
-    """
+    """Rows of `input` picked by the int `index` (1-D or [N, 1]). For a repeated index,
+    overwrite=True (fluid's default) passes back the gradient of its last occurrence only,
+    as fluid 1.8 does; overwrite=False sums them all (the true gradient)."""
     helper = LayerHelper("gather")
     check_variable(input, "input", "gather")
     check_variable(index, "index", "gather", dtypes={"int32", "int64"})
@@ -399,13 +392,18 @@ def gather(input, index, overwrite=True):
 
 
 def one_hot(input, depth, allow_out_of_range=False):
-    """int64 ids [..., 1] -> float32 one-hot rows [..., depth]."""
+    """int64 ids [..., 1] -> float32 one-hot rows [..., depth] (an int or [1] int Variable)."""
     helper = LayerHelper("one_hot")
     check_variable(input, "input", "one_hot", dtypes={"int32", "int64"})
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
-        raise InvalidArgumentError(f"one_hot: depth must be a positive int, got {depth!r}")
+    inputs = {"X": [input]}
+    if isinstance(depth, Variable):  # known at run time
+        check_variable(depth, "depth", "one_hot", dtypes={"int32", "int64"})
+        inputs["depth_tensor"], depth = [depth], -1
+    elif isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
+        raise InvalidArgumentError(
+            f"one_hot: depth must be a positive int or a [1] int Variable, got {depth!r}")
     out = helper.create_variable_for_type_inference("float32", stop_gradient=True)
-    helper.append_op("one_hot", {"X": [input]}, {"Out": [out]}, {"depth": depth},
+    helper.append_op("one_hot", inputs, {"Out": [out]}, {"depth": depth},
                      compat_attrs={"allow_out_of_range": bool(allow_out_of_range)})
     return out
 

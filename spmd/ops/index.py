@@ -167,13 +167,17 @@ def _gather(ctx):
     ctx.set_output("Out", (index.shape[0],) + tuple(x.shape[1:]), x.dtype)
 
 
-@define_op("one_hot", inputs=["X"], outputs=["Out"], grad=None,
+@define_op("one_hot", inputs=["X", "depth_tensor?"], outputs=["Out"], grad=None,
            attrs={"depth": ("int", -1), "dtype": ("dtype", "float32"),
                   "allow_out_of_range": ("bool", False)})
 def _one_hot(ctx):
     x, depth = ctx.input("X"), ctx.attr("depth")
     _check_int_dtype(ctx, x, "X")
-    ctx.check(depth > 0, f"attribute 'depth' must be > 0, got {depth}")
+    if ctx.has_input("depth_tensor"):  # a [1] int tensor: the depth is known at run time
+        _check_int_dtype(ctx, ctx.input("depth_tensor"), "depth_tensor")
+        depth = -1
+    else:
+        ctx.check(depth > 0, f"attribute 'depth' must be > 0, got {depth}")
     ctx.check(len(x.shape) >= 2 and x.shape[-1] in (1, -1),
               f"X must have rank >= 2 with last dim 1 (e.g. [N, 1]), got {list(x.shape)}")
     ctx.set_output("Out", tuple(x.shape[:-1]) + (depth,), ctx.attr("dtype"))

@@ -34,10 +34,12 @@ def _interp_infer(nd: int):
         last = layout == "NHWC"
         in_sp = x.shape[1:-1] if last else x.shape[2:]
         out = interp_out_size(ctx.attrs, in_sp)
-        if ctx.has_input("OutSize") or ctx.has_input("Scale"):
+        if ctx.has_input("Scale"):
             out = [-1] * nd  # known when the program runs
-        elif ctx.has_input("SizeTensor"):
-            # sizes given as ints stay known (their attribute > 0), as in fluid 1.8
+        elif ctx.has_input("OutSize") or ctx.has_input("SizeTensor"):
+            # sizes that come at run time; those also given as ints (an attribute > 0: an
+            # out_shape list beside actual_shape, or an int entry among Variables) are what
+            # the layers after this one see, as in fluid 1.8
             names = ("out_d", "out_h", "out_w")[3 - nd:]
             out = [ctx.attr(n) if ctx.attr(n) > 0 else -1 for n in names]
         else:

@@ -337,6 +337,14 @@ class Auc(MetricBase):
                                  f"{type(labels).__name__}")
         _need(_is_numpy(preds), f"Auc.update: 'preds' must be a numpy ndarray, got "
                                 f"{type(preds).__name__}")
+        # fluid reads preds[i, 1] for each label i (the positive class of [N, 2] softmax
+        # output); say so instead of failing with numpy's IndexError
+        _need(np.ndim(preds) == 2 and np.shape(preds)[1] >= 2
+              and np.shape(preds)[0] >= len(labels),
+              f"Auc.update: preds must be [N, 2] class probabilities (column 1 the positive "
+              f"class) with a row per label, got preds {list(np.shape(preds))} for "
+              f"{len(labels)} labels; for a sigmoid output p [N, 1] pass "
+              f"np.concatenate([1 - p, p], axis=1)")
         n = self._num_thresholds
         for i, label in enumerate(labels):
             score = preds[i, 1]

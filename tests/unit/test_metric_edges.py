@@ -60,3 +60,9 @@ def test_precision_and_recall_take_one_column():
 def test_fewer_predictions_than_labels_is_named():
     with pytest.raises(ValueError, match="2 predictions for 3 labels"):
         fluid.metrics.Precision().update(np.array([[1.0], [0.0]]), np.array([[1], [0], [1]]))
+
+
+def test_auc_needs_two_columns():
+    """fluid fails with an IndexError on [N, 1] predictions; spmd says what to pass."""
+    with pytest.raises(ValueError, match=r"np.concatenate\(\[1 - p, p\], axis=1\)"):
+        fluid.metrics.Auc("auc").update(np.array([[0.3], [0.8]]), np.array([[0], [1]]))

@@ -3,6 +3,12 @@
 Normalization over a group: xhat = (x - mean) / sqrt(var + eps), y = xhat * scale + bias; the
 input gradient is (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sqrt(var + eps), means
 taken over the group.
+
+group_norm without a Scale input follows fluid 1.8's gradient, not the exact derivative: fluid's
+kernel leaves out the -mean(dY) / sqrt(var + eps) term there (it keeps it when Scale is given).
+fluid.layers.group_norm adds Scale only when param_attr is given, so this is the gradient of the
+default layer; spmd matches it so that a fluid program trains the same here (stored fluid 1.8.5
+outputs: tests/unit/test_norm_fluid.py). The dropped term is constant over each group.
 """
 from __future__ import annotations
 
@@ -30,7 +36,9 @@ def _affine(x, ins):
     return x
 
 
-def _norm_grad(xp, ins, dy, groups, mean, var, eps, want, prefix=""):
+def _norm_grad(xp, ins, dy, groups, mean, var, eps, want, fluid_no_scale=False):
+    """Gradients of a group normalization; fluid_no_scale: drop the -mean(dxhat) term when
+    there is no Scale, as fluid 1.8's group_norm_grad does (see the module docstring)."""
     x = ins["X"]
     shape = (1, -1) + (1,) * (x.ndim - 2)
     xg = _grouped(x, groups)
@@ -45,8 +53,10 @@ def _norm_grad(xp, ins, dy, groups, mean, var, eps, want, prefix=""):
     if "X@GRAD" in want:
         dxhat = dy * ins["Scale"].reshape(shape) if ins.get("Scale") is not None else dy
         dg, hg = _grouped(dxhat, groups), _grouped(xhat, groups)
-        dx = (dg - dg.mean(axis=2, keepdims=True)
-              - hg * (dg * hg).mean(axis=2, keepdims=True)) * inv
+        dx = dg - hg * (dg * hg).mean(axis=2, keepdims=True)
+        if not (fluid_no_scale and ins.get("Scale") is None):
+            dx -= dg.mean(axis=2, keepdims=True)
+        dx *= inv
         res["X@GRAD"] = dx.reshape(x.shape)
     return res
 
@@ -61,7 +71,7 @@ def group_norm(xp, ins, attrs, want):
 @kernel("group_norm_grad")
 def group_norm_grad(xp, ins, attrs, want):
     return _norm_grad(xp, ins, ins["Y@GRAD"], attrs["groups"], ins["Mean"], ins["Variance"],
-                      attrs["epsilon"], want)
+                      attrs["epsilon"], want, fluid_no_scale=True)
 
 
 @kernel("instance_norm")

@@ -130,11 +130,16 @@ def spectral_norm(xp, ins, attrs, want):
 
 @kernel("spectral_norm_grad")
 def spectral_norm_grad(xp, ins, attrs, want):
+    """fluid 1.8's formula, which is not the derivative of W / sigma:
+    dW = dOut * (1 - u v^T * sum(W) / sigma) / sigma, elementwise (u, v the power-iterated
+    vectors). The derivative with u, v held fixed would be
+    (dOut - sum(dOut * W) / sigma * u v^T) / sigma. spmd follows fluid so that a fluid program
+    that trains a spectral-normalized weight trains the same here; checked against stored
+    fluid 1.8.5 outputs in tests/unit/test_norm_fluid.py."""
     weight, dim, dout = ins["Weight"], attrs["dim"], ins["Out@GRAD"]
     mat, u, v, sigma = _spectral(xp, ins, attrs)
     dmat = xp.moveaxis(dout, dim, 0).reshape(mat.shape)
-    # u, v held fixed (fluid's gradient): d(W/sigma) with dsigma/dW = u v^T
-    dw = (dmat - (dmat * mat).sum() / sigma * xp.outer(u, v)) / sigma
+    dw = dmat * (1.0 - xp.outer(u, v) * (mat.sum() / sigma)) / sigma
     moved = list(weight.shape)
     moved.insert(0, moved.pop(dim))
     return {"Weight@GRAD": xp.moveaxis(dw.reshape(moved), 0, dim)}

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
+from ..core import unique_name
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .conv import channel_back, channel_first
@@ -19,12 +21,43 @@ __all__ = ["batch_norm", "data_norm", "group_norm", "inplace_abn", "instance_nor
            "lrn", "spectral_norm"]
 
 _FLOATS = {"float16", "float32", "float64"}
+_DEFAULT_MOMENTUM = 0.9  # batch_norm's attribute default, what fluid 1.8 runs with
 
 
 def _check_float(value, arg: str, where: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not low <= value <= high:
         raise InvalidArgumentError(f"{where}: {arg} must be in [{low}, {high}], got {value!r}")
     return float(value)
+
+
+def _rewire_for_overwrite(input, where: str):
+    """The variable a layer that writes its result over `input` (fluid's in-place ops) reads.
+
+    The ops already in the block that read or write `input` are rewired to a fresh variable
+    holding its old value, so that `input` names the result from here on (fetching it gives
+    the result, as in fluid) while the backward pass still reads the old value under the new
+    name. Where that is not possible (`input` fed, a parameter, or used in another block) the
+    result goes to a new variable instead, with a warning. Returns (source, target)."""
+    block, name = input.block, input.name
+    program = block.program
+    writes = any(name in op.output_arg_names for op in block.ops)
+    elsewhere = any(name in op.input_arg_names or name in op.output_arg_names
+                    for b in program.blocks if b is not block for op in b.ops)
+    if not writes or elsewhere or input.persistable:
+        warnings.warn(
+            f"{where}: {name} is not computed by an op of its own block (it is fed, persistable "
+            f"or used in another block), so the result goes to a new variable; fetching {name} "
+            f"gives its old value, where fluid would give the result", stacklevel=3)
+        return input, None
+    source = block.create_var(name=unique_name.generate(name + ".before_" + where),
+                              shape=input.shape, dtype=input.dtype,
+                              stop_gradient=input.stop_gradient)
+    for op in block.ops:
+        for slots in (op.inputs, op.outputs):
+            for slot, names in slots.items():
+                if name in names:
+                    slots[slot] = [source.name if n == name else n for n in names]
+    return source, input
 
 
 def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
@@ -38,7 +71,11 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
     moving mean `.w_1` (zeros) and variance `.w_2` (ones), which training updates in place:
     moving = momentum * moving + (1 - momentum) * batch statistic.
 
-    `momentum` may be a [1] float Variable (read at run time), as in fluid 1.8.
+    `momentum` given as a Variable is not read, as in fluid 1.8.5: its layer passes the
+    Variable under a misspelled input name ("MomemtumTensor") that the op never reads, so the
+    op runs with the attribute's default momentum, 0.9 (checked against fluid 1.8.5 in
+    tests/unit/test_norm_fluid.py). spmd does the same, so a fluid program trains the same
+    here, and warns. Give a float to choose the momentum.
 
     >>> # y = batch_norm(x [N, 16, 8, 8])      # four parameters of shape [16]
     """
@@ -50,7 +87,7 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
 
 def _batch_norm(layer_type, input, act, is_test, momentum, epsilon, param_attr, bias_attr,
                 data_layout, in_place, name, moving_mean_name, moving_variance_name,
-                do_model_average_for_mean_and_var, use_global_stats):
+                do_model_average_for_mean_and_var, use_global_stats, out=None):
     where = layer_type
     check_variable(input, "input", where, dtypes=_FLOATS)
     if data_layout not in ("NCHW", "NHWC"):
@@ -63,9 +100,13 @@ def _batch_norm(layer_type, input, act, is_test, momentum, epsilon, param_attr, 
     if channels <= 0:
         raise InvalidArgumentError(
             f"{where}: the channel dim of {input.name} {list(input.shape)} must be known")
-    momentum_var = momentum if isinstance(momentum, Variable) else None
-    if momentum_var is None:
-        momentum = _check_float(momentum, "momentum", where, 0.0, 1.0)
+    if isinstance(momentum, Variable):
+        warnings.warn(
+            f"{where}: momentum is the Variable {momentum.name}, which fluid 1.8 never reads "
+            f"(its layer passes it under a misspelled input name); the op uses the default "
+            f"momentum 0.9, as fluid does. Pass a float to choose the momentum.", stacklevel=3)
+        momentum = _DEFAULT_MOMENTUM
+    momentum = _check_float(momentum, "momentum", where, 0.0, 1.0)
     epsilon = _check_float(epsilon, "epsilon", where, 0.0, math.inf)
     helper = LayerHelper(layer_type, param_attr=param_attr, bias_attr=bias_attr, act=act,
                          name=name)
@@ -88,15 +129,14 @@ def _batch_norm(layer_type, input, act, is_test, momentum, epsilon, param_attr, 
         shape, dtype)
     saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     saved_variance = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    out = input if in_place else helper.create_variable_for_type_inference(input.dtype)
+    if out is None and in_place:
+        input, out = _rewire_for_overwrite(input, where)
+    if out is None:
+        out = helper.create_variable_for_type_inference(input.dtype)
     inputs = {"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean],
               "Variance": [variance]}
     attrs = {"epsilon": epsilon, "is_test": bool(is_test), "data_layout": data_layout,
-             "use_global_stats": bool(use_global_stats)}
-    if momentum_var is not None:  # fluid 1.8: a [1] Variable, read when the program runs
-        inputs["MomentumTensor"] = [momentum_var]
-    else:
-        attrs["momentum"] = momentum
+             "use_global_stats": bool(use_global_stats), "momentum": momentum}
     helper.append_op("batch_norm", inputs,
                      {"Y": [out], "MeanOut": [mean], "VarianceOut": [variance],
                       "SavedMean": [saved_mean], "SavedVariance": [saved_variance]},
@@ -148,23 +188,36 @@ def inplace_abn(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, par
                 bias_attr=None, data_layout="NCHW", name=None, moving_mean_name=None,
                 moving_variance_name=None, do_model_average_for_mean_and_var=True,
                 use_global_stats=False, act_alpha=1.0):
-    """In-place activated batch norm: batch_norm written over `input` followed by the
-    activation act (None/'identity', 'leaky_relu' or 'elu', with act_alpha) — the same numbers
-    as fluid's inplace_abn op. Parameters are named `inplace_abn_<n>.w_0` ... as in fluid.
+    """In-place activated batch norm: batch_norm followed by the activation act
+    (None/'identity', 'leaky_relu' or 'elu', with act_alpha), written over `input` and
+    returning `input` itself, as fluid 1.8 does (its op's Y is X): ops added later that read
+    `input` read the result, and fetching it gives the result. Parameters are named
+    `inplace_abn_<n>.w_0` ... as in fluid; the numbers and gradients are those of fluid's
+    inplace_abn op.
 
-    >>> # y = inplace_abn(x [N, 8, 4, 4], act="leaky_relu", act_alpha=0.1)
+    Differences from fluid, both documented in tests/unit/test_norm_fluid.py: spmd runs it as
+    batch_norm + activation ops reading a renamed copy of the old value (see
+    _rewire_for_overwrite), so after a training step `input` still holds the result, where
+    fluid's backward writes the recovered input back over it; and an `input` that no op of
+    its block computes (a fed variable) is not overwritten: the result is a new variable.
+
+    >>> # y = inplace_abn(x [N, 8, 4, 4], act="leaky_relu", act_alpha=0.1)   # y is x
     """
     if act not in _ABN_ACTS:
         raise InvalidArgumentError(f"inplace_abn: act must be one of {list(_ABN_ACTS)}, got "
                                    f"{act!r}")
-    out = _batch_norm("inplace_abn", input, None, is_test, momentum, epsilon, param_attr,
+    source, target = _rewire_for_overwrite(input, "inplace_abn")
+    plain = act in (None, "identity")
+    out = _batch_norm("inplace_abn", source, None, is_test, momentum, epsilon, param_attr,
                       bias_attr, data_layout, False, name, moving_mean_name,
                       moving_variance_name, do_model_average_for_mean_and_var,
-                      use_global_stats)
-    if act in (None, "identity"):
+                      use_global_stats, out=target if plain else None)
+    if plain:
         return out
-    helper = LayerHelper("inplace_abn", act={"type": act, "alpha": float(act_alpha)})
-    return helper.append_activation(out)
+    result = target if target is not None else out.block.create_var(
+        name=unique_name.generate("inplace_abn.tmp"), dtype=out.dtype)
+    out.block.append_op(act, {"X": [out]}, {"Out": [result]}, {"alpha": float(act_alpha)})
+    return result
 
 
 def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None,
@@ -332,7 +385,11 @@ def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW
                    "BatchSquareSum": [param("batch_square_sum", defaults["batch_square_sum"])]})
     means = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     scales = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
-    out = input if in_place else helper.create_variable_for_type_inference(input.dtype)
+    out = None
+    if in_place:  # written over input, as fluid; the gradient reads the renamed old value
+        inputs["X"][0], out = _rewire_for_overwrite(input, where)
+    if out is None:
+        out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(where, inputs, {"Y": [out], "Means": [means], "Scales": [scales]},
                      {"epsilon": float(epsilon), "slot_dim": int(slot_dim),
                       "sync_stats": bool(sync_stats),

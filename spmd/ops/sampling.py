@@ -3,7 +3,8 @@
 affine_grid maps a [N, 2, 3] affine matrix to a sampling grid [N, H, W, 2] over [-1, 1]^2;
 grid_sampler reads X bilinearly at those points (corners included: -1 and 1 are the first and
 last pixel centers; outside reads zero). spectral_norm divides a weight by its largest singular
-value, estimated by power iteration from the U, V vectors.
+value, estimated by power iteration from the U, V vectors (which it does not update); its
+gradient is fluid 1.8's formula, not the exact derivative (spmd/kernels/sampling.py says why).
 """
 from __future__ import annotations
 

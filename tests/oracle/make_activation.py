@@ -72,6 +72,10 @@ CASES = {
     "prelu_all": ("prelu", {"mode": "all"}, "float32", []),
     "prelu_element": ("prelu", {"mode": "element"}, "float32", []),
 }
+# every layer with attributes at its defaults too (the kinks are in GRID: 0.5, 1, 6, 24 below)
+for _layer in ("softshrink", "hard_shrink", "thresholded_relu", "brelu", "elu", "selu",
+               "relu6", "stanh", "hard_sigmoid", "swish", "leaky_relu", "cumsum"):
+    CASES[_layer + "_default"] = (_layer, {}, "float32", [-0.5, 0.5, 6.0, 24.0])
 # inputs inside a domain: |x| < 1 for acos / asin, x > 0 for the logs and roots
 UNIT = [-0.95, -0.7, -0.3, 0.0, 0.2, 0.5, 0.9]
 POSITIVE = [0.05, 0.3, 0.7, 1.0, 2.5, 7.0, 45.0]

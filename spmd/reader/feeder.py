@@ -97,7 +97,7 @@ class DataFeeder:
                     f"DataFeeder: feed_list must hold data Variables (or their names), got "
                     f"{type(var).__name__}")
             self.feed_names.append(var.name)
-            self.feed_shapes.append(list(var.shape))
+            self.feed_shapes.append(tuple(var.shape))  # tuples, as fluid's var.shape
             self.feed_dtypes.append(var.dtype)
             self.feed_lod_level.append(var.lod_level)
         self.place = place

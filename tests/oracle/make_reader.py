@@ -59,6 +59,10 @@ def feeder_cases():
         out["feed_nested"] = {k: np.array(v) for k, v in res.items()}
         parts = list(feeder.feed_parallel([batch[:1], batch[1:]], 2))
         out["feed_parallel"] = [{k: np.array(v) for k, v in p.items()} for p in parts]
+        out["attributes"] = {"feed_names": feeder.feed_names,
+                             "feed_shapes": [list(s) for s in feeder.feed_shapes],
+                             "feed_shape_types": [type(s).__name__ for s in feeder.feed_shapes],
+                             "feed_lod_level": feeder.feed_lod_level}
     return out
 
 

@@ -45,6 +45,15 @@ def test_feed_parallel_matches_fluid(feeder):
         check_same(got, want)
 
 
+def test_attributes_match_fluid(feeder):
+    want = ORACLE["attributes"]
+    assert feeder.feed_names == want["feed_names"]
+    assert [list(s) for s in feeder.feed_shapes] == want["feed_shapes"]
+    assert [type(s).__name__ for s in feeder.feed_shapes] == want["feed_shape_types"]
+    assert feeder.feed_lod_level == want["feed_lod_level"]
+    assert feeder.feed_dtypes == ["float32", "int64", "float64"]
+
+
 def test_names_in_feed_list_use_the_program():
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):

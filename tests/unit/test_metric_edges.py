@@ -66,3 +66,10 @@ def test_auc_needs_two_columns():
     """fluid fails with an IndexError on [N, 1] predictions; spmd says what to pass."""
     with pytest.raises(ValueError, match=r"np.concatenate\(\[1 - p, p\], axis=1\)"):
         fluid.metrics.Auc("auc").update(np.array([[0.3], [0.8]]), np.array([[0], [1]]))
+
+
+def test_detection_map_says_why_it_is_missing():
+    """fluid.metrics lists DetectionMAP; spmd has no detection_map op, and says so."""
+    assert "DetectionMAP" in fluid.metrics.__all__
+    with pytest.raises(NotImplementedError, match="no detection_map op"):
+        fluid.metrics.DetectionMAP(None, None, None)

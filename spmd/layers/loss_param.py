@@ -213,7 +213,7 @@ def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1,
     use_customized_samples with customized_samples [N, num_true + S] int64, the true labels
     first, and customized_probabilities of the same shape). Each sampled logit is corrected
     by -log(its probability); a negative equal to a true label is pushed down by 1e20 when
-    remove_accidental_hits. The loss is divided by num_true, as in fluid.
+    remove_accidental_hits. num_true must be 1: fluid 1.8's layer builds for nothing else.
 
     With spmd's own sampler the "probability" of a class with log-uniform mass q is fluid's:
     q * num_samples when the num_samples draws held no repeat, else 1 - (1 - q)^tries, with
@@ -224,6 +224,14 @@ def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1,
     where = "sampled_softmax_with_cross_entropy"
     check_variable(logits, "logits", where, dtypes={"float32", "float64"})
     check_variable(label, "label", where, dtypes={"int64"})
+    # fluid 1.8.5 builds this layer only for one true label per row: it one-hot encodes the
+    # sampled label to num_samples + 1 classes, which misses the num_true + num_samples
+    # sampled logits otherwise, and its softmax_with_cross_entropy refuses the program
+    if num_true != 1 or (len(label.shape) == 2 and label.shape[1] not in (1, -1)):
+        raise InvalidArgumentError(
+            f"{where}: only one true label per row is supported (num_true=1, label [N, 1]), "
+            f"as in fluid 1.8, whose layer fails to build otherwise; got num_true={num_true!r}"
+            f" and label {list(label.shape)}")
     helper = LayerHelper("sample_logits")
     inputs = {"Logits": [logits], "Labels": [label]}
     if use_customized_samples:

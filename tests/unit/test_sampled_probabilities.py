@@ -62,3 +62,13 @@ def test_no_repeat_probability_is_q_times_s():
     q = _q(samples.astype(np.float64), k)
     np.testing.assert_allclose(probs, q * s, rtol=1e-6)
     assert (probs > -np.expm1(s * np.log1p(-q))).all()
+
+
+def test_more_than_one_true_label_is_refused_as_in_fluid():
+    """fluid 1.8.5's layer fails to build with num_true=2 (its softmax_with_cross_entropy
+    shape check); spmd says so up front."""
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data("x", [2, 6], "float32")
+        y = fluid.data("y", [2, 2], "int64")
+        with pytest.raises(ValueError, match="only one true label per row"):
+            fluid.layers.sampled_softmax_with_cross_entropy(x, y, num_samples=3, num_true=2)

@@ -21,7 +21,7 @@ except ImportError:  # run as a script from the oracle's Python
 
 R = np.random.RandomState(9)
 FEEDS = {
-    "img": R.uniform(-1, 1, (2, 4, 7, 6)).astype("float32"),
+    "img": R.uniform(-1, 1, (1, 4, 7, 6)).astype("float32"),
     "nhwc": R.uniform(-1, 1, (2, 7, 6, 4)).astype("float32"),
     "vol": R.uniform(-1, 1, (1, 2, 5, 4, 6)).astype("float32"),
     "x": R.uniform(-1, 1, (3, 4)).astype("float32"),
@@ -34,7 +34,16 @@ FEEDS = {
     "ids3": np.array([[[1], [2]], [[0], [1]]], "int64"),
     "v3": R.uniform(-1, 1, (2, 3)).astype("float32"),
 }
-FEEDS.update({k + "_b": FEEDS[k] for k in ("img", "nhwc", "x", "x3", "vol")})  # batch dim -1
+FEEDS.update({
+    "m3": R.uniform(-1, 1, (2, 3, 3)).astype("float32"),
+    "c3": R.uniform(-1, 1, (4, 3)).astype("float32"),
+    "off": R.uniform(-1.5, 1.5, (1, 18, 3, 6)).astype("float32"),
+    "msk": R.uniform(0, 1, (1, 9, 3, 6)).astype("float32"),
+    "dimg": R.uniform(-1, 1, (1, 2, 5, 6)).astype("float32"),
+    "eids": np.array([[1], [3], [1], [0]], "int64"),
+})
+FEEDS.update({k + "_b": FEEDS[k] for k in ("nhwc", "x", "x3", "vol")})  # batch dim -1
+FEEDS["img_b"] = R.uniform(-1, 1, (2, 4, 7, 6)).astype("float32")
 
 
 def _emb(F, d):
@@ -46,6 +55,18 @@ def _emb(F, d):
     block = F.default_main_program().global_block()
     names = sorted(p.name for p in block.all_parameters())
     return [a, b, c] + [block.var(n + "@GRAD") for n in names]
+
+
+def _sparse_embedding_sgd(F, d):
+    """An is_sparse embedding trained one SGD step: the table after it (and a dense one)."""
+    outs = []
+    for sparse in (True, False):
+        e = F.layers.embedding(d["eids"], [5, 3], is_sparse=sparse, padding_idx=0,
+                               param_attr="emb_sparse" if sparse else "emb_dense")
+        outs.append(F.layers.reduce_sum(e * e))
+    F.optimizer.SGD(0.5).minimize(outs[0] + outs[1])
+    block = F.default_main_program().global_block()
+    return outs + [block.var("emb_sparse"), block.var("emb_dense")]
 
 
 def _fc(F, d):
@@ -165,6 +186,49 @@ CASES = {
         F.layers.matmul(d["x3_b"], d["w"]), F.layers.matmul(d["x_b"], d["x_b"], False, True),
         F.layers.mul(d["x_b"], d["w"]),
         F.layers.l2_normalize(d["x_b"], 1)], True),
+    "embedding_sparse_sgd": (["eids"], _sparse_embedding_sgd, False),
+    "linalg_paddle2": (["m3", "x", "c3", "v4", "w"], lambda F, d: [
+        F.layers.bmm(d["m3"], d["m3"]), F.layers.dot(d["x"], d["x"] * 2.0),
+        F.layers.cross(d["c3"], d["c3"] * d["c3"], dim=1), F.layers.cross(d["m3"], d["m3"] + 1.0),
+        F.layers.dist(d["x"], d["x"] * 0.5, p=2), F.layers.dist(d["x"], d["v4"], p=1),
+        F.layers.dist(d["x"], d["x"] * 0.5, p=float("inf")),
+        F.layers.kron(d["x"], d["c3"]), F.layers.trace(d["m3"], offset=1, dim1=1, dim2=2),
+        F.layers.t(d["x"]), F.layers.t(d["v4"]),
+        F.layers.addmm(F.layers.fill_constant([4, 4], "float32", 0.5), d["c3"],
+                       F.layers.t(d["c3"]), alpha=2.0, beta=0.5)], True),
+    # im2col_step=1: at its default (64) fluid 1.8's CPU kernel gives zeros for a batch below
+    # 64; spmd ignores im2col_step (test_layers_convnn_oracle.py)
+    "deformable_conv": (["dimg", "off", "msk"], lambda F, d: [
+        F.layers.deformable_conv(d["dimg"], d["off"], d["msk"], 3, 3, padding=[0, 1],
+                                 im2col_step=1),
+        F.layers.deformable_conv(d["dimg"], d["off"], None, 2, 3, padding=[0, 1],
+                                 modulated=False, bias_attr=False, im2col_step=1)], True),
+    "deformable_conv_default_step": (["dimg", "off", "msk"], lambda F, d: [
+        F.layers.deformable_conv(d["dimg"], d["off"], d["msk"], 3, 3, padding=[0, 1],
+                                 bias_attr=False)], False),
+    "vision_extra": (["img", "nhwc"], lambda F, d: [
+        F.layers.resize_bilinear(d["img"], scale=1.7, align_corners=False, align_mode=0),
+        F.layers.resize_nearest(d["img"], scale=0.6),
+        F.layers.resize_bilinear(d["nhwc"], [4, 9], data_format="NHWC"),
+        F.layers.resize_nearest(d["nhwc"], [9, 4], align_corners=False, data_format="NHWC"),
+        F.layers.image_resize_short(d["img"], 5, resample="NEAREST"),
+        F.layers.space_to_depth(F.layers.slice(d["img"], [2], [0], [6]), 2),
+        F.layers.affine_channel(d["nhwc"], F.layers.fill_constant([4], "float32", 2.0),
+                                F.layers.fill_constant([4], "float32", 0.5),
+                                data_layout="NHWC")], True),
+    "conv_extra": (["img", "nhwc", "vol"], lambda F, d: [
+        F.layers.conv2d(d["img"], 2, 3, stride=2, padding="SAME", dilation=2),
+        F.layers.conv2d_transpose(d["img"], 2, output_size=[15, 14], filter_size=3, stride=2),
+        F.layers.conv2d_transpose(d["nhwc"], 2, filter_size=3, stride=2, padding="SAME",
+                                  data_format="NHWC"),
+        F.layers.conv3d_transpose(F.layers.transpose(d["vol"], [0, 2, 3, 4, 1]), 2, filter_size=2,
+                                  data_format="NDHWC"),
+        F.layers.pool2d(d["img"], 3, "avg", 2, "SAME", ceil_mode=True, exclusive=False),
+        F.layers.pool2d(d["nhwc"], 3, "max", 2, 1, ceil_mode=True, data_format="NHWC")]
+        + [F.layers.adaptive_pool3d(d["vol"], [2, 3, 2], "max", require_index=True)[0]], True),
+    "adaptive_index": (["vol", "img"], lambda F, d: list(F.layers.adaptive_pool3d(
+        d["vol"], [2, 3, 2], "max", require_index=True)) + list(F.layers.adaptive_pool2d(
+            d["img"], [3, 4], "max", require_index=True)), False),
     "linalg": (["x", "x3", "w3", "v3"], lambda F, d: [
         F.layers.l2_normalize(d["x"], axis=1), F.layers.l2_normalize(d["x3"], axis=-1),
         F.layers.cos_sim(d["x"], d["x"] * 2.0 + 0.1),

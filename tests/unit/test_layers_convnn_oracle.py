@@ -14,9 +14,24 @@ import spmd.fluid as fluid
 ORACLE = load("convnn")
 
 
+# where fluid 1.8 is plainly wrong; each is checked for spmd's answer below
+DIFFERS = {
+    "adaptive_index": "fluid declares the max-pool index outputs float32; they hold int32 "
+                      "(fetched as int32 there too); spmd declares int32",
+    "deformable_conv_default_step": "at im2col_step's default (64) fluid's CPU kernel gives "
+                                    "zeros for a batch below 64; spmd ignores im2col_step",
+}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_fluid(name):
     got, want = run_case(fluid, name, CASES, FEEDS), ORACLE["cases"][name]
+    if name == "deformable_conv_default_step":
+        assert not want["outs"][0].any() and got["outs"][0].any()
+        return
+    if name == "adaptive_index":
+        assert want["dtypes"] == ["float32"] * 4 and got["dtypes"][1::2] == ["int32"] * 2
+        want = {**want, "dtypes": got["dtypes"]}
     assert got["shapes"] == want["shapes"], f"{name}: static shapes"
     assert got["dtypes"] == want["dtypes"], f"{name}: static dtypes"
     assert len(got["outs"]) == len(want["outs"]) and len(got["grads"]) == len(want["grads"])
@@ -51,6 +66,16 @@ def test_rejects_what_fluid_rejects(name):
         assert got == "ok", f"{name}: fluid runs it, spmd raised at {got}"
     else:
         assert got in ("build", "run"), f"{name}: fluid raises at {want}, spmd runs it"
+
+
+def test_deformable_conv_ignores_im2col_step():
+    def build(step):
+        return lambda F, d: [F.layers.deformable_conv(
+            d["dimg"], d["off"], d["msk"], 3, 3, padding=[0, 1], bias_attr=False,
+            im2col_step=step)]
+    cases = {s: (["dimg", "off", "msk"], build(s), False) for s in (None, 1)}
+    default, one = (run_case(fluid, s, cases, FEEDS)["outs"][0] for s in (None, 1))
+    np.testing.assert_array_equal(default, one)
 
 
 def test_embedding_padding_idx_outside_vocab_pads_nothing():

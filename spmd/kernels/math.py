@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import InvalidArgumentError
 from .registry import kernel, out_buffer
 
@@ -183,7 +185,8 @@ def _elementwise(type_, fn):
 _elementwise("elementwise_add", lambda xp, x, y: x + y)
 _elementwise("elementwise_sub", lambda xp, x, y: x - y)
 _elementwise("elementwise_mul", lambda xp, x, y: x * y)
-_elementwise("elementwise_div", lambda xp, x, y: x / y)
+_elementwise("elementwise_div", lambda xp, x, y: _int_quotient(xp, x, y, "elementwise_div")
+             if x.dtype.kind in "iu" else x / y)
 _elementwise("elementwise_max", lambda xp, x, y: xp.maximum(x, y))
 _elementwise("elementwise_min", lambda xp, x, y: xp.minimum(x, y))
 
@@ -268,20 +271,49 @@ def elementwise_min_grad(xp, ins, attrs, want):
     return _select_grads(xp, ins, attrs, want, lambda x, y: x < y)
 
 
-# fluid 1.8's integer division truncates toward zero (C++ `/`), its integer mod takes the
-# dividend's sign (C++ `%`), while its float mod takes the divisor's, as Python's does.
+# fluid 1.8's integer division truncates toward zero (C++ `/`) in elementwise_div and
+# elementwise_floordiv alike, its integer mod takes the dividend's sign (C++ `%`), while its
+# float mod takes the divisor's, as Python's does. A zero divisor: fluid's div raises, its
+# floordiv and mod kill the process (SIGFPE); spmd raises for all three.
+def _check_divisor(xp, y, op: str):
+    if bool((y == 0).any()):
+        raise InvalidArgumentError(
+            f"{op}: integer division by zero: Y holds {int((y == 0).sum())} zero(s); an "
+            f"integer divisor must be nonzero (fluid 1.8 fails here too)")
+
+
+def _int_quotient(xp, x, y, op: str):
+    _check_divisor(xp, y, op)
+    q = xp.abs(x) // xp.abs(y)
+    return xp.where((x < 0) != (y < 0), -q, q).astype(x.dtype)
+
+
 def _floordiv(xp, x, y):
     if x.dtype.kind in "iu":
-        q = xp.abs(x) // xp.abs(y)
-        return xp.where((x < 0) != (y < 0), -q, q).astype(x.dtype)
+        return _int_quotient(xp, x, y, "elementwise_floordiv")
     return xp.trunc(x / y)
 
 
 def _mod(xp, x, y):
-    return xp.fmod(x, y) if x.dtype.kind in "iu" else xp.mod(x, y)
+    if x.dtype.kind in "iu":
+        _check_divisor(xp, y, "elementwise_mod")
+        return xp.fmod(x, y)
+    return xp.mod(x, y)
 
 
-_elementwise("elementwise_pow", lambda xp, x, y: xp.power(x, y))
+def int_power(xp, x, y):
+    """fluid 1.8's integer power: the float64 power cast to x's integer dtype, truncated; a
+    result out of its range (inf from 0 ** -1 included) becomes the dtype's minimum, as C++'s
+    conversion gives on x86. So 2 ** -1 is 0 and 3 ** 35 is 50031545098999704 (not exact)."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # mapped below
+        r = xp.power(x.astype("float64"), y.astype("float64"))
+    info = xp.iinfo(x.dtype)
+    ok = xp.isfinite(r) & (r >= float(info.min)) & (r < -float(info.min))
+    return xp.where(ok, xp.trunc(xp.where(ok, r, 0.0)), info.min).astype(x.dtype)
+
+
+_elementwise("elementwise_pow", lambda xp, x, y: int_power(xp, x, y)
+             if x.dtype.kind in "iu" else xp.power(x, y))
 _elementwise("elementwise_floordiv", _floordiv)
 _elementwise("elementwise_mod", _mod)
 

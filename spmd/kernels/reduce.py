@@ -1,6 +1,7 @@
 """Kernels: reductions (reduce_sum/mean/max/min/prod/all/any, mean, squared_l2_norm).
 
-Reducing every dim without keep_dim gives shape [1], as fluid 1.8 (never a 0-d array).
+Reducing every dim without keep_dim gives shape [1], as fluid 1.8 (never a 0-d array). Every
+reduction keeps X's dtype; an integer reduce_mean truncates toward zero, as fluid's does.
 
 >>> # reduce_min over dim [1] of [[1, 2], [0, 5]] -> [1, 0]
 """
@@ -46,8 +47,13 @@ def reduce_sum_grad(xp, ins, attrs, want):
 @kernel("reduce_mean")
 def reduce_mean(xp, ins, attrs, want):
     x = ins["X"]
-    out = x.mean(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
-    return {"Out": _reduced(out)}
+    axes = _reduce_axes(x, attrs)
+    if x.dtype.kind in "iu":  # fluid 1.8: the integer sum over the count, truncated to zero
+        total = x.sum(axis=axes, dtype=x.dtype, keepdims=attrs["keep_dim"])
+        count = max(x.size // max(total.size, 1), 1)
+        q = xp.abs(total) // count
+        return {"Out": _reduced(xp.where(total < 0, -q, q).astype(x.dtype))}
+    return {"Out": _reduced(x.mean(axis=axes, keepdims=attrs["keep_dim"]))}
 
 
 @kernel("reduce_mean_grad")

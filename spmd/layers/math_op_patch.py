@@ -1,7 +1,26 @@
-"""Python operators on Variables, as fluid's math_op_patch: `a + b`, `2 * a`, `-a`, `a / 3`,
-`a ** 2`, `a ** b`, `2 ** a`, `a // b`, `a % 3`, `a < b`, `a >= 0.5`. Two Variables give
-elementwise ops (numpy-style broadcasting, axis=-1); a Python number gives one `scale` op (or
-`pow` for `**`) for + - * / **, and a [1] constant tensor for //, %, comparisons and `2 ** a`.
+"""Python operators on Variables, as fluid 1.8.5's math_op_patch: `a + b`, `2 * a`, `-a`,
+`a / 3`, `a ** 2`, `a ** b`, `2 ** a`, `a // b`, `a % 3`, `a < b`, `a >= 0.5`.
+
+Two Variables give one elementwise op (numpy-style broadcasting; axis=0 when the right operand's
+first dim is the batch dim, as fluid), the right one first cast to the left one's dtype when
+they differ (fluid's rule: `int_var + float_var` is int, `float_var + int_var` float). A Python
+number gives:
+
+- `+ - *` and unary `-`: one `scale` op. On an integer Variable the number must be integral
+  (`int_var * 2.0` works, `int_var * 2.5` raises, as fluid 1.8.5 refuses it).
+- `/`: `scale(1/k)` on a float Variable; on an integer one a [1] tensor of k in the Variable's
+  dtype and elementwise_div, which truncates toward zero (`int_var / 2` is int, as in fluid;
+  fluid also turns k = 2.5 into 2 there, and so does spmd).
+- `k / a`, `k ** a`: a tensor of k shaped like `a` (fill_constant, or
+  fill_constant_batch_size_like when `a` has a batch dim) and elementwise_div / _pow. It is made
+  in `a`'s dtype; fluid 1.8.5 makes the batch-size-like one float32 whatever `a` is, so there
+  `2 / int_var` with a batch dim fails at run time ("holds int64_t, but desires float"); spmd
+  gives the integer result fluid gives without a batch dim.
+- `**`: one `pow` op on a float Variable; a [1] tensor and elementwise_pow on an integer one
+  (fluid's ops: the result is the float power truncated to the integer dtype).
+- `//`, `%` and comparisons: a [1] tensor of the number in the Variable's dtype (fill_constant
+  truncates 2.5 to 2 for an integer dtype, as fluid) and the elementwise / compare op.
+
 Comparisons give bool Variables. `==` and `!=` keep Python's identity meaning (fluid 1.8 makes
 them ops, which would break `var in list`); use layers.equal / not_equal.
 
@@ -20,6 +39,9 @@ from ..errors import InvalidArgumentError
 __all__ = ["monkey_patch_variable"]
 
 
+_INT_DTYPES = ("uint8", "int8", "int16", "int32", "int64")
+
+
 def _is_scalar(value) -> bool:
     if isinstance(value, bool):
         return False
@@ -28,8 +50,12 @@ def _is_scalar(value) -> bool:
     return hasattr(value, "dtype") and getattr(value, "ndim", None) == 0  # numpy 0-d arrays
 
 
-def _new_var(var: Variable) -> Variable:
-    return var.block.create_var(name=unique_name.generate("tmp"), dtype=var.dtype)
+def _is_int(var: Variable) -> bool:
+    return var.dtype in _INT_DTYPES
+
+
+def _new_var(var: Variable, dtype=None) -> Variable:
+    return var.block.create_var(name=unique_name.generate("tmp"), dtype=dtype or var.dtype)
 
 
 def _scale(var: Variable, scale: float, bias: float) -> Variable:
@@ -39,16 +65,24 @@ def _scale(var: Variable, scale: float, bias: float) -> Variable:
     return out
 
 
-def _elementwise(op_type: str, x: Variable, y: Variable) -> Variable:
+def _cast(var: Variable, dtype: str) -> Variable:
+    out = _new_var(var, dtype)
+    var.block.append_op("cast", {"X": [var]}, {"Out": [out]},
+                        {"in_dtype": var.dtype, "out_dtype": dtype})
+    return out
+
+
+def _elementwise(op_type: str, x: Variable, y: Variable, out_dtype=None) -> Variable:
+    """x (op) y; y cast to x's dtype first when they differ, as fluid does."""
     if x.block.program is not y.block.program:
         raise InvalidArgumentError(
             f"{op_type}: {x.name} and {y.name} belong to different programs")
     if x.dtype != y.dtype:
-        raise InvalidArgumentError(
-            f"{op_type}: {x.name} is {x.dtype} but {y.name} is {y.dtype}; cast one of them "
-            f"(fluid.layers.cast) first")
-    out = _new_var(x)
-    x.block.append_op(op_type, {"X": [x], "Y": [y]}, {"Out": [out]}, {"axis": -1})
+        y = _cast(y, x.dtype)
+    out = _new_var(x, out_dtype)
+    # fluid's choice: a batch-sized right operand aligns from dim 0
+    axis = 0 if y.shape and y.shape[0] == -1 else -1
+    x.block.append_op(op_type, {"X": [x], "Y": [y]}, {"Out": [out]}, {"axis": axis})
     return out
 
 
@@ -56,6 +90,17 @@ def _unsupported(symbol: str, self, other):
     raise InvalidArgumentError(
         f"unsupported operand for {symbol}: Variable {self.name} and {type(other).__name__} "
         f"{other!r}; use a Variable or a Python number")
+
+
+def _integral(var: Variable, value, symbol: str) -> float:
+    """value as a float; an integer Variable takes only integral numbers (fluid asserts so)."""
+    value = float(value)
+    if _is_int(var) and value != int(value):
+        raise InvalidArgumentError(
+            f"{var.name} {symbol} {value}: {var.name} is {var.dtype} and {value} is not an "
+            f"integer (fluid 1.8 refuses it too); cast first, e.g. "
+            f"fluid.layers.cast({var.name}, 'float32') {symbol} {value}")
+    return value
 
 
 def _binary(op_type: str, symbol: str, scalar_fn, reverse: bool = False):
@@ -67,23 +112,10 @@ def _binary(op_type: str, symbol: str, scalar_fn, reverse: bool = False):
             x, y = (other, self) if reverse else (self, other)
             return _elementwise(op_type, x, y)
         if _is_scalar(other):
-            return scalar_fn(self, float(other))
+            return scalar_fn(self, _integral(self, other, symbol))
         return _unsupported(symbol, self, other)
 
     return method
-
-
-def _div_scalar(var, value):
-    if value == 0:
-        raise InvalidArgumentError(f"{var.name} / 0: division by zero")
-    return _scale(var, 1.0 / value, 0.0)
-
-
-def _rdiv_scalar(var, value):
-    """value / var as value * var ** -1: one pow and one scale, valid for any batch size."""
-    out = _new_var(var)
-    var.block.append_op("pow", {"X": [var]}, {"Out": [out]}, {"factor": -1.0})
-    return _scale(out, value, 0.0)
 
 
 def _fill_scalar(like: Variable, value: float) -> Variable:
@@ -95,20 +127,64 @@ def _fill_scalar(like: Variable, value: float) -> Variable:
     return out
 
 
+def _fill_like(like: Variable, value: float) -> Variable:
+    """A tensor of like's shape and dtype holding `value` (fluid's create_tensor, or
+    create_tensor_with_batchsize when like has a batch dim: the first -1 is taken from like
+    at run time, later ones are 1)."""
+    out = _new_var(like)
+    shape, batch = [], -1
+    for i, d in enumerate(like.shape):
+        if d < 0 and batch < 0:
+            batch = i
+        shape.append(1 if d < 0 and batch != i else d)
+    if batch < 0:
+        like.block.append_op("fill_constant", {}, {"Out": [out]},
+                             {"shape": shape, "value": float(value), "dtype": like.dtype})
+    else:
+        like.block.append_op("fill_constant_batch_size_like", {"Input": [like]}, {"Out": [out]},
+                             {"shape": shape, "value": float(value), "dtype": like.dtype,
+                              "input_dim_idx": batch, "output_dim_idx": batch})
+    out.stop_gradient = True
+    return out
+
+
+def _truediv(self, other):
+    if isinstance(other, Variable):
+        return _elementwise("elementwise_div", self, other)
+    if not _is_scalar(other):
+        return _unsupported("/", self, other)
+    value = float(other)
+    if value == 0 or (_is_int(self) and int(value) == 0):
+        raise InvalidArgumentError(
+            f"{self.name} / {other}: division by zero"
+            + (f" ({self.dtype} divides by int({other}) = 0, as fluid)" if value else ""))
+    if _is_int(self):  # an integer quotient, truncated toward zero, as fluid
+        return _elementwise("elementwise_div", self, _fill_scalar(self, value))
+    return _scale(self, 1.0 / value, 0.0)
+
+
+def _reverse_tensor_op(op_type: str, symbol: str):
+    """number (op) Variable: a tensor of the number shaped like the Variable, then the op."""
+
+    def method(self, other):
+        if not _is_scalar(other):
+            return _unsupported(symbol, self, other)
+        return _elementwise(op_type, _fill_like(self, other), self)
+
+    return method
+
+
 def _pow(self, other):
-    if _is_scalar(other):  # one pow op: the same numbers as fluid's fill_constant + pow
-        out = _new_var(self)
-        self.block.append_op("pow", {"X": [self]}, {"Out": [out]}, {"factor": float(other)})
-        return out
     if isinstance(other, Variable):
         return _elementwise("elementwise_pow", self, other)
-    return _unsupported("**", self, other)
-
-
-def _rpow(self, other):
-    if _is_scalar(other):
-        return _elementwise("elementwise_pow", _fill_scalar(self, other), self)
-    return _unsupported("**", self, other)
+    if not _is_scalar(other):
+        return _unsupported("**", self, other)
+    if _is_int(self):  # fluid's elementwise_pow on integers (pow would give floats)
+        return _elementwise("elementwise_pow", self, _fill_scalar(self, other))
+    # one pow op: the same numbers as fluid's fill_constant + elementwise_pow
+    out = _new_var(self)
+    self.block.append_op("pow", {"X": [self]}, {"Out": [out]}, {"factor": float(other)})
+    return out
 
 
 def _tensor_binary(op_type: str, symbol: str, compare: bool = False):
@@ -120,7 +196,7 @@ def _tensor_binary(op_type: str, symbol: str, compare: bool = False):
             other = _fill_scalar(self, other)
         elif not isinstance(other, Variable):
             return _unsupported(symbol, self, other)
-        out = _elementwise(op_type, self, other)
+        out = _elementwise(op_type, self, other, "bool" if compare else None)
         if compare:
             out.stop_gradient = True
         return out
@@ -139,11 +215,11 @@ _METHODS = {
     "__rsub__": _binary("elementwise_sub", "-", lambda v, s: _scale(v, -1.0, s), reverse=True),
     "__mul__": _binary("elementwise_mul", "*", lambda v, s: _scale(v, s, 0.0)),
     "__rmul__": _binary("elementwise_mul", "*", lambda v, s: _scale(v, s, 0.0), reverse=True),
-    "__truediv__": _binary("elementwise_div", "/", _div_scalar),
-    "__rtruediv__": _binary("elementwise_div", "/", _rdiv_scalar, reverse=True),
+    "__truediv__": _truediv,
+    "__rtruediv__": _reverse_tensor_op("elementwise_div", "/"),
     "__neg__": _neg,
     "__pow__": _pow,
-    "__rpow__": _rpow,
+    "__rpow__": _reverse_tensor_op("elementwise_pow", "**"),
     "__floordiv__": _tensor_binary("elementwise_floordiv", "//"),
     "__mod__": _tensor_binary("elementwise_mod", "%"),
     "__lt__": _tensor_binary("less_than", "<", True),

@@ -157,9 +157,9 @@ def _swce(F, d, **kw):
     return _grads(F, [loss], [d["x"]]) + [sm]
 
 
-def _center(F, d):
+def _center(F, d, update=True):
     loss = F.layers.center_loss(d["x"], d["y"], num_classes=4, alpha=0.5,
-                                param_attr=F.ParamAttr(name="centers"))
+                                param_attr=F.ParamAttr(name="centers"), update_center=update)
     return _grads(F, [loss], [d["x"]]) + [F.default_main_program().global_block().var("centers")]
 
 
@@ -306,6 +306,8 @@ CASES.update({
                   {}),
     "auc_edges_pr": ("auc_edges", lambda F, d: _auc(F, d, curve="PR", num_thresholds=4,
                                                     slide_steps=3), 4, {}),
+    "center_loss_frozen": ("center", lambda F, d: _center(F, d, update=False), 2,
+                           {"centers": CENTERS}),
     "teacher_student_label_edges": ("teacher_edges", _g("teacher_student_sigmoid_loss", "x",
                                                         "y"), 1, {}),
     "cross_entropy_soft_ignore": ("prob_soft", _g("cross_entropy", "x", "y", soft_label=True,

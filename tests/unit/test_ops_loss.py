@@ -192,7 +192,7 @@ LAYER_CASES = ["bpr_loss", "center_loss", "dice_loss", "huber_loss", "kldiv_batc
                "sce_ignore_fraction", "sce_ignore_fraction_normalize", "square_error_cost",
                "huber_kinks", "log_loss_eps", "dice_loss_eps", "margin_rank_default",
                "npair_loss_default", "cross_entropy_soft_grad", "cross_entropy_soft_ignore",
-               "teacher_student_label_edges"]
+               "teacher_student_label_edges", "center_loss_frozen"]
 
 
 @pytest.mark.parametrize("name", LAYER_CASES)

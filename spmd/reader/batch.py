@@ -38,7 +38,8 @@ def batch(reader, batch_size, drop_last=False):
             if len(items) == size:
                 yield items
                 items = []
-        if items and not drop_last:
+        # fluid keeps it only when drop_last == False, so drop_last=None drops it too
+        if items and drop_last == 0:
             yield items
 
     return batch_reader

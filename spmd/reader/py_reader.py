@@ -38,7 +38,8 @@ class PyReaderVariable:
             raise InvalidArgumentError(
                 f"py_reader: lod_levels={lod_levels}: spmd reads dense (lod_level 0) variables "
                 f"only; pad the sequences to one length")
-        self.name = f"{name}_reader" if name else unique_name.generate("create_py_reader")
+        # fluid's names: the reader it returns is the double-buffer one when use_double_buffer
+        self.name = _reader_name(name, use_double_buffer)
         self.shapes = [normalize_shape(s, self.name) for s in shapes]
         self.dtypes = [convert_dtype(d) for d in dtypes]
         self.capacity = int(capacity)
@@ -90,6 +91,15 @@ class PyReaderVariable:
     def reset(self):
         """End the epoch after fluid.core.EOFException."""
         self._bound("reset").reset()
+
+
+def _reader_name(name, use_double_buffer: bool) -> str:
+    if name:
+        return f"{name}_double_buffer" if use_double_buffer else f"{name}_reader"
+    # fluid draws both names in either case, so the counters advance as in fluid
+    reader = unique_name.generate("create_py_reader")
+    double_buffer = unique_name.generate("double_buffer")
+    return double_buffer if use_double_buffer else reader
 
 
 def read_reader(reader: PyReaderVariable, block) -> list[Variable]:

@@ -30,6 +30,8 @@ def decorator_cases():
     return {
         "batch": list(paddle.batch(samples, 3)()),
         "batch_drop": list(paddle.batch(samples, 3, drop_last=True)()),
+        "batch_drop_none": list(paddle.batch(samples, 3, drop_last=None)()),
+        "batch_drop_zero": list(paddle.batch(samples, 3, drop_last=0)()),
         "io_batch": list(fluid.io.batch(ten, 4)()),
         "compose": list(r.compose(ten, samples, check_alignment=False)()),
         "chain": list(r.chain(samples, ten)()),
@@ -82,6 +84,27 @@ def loader_cases():
             for data in loader():
                 steps.append([{k: np.array(v) for k, v in d.items()} for d in data])
             out[f"places{len(places)}_drop{int(drop)}"] = steps
+    return out
+
+
+def py_reader_name_cases():
+    """The name of the reader fluid.layers.py_reader / create_py_reader_by_data return."""
+    out = {}
+    # a scope of its own: a reader's queue lives in the global scope, under a name that the
+    # other cases (each in a unique_name.guard) would make again
+    with fluid.program_guard(fluid.Program(), fluid.Program()), \
+            fluid.scope_guard(fluid.Scope()):
+        for double in (True, False):
+            for name in (None, f"train_{int(double)}"):
+                reader = fluid.layers.py_reader(capacity=2, shapes=[(-1, 1)], dtypes=["float32"],
+                                                name=name, use_double_buffer=double)
+                kind = "named" if name else "unnamed"
+                out[f"py_reader_{kind}_double{int(double)}"] = reader.name
+        a = fluid.data(name="a", shape=[None, 1], dtype="float32")
+        out["by_data_named"] = fluid.layers.create_py_reader_by_data(
+            capacity=2, feed_list=[a], name="cr").name
+        out["by_data_unnamed"] = fluid.layers.create_py_reader_by_data(
+            capacity=2, feed_list=[a]).name
     return out
 
 
@@ -239,8 +262,9 @@ def collate_cases():
     return out
 
 
+names = py_reader_name_cases()  # first: unnamed readers are counted from 0
 cases = {"decorators": decorator_cases(), "feeder": feeder_cases(), "loader": loader_cases(),
          "partial": partial_cases(), "direct_feed": direct_feed_cases(),
-         "collate": collate_cases()}
+         "collate": collate_cases(), "py_reader_names": names}
 save("reader", cases, meta={"paddle": paddle.__version__})
 print("wrote reader.json")

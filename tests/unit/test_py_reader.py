@@ -7,6 +7,7 @@ import pytest
 
 import spmd as paddle
 import spmd.fluid as fluid
+from tests.oracle_io import load
 
 SAMPLES = [(np.full(3, i, "float32"), np.array([i % 2], "int64")) for i in range(10)]
 
@@ -80,6 +81,24 @@ def test_layers_py_reader_read_file(by_data):
     losses = run_epoch(exe, main, loss, scope)
     reader.reset()
     assert len(losses) == 2 and all(np.isfinite(v).all() for v in losses)
+
+
+def test_reader_names_match_fluid():
+    want = load("reader")["py_reader_names"]
+    got = {}
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        for double in (True, False):
+            for name in (None, f"train_{int(double)}"):
+                reader = fluid.layers.py_reader(capacity=2, shapes=[(-1, 1)], dtypes=["float32"],
+                                                name=name, use_double_buffer=double)
+                kind = "named" if name else "unnamed"
+                got[f"py_reader_{kind}_double{int(double)}"] = reader.name
+        a = fluid.data(name="a", shape=[None, 1], dtype="float32")
+        got["by_data_named"] = fluid.layers.create_py_reader_by_data(
+            capacity=2, feed_list=[a], name="cr").name
+        got["by_data_unnamed"] = fluid.layers.create_py_reader_by_data(
+            capacity=2, feed_list=[a]).name
+    assert got == want
 
 
 def test_py_reader_misuse():

@@ -33,6 +33,8 @@ def as_lists(items):
 @pytest.mark.parametrize("name,make", [
     ("batch", lambda: paddle.batch(samples, 3)),
     ("batch_drop", lambda: paddle.batch(samples, 3, drop_last=True)),
+    ("batch_drop_none", lambda: paddle.batch(samples, 3, drop_last=None)),
+    ("batch_drop_zero", lambda: paddle.batch(samples, 3, drop_last=0)),
     ("io_batch", lambda: fluid.io.batch(ten, 4)),
     ("compose", lambda: r.compose(ten, samples, check_alignment=False)),
     ("chain", lambda: r.chain(samples, ten)),

@@ -1,0 +1,123 @@
+"""fluid 1.8.5 on edge cases of the elementwise, reduce and normalization layers: axis
+broadcasting (trailing 1s, X smaller than Y), reductions over negative / repeated / all dims
+with keep_dim, integer reductions, layer_norm's begin_norm_axis, instance_norm on 2-D input,
+lrn, data_norm, and gradients through some of them, for tests/unit/test_math_edges.py. Run with
+PaddlePaddle 1.8.5:
+
+    cd /tmp && python3.7 /path/to/tests/oracle/make_edges.py
+
+CASES maps a name to build(fluid, vars) -> list of Variables to fetch; a case fluid refuses is
+stored as {"error": exception class name}.
+"""
+import os
+import sys
+
+import numpy as np
+
+R = np.random.RandomState(7)
+FEEDS = {
+    "x3": R.uniform(-1, 1, (2, 3, 4)).astype("float32"),
+    "y3": R.uniform(-1, 1, (3,)).astype("float32"),
+    "y31": R.uniform(-1, 1, (3, 1)).astype("float32"),
+    "y214": R.uniform(-1, 1, (2, 1, 4)).astype("float32"),
+    "x214": R.uniform(-1, 1, (2, 1, 4)).astype("float32"),
+    "v4": R.uniform(-1, 1, (4,)).astype("float32"),
+    "m": R.uniform(-1, 1, (3, 4)).astype("float32"),
+    "i3": R.randint(-9, 9, (2, 3, 4)).astype("int64"),
+    "i32": R.randint(-9, 9, (2, 3)).astype("int32"),
+    "x4": R.uniform(-1, 1, (2, 3, 2, 2)).astype("float64"),
+    "dx4": R.uniform(-1, 1, (2, 3, 2, 2)).astype("float64"),
+    "c2": R.uniform(-1, 1, (4, 3)).astype("float32"),
+    "l4": R.uniform(-1, 1, (2, 5, 3, 3)).astype("float32"),
+}
+
+
+def _grad(fluid, out, wrt, dout):
+    return list(fluid.gradients([out], [wrt], target_gradients=[dout]))
+
+
+def _layer_norm_grad(fluid, d, axis):
+    x = d["x4"]
+    x.stop_gradient = False
+    y = fluid.layers.layer_norm(x, begin_norm_axis=axis, param_attr=fluid.ParamAttr(
+        initializer=fluid.initializer.Constant(1.5)), bias_attr=fluid.ParamAttr(
+            initializer=fluid.initializer.Constant(0.25)))
+    return [y] + _grad(fluid, y, x, d["dx4"])
+
+
+def _instance_norm_grad(fluid, d):
+    x = d["x4"]
+    x.stop_gradient = False
+    y = fluid.layers.instance_norm(x)
+    return [y] + _grad(fluid, y, x, d["dx4"])
+
+
+CASES = {
+    # elementwise broadcasting
+    "ew_axis1": lambda F, d: [F.layers.elementwise_add(d["x3"], d["y3"], axis=1),
+                              F.layers.elementwise_mul(d["x3"], d["y31"], axis=1),
+                              F.layers.elementwise_sub(d["x3"], d["y214"]),
+                              F.layers.elementwise_max(d["x3"], d["v4"]),
+                              F.layers.elementwise_div(d["x3"], d["v4"], axis=2)],
+    "ew_x_broadcast": lambda F, d: [F.layers.elementwise_add(d["x214"], d["x3"])],
+    "ew_x_smaller": lambda F, d: [F.layers.elementwise_add(d["v4"], d["m"])],
+    "ew_axis_neg2": lambda F, d: [F.layers.elementwise_add(d["x3"], d["y31"], axis=-2)],
+    "ew_int": lambda F, d: [F.layers.elementwise_max(d["i32"], d["i32"] * 2),
+                            F.layers.elementwise_min(d["i32"], d["i32"] - 3),
+                            F.layers.elementwise_sub(d["i32"], d["i32"] * 3)],
+    # reductions
+    "reduce_dims": lambda F, d: [F.layers.reduce_sum(d["x3"], dim=[-1, 0]),
+                                 F.layers.reduce_mean(d["x3"], dim=-2, keep_dim=True),
+                                 F.layers.reduce_max(d["x3"], dim=[0, 1, 2]),
+                                 F.layers.reduce_min(d["x3"], dim=[0, 1, 2], keep_dim=True),
+                                 F.layers.reduce_prod(d["x3"], dim=[]),
+                                 F.layers.reduce_sum(d["x3"], dim=[0, -1], keep_dim=True)],
+    "reduce_repeated_dim": lambda F, d: [F.layers.reduce_sum(d["m"], dim=[1, -1])],
+    "reduce_int": lambda F, d: [F.layers.reduce_sum(d["i3"], dim=1),
+                                F.layers.reduce_max(d["i3"], dim=-1, keep_dim=True),
+                                F.layers.reduce_min(d["i3"]),
+                                F.layers.reduce_prod(d["i32"], dim=0),
+                                F.layers.reduce_mean(d["i3"], dim=[0, 2]),
+                                F.layers.reduce_sum(d["i32"])],
+    # norms
+    "layer_norm_axis1": lambda F, d: _layer_norm_grad(F, d, 1),
+    "layer_norm_axis3": lambda F, d: _layer_norm_grad(F, d, 3),
+    "layer_norm_plain": lambda F, d: [F.layers.layer_norm(d["x3"], scale=False, shift=False,
+                                                          begin_norm_axis=2)],
+    "instance_norm_4d": lambda F, d: _instance_norm_grad(F, d),
+    "instance_norm_2d": lambda F, d: [F.layers.instance_norm(d["c2"])],
+    "lrn": lambda F, d: [F.layers.lrn(d["l4"]), F.layers.lrn(d["l4"], n=3, k=2.0, alpha=0.5,
+                                                             beta=0.5)],
+    "lrn_nhwc": lambda F, d: [F.layers.lrn(d["l4"], n=3, alpha=0.5, data_format="NHWC")],
+    "data_norm": lambda F, d: [F.layers.data_norm(d["c2"]),
+                               F.layers.data_norm(d["c2"], name="dn2", epsilon=1e-4)],
+}
+
+
+def declare(fluid):
+    return {k: fluid.data(k, list(v.shape), str(v.dtype)) for k, v in FEEDS.items()}
+
+
+def main():
+    import paddle
+    import paddle.fluid as fluid
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from oracle_io import save
+
+    out = {}
+    for name, build in sorted(CASES.items()):
+        prog, startup = fluid.Program(), fluid.Program()
+        try:
+            with fluid.program_guard(prog, startup):
+                fetch = build(fluid, declare(fluid))
+            exe = fluid.Executor(fluid.CPUPlace())
+            exe.run(startup)
+            out[name] = exe.run(prog, feed=FEEDS, fetch_list=fetch)
+        except Exception as e:  # noqa: BLE001 - what fluid refuses is the answer
+            out[name] = {"error": type(e).__name__}
+    save("edges", out, meta={"paddle": paddle.__version__})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Edge cases of the elementwise, reduce and normalization layers against stored outputs of
+real fluid (PaddlePaddle 1.8.5, tests/oracle/make_edges.py): fluid's axis broadcasting, X
+broadcast against a larger Y, reductions over negative, repeated and all dims with keep_dim,
+integer reductions, layer_norm / instance_norm (with gradients), lrn, data_norm. Where fluid
+refuses a case spmd raises InvalidArgumentError.
+
+Two fluid 1.8.5 answers are garbage (values that are not even elements of X, read from stale
+memory), and spmd does not follow them: reduce_max / reduce_min naming every dim explicitly
+(spmd reduces everything, as with dim=None), and a dim named twice (spmd refuses it)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle.make_edges import CASES, FEEDS, declare
+from oracle_io import load
+
+import spmd.fluid as fluid
+from spmd.errors import ExecutionError, InvalidArgumentError
+
+ORACLE = load("edges")
+X3 = FEEDS["x3"]
+# (case, output index) -> spmd's answer where fluid's stored one is garbage (see above)
+FLUID_GARBAGE = {("reduce_dims", 2): X3.max().reshape(1),
+                 ("reduce_dims", 3): X3.min().reshape(1, 1, 1)}
+
+
+def _run(build):
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        fetch = build(fluid, declare(fluid))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    return exe.run(prog, feed=FEEDS, fetch_list=fetch)
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"reduce_repeated_dim"}))
+def test_matches_fluid(name):
+    want = ORACLE[name]
+    if isinstance(want, dict):  # fluid refused it
+        with pytest.raises((InvalidArgumentError, ExecutionError)):
+            _run(CASES[name])
+        return
+    got = _run(CASES[name])
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        w = FLUID_GARBAGE.get((name, i), w)
+        assert g.shape == w.shape, f"{name}[{i}]: shape {g.shape} != fluid's {w.shape}"
+        assert g.dtype == w.dtype, f"{name}[{i}]: dtype {g.dtype} != fluid's {w.dtype}"
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{name}[{i}]")
+
+
+def test_a_dim_named_twice_is_refused():
+    # fluid 1.8.5 returns stale memory here (values of another tensor)
+    (got,) = ORACLE["reduce_repeated_dim"]
+    assert not np.allclose(got, FEEDS["m"].sum(axis=1))
+    with pytest.raises(InvalidArgumentError, match="names an axis twice"):
+        _run(CASES["reduce_repeated_dim"])

@@ -9,6 +9,7 @@ from builtins import range as _builtin_range  # `range` below is fluid's layer
 
 import numpy as np
 
+from ..core import unique_name
 from ..core.dtypes import convert_dtype
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
@@ -119,8 +120,10 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
     """
     helper = LayerHelper("global_var", name=name)
     dims = _shape(shape, "create_global_var")
-    var = helper.create_global_variable(shape=dims, dtype=dtype, persistable=persistable,
-                                        name=name, stop_gradient=True)
+    # unnamed, it is `_generated_var_<n>` as in fluid 1.8, so checkpoints name it alike
+    var = helper.create_global_variable(
+        shape=dims, dtype=dtype, persistable=persistable, stop_gradient=True,
+        name=name if name is not None else unique_name.generate("_generated_var"))
     helper.set_variable_initializer(var, ConstantInitializer(float(value), force_cpu=force_cpu))
     return var
 

@@ -141,6 +141,18 @@ ERRORS = {
 }
 
 
+def persistable_names(fluid):
+    """The names fluid gives unnamed global variables and parameters (checkpoints use them)."""
+    prog = fluid.Program()
+    with fluid.unique_name.guard():
+        with fluid.program_guard(prog, fluid.Program()):
+            fluid.layers.create_global_var([1], 0.0, "float32", persistable=True)
+            fluid.layers.create_global_var([2], 1.0, "int64", persistable=True)
+            fluid.layers.create_parameter([2, 3], "float32")
+            fluid.layers.fc(fluid.data("x", [-1, 3], "float32"), 2)
+    return sorted(v.name for v in prog.list_vars() if v.persistable)
+
+
 def main():
     import paddle
     import paddle.fluid as fluid
@@ -150,7 +162,8 @@ def main():
 
     out = {n: run_case(fluid, n, CASES, FEEDS) for n in sorted(CASES)}
     errors = {n: run_error(fluid, n, ERRORS, FEEDS) for n in sorted(ERRORS)}
-    save("idioms", {"cases": out, "errors": errors}, meta={"paddle": paddle.__version__})
+    save("idioms", {"cases": out, "errors": errors, "names": persistable_names(fluid)},
+         meta={"paddle": paddle.__version__})
 
 
 if __name__ == "__main__":

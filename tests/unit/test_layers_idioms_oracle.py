@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle.make_idioms import CASES, ERRORS, FEEDS
+from oracle.make_idioms import CASES, ERRORS, FEEDS, persistable_names
 from oracle.make_manip import run_case, run_error
 from oracle_io import load
 
@@ -69,3 +69,7 @@ def test_rejects_what_fluid_rejects(name):
         assert got == "ok", f"{name}: fluid runs it, spmd raised at {got}"
     else:
         assert got in ("build", "run"), f"{name}: fluid raises at {want}, spmd runs it"
+
+
+def test_unnamed_persistables_are_named_as_in_fluid():
+    assert persistable_names(fluid) == ORACLE["names"]

@@ -32,8 +32,11 @@ def sum_(xp, ins, attrs, want):
 @kernel("scale")
 def scale(xp, ins, attrs, want):
     x = ins["X"]
-    # constants in X's dtype, so an int tensor stays int; one fresh buffer updated in place
-    s, b = x.dtype.type(attrs["scale"]), x.dtype.type(attrs["bias"])
+    factor = ins.get("ScaleTensor")
+    factor = attrs["scale"] if factor is None else float(factor.reshape(-1)[0])
+    # constants in X's dtype (fluid casts them so: an int tensor scaled by 0.5 gives zeros);
+    # one fresh buffer updated in place
+    s, b = x.dtype.type(factor), x.dtype.type(attrs["bias"])
     if attrs["bias_after_scale"]:
         out = x * s
         if b:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
 
@@ -18,6 +19,12 @@ __all__ = [
     "reduce_any", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "relu",
     "scale", "sigmoid", "sqrt", "square", "sum", "tanh",
 ]
+
+
+# the dtypes fluid 1.8's layers accept (check_variable_and_dtype)
+_FLOATS = {"float16", "float32", "float64"}
+_INTS = {"int32", "int64"}
+_NUMBERS = {"float32", "float64"} | _INTS
 
 
 def _unary(op_type: str, x, name=None, attrs=None):
@@ -71,12 +78,22 @@ def leaky_relu(x, alpha=0.02, name=None):
 
 
 def pow(x, factor=1.0, name=None):  # noqa: A001 - fluid's name
-    """x ** factor."""
-    return _unary("pow", x, name, {"factor": factor})
+    """x ** factor; factor a float or a [1] float32 Variable (read at run time). On an
+    integer x fluid 1.8 raises to int(factor), wrapping on overflow."""
+    check_variable(x, "x", "pow", _INTS | {"float32", "float64"})
+    if not isinstance(factor, Variable):
+        return _unary("pow", x, name, {"factor": float(factor)})
+    check_variable(factor, "factor", "pow", {"float32"})
+    factor.stop_gradient = True
+    helper = LayerHelper("pow", name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("pow", {"X": [x], "FactorTensor": [factor]}, {"Out": [out]})
+    return out
 
 
 def clip(x, min, max, name=None):  # noqa: A002 - fluid's argument names
-    """Elementwise clamp to [min, max]."""
+    """Elementwise clamp to [min, max] (float tensors, as fluid 1.8's layer)."""
+    check_variable(x, "x", "clip", _FLOATS)
     if min > max:
         raise InvalidArgumentError(f"clip: min={min} must be <= max={max}")
     return _unary("clip", x, name, {"min": min, "max": max})
@@ -84,8 +101,8 @@ def clip(x, min, max, name=None):  # noqa: A002 - fluid's argument names
 
 def _elementwise(op_type: str, x, y, axis, act, name):
     helper = LayerHelper(op_type, act=act, name=name)
-    check_variable(x, "x", op_type)
-    check_variable(y, "y", op_type)
+    check_variable(x, "x", op_type, _FLOATS | _INTS)
+    check_variable(y, "y", op_type, _FLOATS | _INTS)
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise InvalidArgumentError(f"{op_type}: axis must be an int, got {axis!r}")
     # fluid names the output `name` itself when one is given (not a prefix)
@@ -170,11 +187,13 @@ def _reduce(op_type: str, input, dim, keep_dim, name, dtypes=None):
 
 def reduce_sum(input, dim=None, keep_dim=False, name=None):
     """Sum over `dim` (an int or a list; None: everything, giving shape [1] as fluid 1.8)."""
-    return _reduce("reduce_sum", input, dim, keep_dim, name)
+    return _reduce("reduce_sum", input, dim, keep_dim, name, _NUMBERS)
 
 
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
-    return _reduce("reduce_mean", input, dim, keep_dim, name)
+    """Mean over `dim`; an integer input gives the integer mean truncated toward zero, as
+    fluid 1.8."""
+    return _reduce("reduce_mean", input, dim, keep_dim, name, _NUMBERS)
 
 
 def reduce_max(input, dim=None, keep_dim=False, name=None):
@@ -217,8 +236,8 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     """alpha * op(x) @ op(y), batched over leading dims; op transposes the last two dims when
     asked."""
     helper = LayerHelper("matmul", name=name)
-    check_variable(x, "x", "matmul")
-    check_variable(y, "y", "matmul")
+    check_variable(x, "x", "matmul", _FLOATS)
+    check_variable(y, "y", "matmul", _FLOATS)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("matmul", {"X": [x], "Y": [y]}, {"Out": [out]},
                      {"transpose_X": bool(transpose_x), "transpose_Y": bool(transpose_y),
@@ -229,8 +248,8 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
 def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     """x flattened to 2-D at x_num_col_dims, times y flattened at y_num_col_dims."""
     helper = LayerHelper("mul", name=name)
-    check_variable(x, "x", "mul")
-    check_variable(y, "y", "mul")
+    check_variable(x, "x", "mul", _FLOATS)
+    check_variable(y, "y", "mul", _FLOATS)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("mul", {"X": [x], "Y": [y]}, {"Out": [out]},
                      {"x_num_col_dims": x_num_col_dims, "y_num_col_dims": y_num_col_dims})
@@ -238,21 +257,28 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
 
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
-    """x * scale + bias (or (x + bias) * scale when bias_after_scale is False)."""
+    """x * scale + bias (or (x + bias) * scale when bias_after_scale is False); scale may be a
+    [1] Variable, read at run time. On an integer x, scale and bias are cast to x's dtype
+    first (scale 0.5 gives zeros), as fluid 1.8 does."""
     helper = LayerHelper("scale", act=act, name=name)
-    check_variable(x, "x", "scale")
+    check_variable(x, "x", "scale", _FLOATS | _INTS | {"int8", "int16", "uint8"})
     if name is None:
         out = helper.create_variable_for_type_inference(x.dtype)
     else:
         out = helper.create_variable(name, x.dtype)
-    helper.append_op("scale", {"X": [x]}, {"Out": [out]},
-                     {"scale": float(scale), "bias": float(bias),
-                      "bias_after_scale": bool(bias_after_scale)})
+    inputs = {"X": [x]}
+    attrs = {"bias": float(bias), "bias_after_scale": bool(bias_after_scale)}
+    if isinstance(scale, Variable):
+        inputs["ScaleTensor"] = [scale]
+    else:
+        attrs["scale"] = float(scale)
+    helper.append_op("scale", inputs, {"Out": [out]}, attrs)
     return helper.append_activation(out)
 
 
 def mean(x, name=None):
-    """The mean of all elements, shape [1]."""
+    """The mean of all elements, shape [1] (float tensors, as fluid 1.8's layer)."""
+    check_variable(x, "x", "mean", _FLOATS)
     return _unary("mean", x, name)
 
 

@@ -47,14 +47,23 @@ def _scale_grad(op, g):
     dx, dout = g.in_grad(op.input("X")[0]), g.out_grad(op.output("Out")[0])
     if dx is None or dout is None:
         return []
-    return [("scale", {"X": [dout]}, {"Out": [dx]},
-             {"scale": op.attr("scale"), "bias": 0.0})]
+    inputs = {"X": [dout]}
+    if op.input("ScaleTensor"):  # the same run-time factor scales the gradient
+        inputs["ScaleTensor"] = op.input("ScaleTensor")
+    return [("scale", inputs, {"Out": [dx]}, {"scale": op.attr("scale"), "bias": 0.0})]
 
 
-@define_op("scale", inputs=["X"], outputs=["Out"], grad=_scale_grad,
+@define_op("scale", inputs=["X", "ScaleTensor?"], outputs=["Out"], grad=_scale_grad,
+           no_grad_inputs=("ScaleTensor",),
            attrs={"scale": ("float", 1.0), "bias": ("float", 0.0),
                   "bias_after_scale": ("bool", True)})
 def _scale(ctx):
+    """ScaleTensor, a one-element tensor, overrides attribute scale when given (fluid 1.8)."""
+    t = ctx.input("ScaleTensor")
+    if t is not None:
+        ctx.check(_prod(t.shape) in (-1, 1),
+                  f"ScaleTensor '{t.name}' must hold one value (it overrides attribute scale), "
+                  f"got shape {list(t.shape)}")
     ctx.set_output_like("Out", "X")
 
 

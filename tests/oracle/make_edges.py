@@ -52,7 +52,31 @@ def _instance_norm_grad(fluid, d):
     return [y] + _grad(fluid, y, x, d["dx4"])
 
 
+def _scale_tensor(fluid, d):
+    x = d["m"]
+    x.stop_gradient = False
+    y = fluid.layers.scale(x, scale=fluid.layers.fill_constant([1], "float32", 2.5), bias=1.0)
+    z = fluid.layers.scale(x, scale=fluid.layers.fill_constant([1], "float32", -0.5), bias=1.0,
+                           bias_after_scale=False)
+    loss = fluid.layers.reduce_sum(y * z)
+    return [y, z] + list(fluid.gradients([loss], [x]))
+
+
+def _refused(layer):
+    return lambda F, d: [layer(F.layers, d)]
+
+
 CASES = {
+    "scale_tensor": _scale_tensor,
+    "pow_tensor": lambda F, d: [F.layers.pow(d["m"], F.layers.fill_constant([1], "float32", 3.0))],
+    # int(factor) as the exponent, in the input's dtype (a negative factor hangs fluid)
+    "pow_int": lambda F, d: [F.layers.pow(d["i32"], 2.0), F.layers.pow(d["i3"], 3.9)],
+    "refuse_mean_int": _refused(lambda L, d: L.mean(d["i32"])),
+    "refuse_matmul_int": _refused(lambda L, d: L.matmul(d["i32"], d["i32"], transpose_y=True)),
+    "refuse_mul_int": _refused(lambda L, d: L.mul(d["i32"], d["i32"])),
+    "refuse_clip_int": _refused(lambda L, d: L.clip(d["i32"], -1.0, 1.0)),
+    "refuse_reduce_sum_bool": _refused(lambda L, d: L.reduce_sum(d["m"] > 0)),
+    "refuse_elementwise_bool": _refused(lambda L, d: L.elementwise_add(d["m"] > 0, d["m"] > 0)),
     # elementwise broadcasting
     "ew_axis1": lambda F, d: [F.layers.elementwise_add(d["x3"], d["y3"], axis=1),
                               F.layers.elementwise_mul(d["x3"], d["y31"], axis=1),

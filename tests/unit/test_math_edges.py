@@ -33,7 +33,14 @@ def _run(build):
     return exe.run(prog, feed=FEEDS, fetch_list=fetch)
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - {"reduce_repeated_dim"}))
+# the pow kernel lives in spmd/kernels/activation.py: on integer X it must raise to int(factor)
+# in X's dtype (today it gives float64); strict, so it turns red once that is fixed
+_PENDING = pytest.mark.xfail(strict=True, reason="pow on integer X: kernel change pending in "
+                                                 "spmd/kernels/activation.py")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_PENDING) if n == "pow_int" else n
+                                  for n in sorted(set(CASES) - {"reduce_repeated_dim"})])
 def test_matches_fluid(name):
     want = ORACLE[name]
     if isinstance(want, dict):  # fluid refused it

@@ -39,12 +39,14 @@ def _call_run_hooks(program, feed, scope, place):
     """The program's run hooks (readers, learning-rate schedulers) see the feed and scope
     before the run; a CompiledProgram's are those of the Program it compiles. A hook marked
     `takes_places` (a non-iterable reader) is also told how many places the run feeds, since
-    each place reads its own batch, and returns the feed (a list of per-place dicts when
-    there are several). Returns the feed to run with."""
+    each place reads its own batch, and the Program run (a test clone reads the loader of the
+    program it was cloned from, and may run a short last step); it returns the feed (a list
+    of per-place dicts when there are several). Returns the feed to run with."""
     target = getattr(program, "program", program)
     for hook in getattr(target, "run_hooks", ()):
         if getattr(hook, "takes_places", False):
-            feed = hook(feed, scope, num_places=_places_in_process(program, place))
+            feed = hook(feed, scope, num_places=_places_in_process(program, place),
+                        program=target)
         else:
             hook(feed, scope)
     return feed

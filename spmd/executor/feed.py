@@ -69,11 +69,17 @@ def _empty_batch(name: str, shape, tag: str = "") -> FeedError:
         f"uneven batch (paddle.batch(..., drop_last=True))")
 
 
-def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> list[dict]:
+def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
+               fewer_places_ok: bool = False) -> list[dict]:
     """fluid's data-parallel feeding: a dict is split along dim 0 over the places (the
     remainder going to the later places); a list of per-place dicts is used as it is. A name in
     `replicated` (a persistable variable, such as a learning rate fed each step) is given whole
     to every place, as fluid's ParallelExecutor does.
+
+    `fewer_places_ok` (a program without a backward pass or collectives): as in fluid 1.8, a
+    list of k < num_places dicts, or a dict batch of k < num_places rows, feeds only the first
+    k places (a DataLoader's short last batch with drop_last=False). The result then holds k
+    dicts. A training program runs on every place, so for it that is a FeedError.
 
     >>> [len(s["x"]) for s in split_feed({"x": np.zeros((5, 2))}, 2)]
     [2, 3]
@@ -81,13 +87,19 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> 
     [(1,), (1,)]
     """
     if isinstance(feed, (list, tuple)):
-        if len(feed) != num_places:
+        if len(feed) > num_places or not feed:
             raise FeedError(
                 f"{tag}a list feed needs one dict per place: {num_places} place(s), got "
                 f"{len(feed)} dict(s)")
+        if len(feed) < num_places and not fewer_places_ok:
+            raise _training_needs_every_place(tag, f"{len(feed)} dict(s)", num_places)
         return [dict(f) for f in feed]
     if num_places == 1:
         return [feed]
+    if fewer_places_ok:  # a short batch feeds the first places only, one row each
+        rows = [np.shape(v)[0] for n, v in feed.items()
+                if n not in replicated and np.ndim(v) > 0]
+        num_places = max(1, min([num_places, *rows]))
     shards: list[dict] = [{} for _ in range(num_places)]
     for name, value in feed.items():
         array = value if hasattr(value, "shape") else _as_array(name, value, tag)
@@ -106,8 +118,9 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> 
         if n < num_places:
             raise FeedError(
                 f"{tag}feed '{name}' has a batch of {n} but there are {num_places} places: "
-                f"each place needs at least one sample; feed a batch of at least {num_places} "
-                f"or use fewer places (CPU_NUM / places=)")
+                f"a training program needs at least one sample on each place; feed a batch "
+                f"of at least {num_places} (drop_last=True in paddle.batch / DataLoader "
+                f"drops a short last batch) or use fewer places (CPU_NUM / places=)")
         base, extra = divmod(n, num_places)
         start = 0
         for i in range(num_places):
@@ -115,6 +128,14 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset()) -> 
             shards[i][name] = array[start:start + size]
             start += size
     return shards
+
+
+def _training_needs_every_place(tag: str, got: str, num_places: int) -> FeedError:
+    return FeedError(
+        f"{tag}a list feed needs one dict per place: {num_places} place(s), got {got}. A "
+        f"training program runs on every place (fewer dicts are accepted only for programs "
+        f"without a backward pass, as in fluid). A DataLoader gives fewer at the end of an "
+        f"epoch when its batches do not fill every place: set drop_last=True for training")
 
 
 def merge_fetches(per_place: list[list], merged: bool) -> list:

@@ -21,6 +21,7 @@ from ..core.scope import Scope, host_array
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..flags import revision as flags_revision
+from ..ops.registry import get_op_def
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
 from ..passes.strategy import ExecutionStrategy, warn_unacted
@@ -125,6 +126,12 @@ class DataParallelRunner:
         unowned = {n for op in self.program.global_block().ops if op.owner is None
                    for n in op.output_arg_names}
         self._owner_only = owned - unowned  # values only one rank computes (Reduce mode)
+        # fluid 1.8 runs a program without a backward pass (a test clone) on the first k
+        # places when a step feeds only k (a DataLoader's short last batch); a program with
+        # collectives could not, as the places left out would never join them
+        self._runs_on_fewer_places = not any(
+            op.role in (OpRole.BACKWARD, OpRole.LOSS) or get_op_def(op.type).collective
+            for op in self.program.global_block().ops)
         # the place threads and communication threads end with the runner
         contexts = [] if share_from is not None else list(self.contexts)
         weakref.finalize(self, _shut_down, self._pool, contexts)
@@ -227,7 +234,8 @@ class DataParallelRunner:
         block = self.program.global_block()
         shards = split_feed(feed, len(self.places), tag=f"{self.tag} ",
                             replicated={n for n in _names(feed) if block.has_var(n)
-                                        and block.vars[n].persistable})
+                                        and block.vars[n].persistable},
+                            fewer_places_ok=self._runs_on_fewer_places)
         key = (tuple(sorted(shards[0])), tuple(fetch_names))
         revision, plans = self._plans.get(key, (None, None))
         if revision != flags_revision():  # new, or a flag set in code since (check_nan_inf)
@@ -242,13 +250,13 @@ class DataParallelRunner:
         # collective started, on this rank, and the program stays usable (the other ranks wait
         # in this step's first collective, which a corrected run of this step joins).
         try:
-            shards = [plans[i].checked_feed(shards[i], xp) for i in range(len(self.places))]
+            shards = [plans[i].checked_feed(shard, xp) for i, shard in enumerate(shards)]
         except FeedError as e:
             raise FeedError(f"{self.tag} {e}" if self.tag else str(e)) from None
-        try:
+        try:  # on the first len(shards) places: fewer only for a program that may (see init)
             results = self._run_on_places(
                 lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i],
-                                       checked=True))
+                                       checked=True), len(shards))
         except Exception as e:
             if self.topology.size > 1 and _collectives_began(plans):
                 self._broken = (f"a step failed here ({type(e).__name__}) after its "
@@ -260,12 +268,14 @@ class DataParallelRunner:
             return per_place[0] if len(per_place) == 1 else merge_fetches(per_place, False)
         return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]
 
-    def _run_on_places(self, fn):
-        """fn(place index) on every place; several places run on threads, and one place's
-        failure wakes the others instead of leaving them waiting in a collective."""
-        if len(self.places) == 1:
+    def _run_on_places(self, fn, count: int | None = None):
+        """fn(place index) on every place (the first `count` places); several places run on
+        threads, and one place's failure wakes the others instead of leaving them waiting in
+        a collective."""
+        count = len(self.places) if count is None else count
+        if count == 1:
             return [fn(0)]
-        results, errors = [None] * len(self.places), [None] * len(self.places)
+        results, errors = [None] * count, [None] * count
 
         def work(i):
             try:
@@ -275,7 +285,7 @@ class DataParallelRunner:
                 self._group.abort()
 
         pool = self._pool or self._share_from._pool
-        for future in [pool.submit(work, i) for i in range(len(self.places))]:
+        for future in [pool.submit(work, i) for i in range(count)]:
             future.result()
         # the root cause, not the places that were woken by the abort
         failed = [e for e in errors if e is not None]

@@ -16,15 +16,6 @@ ORACLE = load("reader")
 PARTIAL = ORACLE["partial"]
 DIRECT = ORACLE["direct_feed"]
 
-# Running a data-parallel CompiledProgram on fewer per-place feeds than places is the
-# executor's part (spmd/executor/parallel.py, feed.py): until it accepts such a feed for a
-# program without a backward pass, and passes the run Program to the reader's run hook, these
-# cases fail. strict: once the executor does it, drop the marker.
-NEEDS_EXECUTOR = pytest.mark.xfail(
-    strict=True, reason="the executor does not yet run a data-parallel step on fewer places "
-                        "than it has, nor pass the run Program to a reader's run hook")
-
-
 def build(iterable):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 3
@@ -65,20 +56,6 @@ def parse(key):
     return source, program, mode == "iterable", int(places[0]), merged
 
 
-def case_params():
-    params = []
-    for key in sorted(PARTIAL):
-        _, program, iterable, nplaces, merged = parse(key)
-        # the loss is fetched first: one value per place that ran
-        ran = [s["fetch_shapes"][0][0] if merged else len(s["fetch_shapes"][0])
-               for s in PARTIAL[key]["steps"]]
-        partial_step_runs = any(n < nplaces for n in ran)
-        # fluid's error for the training program names drop_last: the executor's to raise
-        needs = partial_step_runs or (program == "train" and iterable)
-        params.append(pytest.param(key, marks=NEEDS_EXECUTOR if needs else ()))
-    return params
-
-
 @pytest.mark.parametrize("key", [k for k in sorted(PARTIAL) if "_iterable_" in k])
 def test_iterable_loader_yields_the_batches_fluid_yields(key):
     source, _, _, nplaces, _ = parse(key)
@@ -97,7 +74,7 @@ def fetch_shapes(result, merged):
     return [[list(np.shape(p)) for p in a] for a in result]
 
 
-@pytest.mark.parametrize("key", case_params())
+@pytest.mark.parametrize("key", sorted(PARTIAL))
 def test_runs_and_end_match_fluid(key):
     source, program, iterable, nplaces, merged = parse(key)
     main, test, startup, loss, pred, loader = build(iterable)
@@ -131,7 +108,6 @@ def test_runs_and_end_match_fluid(key):
     assert shapes == [s["fetch_shapes"] for s in want["steps"]]
 
 
-@NEEDS_EXECUTOR
 @pytest.mark.parametrize("iterable", [True, False])
 def test_partial_step_computes_what_the_fed_places_compute(iterable):
     """The last step's fetches are those of a one-place run on the left-over batch."""
@@ -162,16 +138,7 @@ def test_partial_step_computes_what_the_fed_places_compute(iterable):
     np.testing.assert_allclose(results[-1], want, rtol=1e-5)
 
 
-def direct_params():
-    out = []
-    for name in sorted(DIRECT):
-        # spmd already refuses the lists fluid refuses; the rest is the executor's change
-        ready = name.startswith("train_") or name == "test_list3"
-        out.append(pytest.param(name, marks=() if ready else NEEDS_EXECUTOR))
-    return out
-
-
-@pytest.mark.parametrize("name", direct_params())
+@pytest.mark.parametrize("name", sorted(DIRECT))
 def test_direct_feed_of_fewer_places_matches_fluid(name):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):

@@ -6,7 +6,7 @@ import numpy as np
 
 import spmd.fluid as fluid
 
-GLOBAL_BATCH = 8  # divisible by 1, 2, 4 ranks and by 2 places per rank
+GLOBAL_BATCH = 24  # divisible by 1, 2, 3 and 4 ranks, times 2 places per rank
 
 
 def optimizer(name: str):

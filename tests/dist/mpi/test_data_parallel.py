@@ -129,11 +129,11 @@ def test_different_programs_fail_fast_on_every_rank():
                 fetch_list=[loss], scope=scope)
 
 
-def test_a_feed_error_leaves_the_program_usable_but_a_failed_step_does_not():
+def test_a_feed_error_or_a_forward_failure_leaves_the_program_usable():
     """A feed error is raised before any collective starts: the scope is untouched and the
-    program runs on (tests/dist/mpi/test_run_after_error.py checks the numbers). An error
-    raised while the ops run may leave this rank's collectives out of line with the other
-    ranks'; running on would pair them with the wrong step, so later runs refuse."""
+    program runs on. So does an op failing in the forward pass, before the step's first
+    collective. (tests/dist/mpi/test_run_after_error.py checks the numbers, one rank failing
+    alone, and a step failing after its collectives began, which later runs refuse.)"""
     t = detect()
     failing = {"now": False}
 
@@ -166,12 +166,12 @@ def test_a_feed_error_leaves_the_program_usable_but_a_failed_step_does_not():
     after = params(scope, main)
     assert all(np.array_equal(before[n], after[n]) for n in before)  # the scope untouched
     exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)  # usable
+    before = params(scope, main)
     failing["now"] = True  # on every rank, in the forward pass
     with pytest.raises(Exception, match="a host op failed on purpose"):
         exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
+    after = params(scope, main)
+    assert all(np.array_equal(before[n], after[n]) for n in before)
     failing["now"] = False
-    if t.size == 1:  # a world of one has no other rank to fall out of line with
-        exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
-        return
-    with pytest.raises(PreconditionError, match=r"\[rank \d+/\d+\] .*cannot run any more"):
-        exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
+    value, = exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
+    assert np.isfinite(value).all()

@@ -11,7 +11,7 @@ import spmd.fluid as fluid
 from spmd.comm.topology import detect
 
 pytestmark = pytest.mark.mpi(min_size=1)
-GLOBAL_BATCH, STEPS = 8, 3
+GLOBAL_BATCH, STEPS = 24, 3  # divisible by 1-4 ranks times 2 places
 
 
 def build(model: str, dtype: str):

@@ -63,3 +63,77 @@ def test_loader_shards_equal_one_process(iterable):
     for name, value in want.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-10,
                                    atol=1e-10 * float(np.abs(value).max()), err_msg=name)
+
+
+@pytest.mark.parametrize("iterable", [True, False])
+def test_drop_last_false_runs_a_test_program_on_the_fed_places(iterable):
+    """Two places per rank, three batches per rank: the second step feeds place 0 only, as
+    fluid 1.8 does for a program without a backward pass; its loss is that batch's loss."""
+    t = detect()
+    main, startup, loss = build("mlp", "sgd", "float64")
+    block = main.global_block()
+    with fluid.program_guard(main, startup):
+        loader = fluid.io.DataLoader.from_generator(
+            feed_list=[block.var("x"), block.var("y")], capacity=2, iterable=iterable,
+            drop_last=False)
+    test = main.clone(for_test=True)  # after the loader: the clone reads from it too
+    mine = [(x[:4] + t.rank, y[:4]) for x, y in batches("float64", 3)]
+    places = [fluid.CPUPlace()] * 2
+    loader.set_batch_generator(lambda: iter(mine), places=places if iterable else None)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(test).with_data_parallel(loss_name=loss.name,
+                                                              places=places)
+    got = []
+    if iterable:
+        for feed in loader():
+            got.append(exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)[0])
+    else:
+        loader.start()
+        with pytest.raises(fluid.core.EOFException):
+            while True:
+                got.append(exe.run(compiled, fetch_list=[loss], scope=scope)[0])
+        loader.reset()
+    # the reference: the same model without a loader, one plain run per batch
+    plain, _, plain_loss = build("mlp", "sgd", "float64")
+    plain = plain.clone(for_test=True)
+    want = [exe.run(plain, feed={"x": x, "y": y}, fetch_list=[plain_loss], scope=scope)[0]
+            for x, y in mine]
+    assert [g.shape for g in got] == [(2,), (1,)]
+    np.testing.assert_allclose(np.concatenate(got), np.concatenate(want), rtol=1e-12)
+
+
+@pytest.mark.parametrize("iterable", [True, False])
+def test_drop_last_false_training_stops_before_the_short_step(iterable):
+    """A training program runs on every place: with three batches per rank for two places,
+    fluid 1.8 refuses the short last list (iterable) or ends the epoch before it (start())."""
+    t = detect()
+    main, startup, loss = build("mlp", "sgd", "float64")
+    block = main.global_block()
+    with fluid.program_guard(main, startup):
+        loader = fluid.io.DataLoader.from_generator(
+            feed_list=[block.var("x"), block.var("y")], capacity=2, iterable=iterable,
+            drop_last=False)
+    mine = [(x[:4] + t.rank, y[:4]) for x, y in batches("float64", 3)]
+    places = [fluid.CPUPlace()] * 2
+    loader.set_batch_generator(lambda: iter(mine), places=places if iterable else None)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                              places=places)
+    steps = 0
+    if iterable:
+        data = list(loader())
+        assert [len(d) for d in data] == [2, 1]
+        exe.run(compiled, feed=data[0], fetch_list=[loss], scope=scope)
+        steps += 1
+        with pytest.raises(ValueError, match="drop_last=True"):
+            exe.run(compiled, feed=data[1], fetch_list=[loss], scope=scope)
+    else:
+        loader.start()
+        with pytest.raises(fluid.core.EOFException, match="dropped"):
+            while True:
+                exe.run(compiled, fetch_list=[loss], scope=scope)
+                steps += 1
+        loader.reset()
+    assert steps == 1

@@ -274,9 +274,16 @@ _STRIDED_TENSORS = ["StartsTensor?", "EndsTensor?", "StridesTensor?", "StartsTen
 def _strided_slice(ctx):
     x = ctx.input("Input")
     axes = ctx.attr("axes")
-    runtime = any(ctx.has_input(s.rstrip("?*")) for s in _STRIDED_TENSORS)
+    # a whole 1-D bounds tensor hides every axis until run time; with per-axis [1] tensors
+    # (the *TensorList inputs) infer_flags marks the axes they hide, the rest stay known
+    runtime = any(ctx.has_input(s.rstrip("?*")) for s in _STRIDED_TENSORS
+                  if not s.rstrip("?*").endswith("List"))
+    listed = any(ctx.has_input(s.rstrip("?*")) for s in _STRIDED_TENSORS)
     starts, ends, strides = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("strides")
-    if not runtime:
+    if listed and not (ctx.attr("infer_flags") and len(axes) == len(starts) == len(ends)
+                       == len(strides)):
+        runtime = True  # no per-axis flags to tell the hidden axes: all wait for run time
+    if not listed:
         ctx.check(len(starts) == len(ends) == len(strides) == len(axes),
                   f"axes, starts, ends and strides need one entry per axis, got axes={axes}, "
                   f"starts={starts}, ends={ends}, strides={strides}")

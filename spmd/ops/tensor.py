@@ -175,7 +175,10 @@ def _reshape2(ctx):
     elif ctx.has_input("ShapeTensor"):
         n = len(ctx.inputs("ShapeTensor"))
         attr = ctx.attr("shape")
-        out = tuple(attr) if len(attr) == n and min(attr) > 0 else (-1,) * n
+        # as fluid 1.8: the int entries stay known (0 copies the input dim); the Variable
+        # entries (-1 in the attribute) and the inferred dim wait for run time
+        out = tuple(d if d > 0 else x.shape[i] if d == 0 and i < len(x.shape) else -1
+                    for i, d in enumerate(attr)) if len(attr) == n else (-1,) * n
     else:
         out = reshape_target(ctx, x.shape, ctx.attr("shape"))
     ctx.set_output("Out", out, x.dtype)

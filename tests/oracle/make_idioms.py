@@ -76,7 +76,49 @@ def _se_block(F, d):
             F.layers.conv2d(img, 4, 3, padding=1, groups=4, use_cudnn=False, act="relu6")]
 
 
+def _out_args(F, d):
+    """The layers that write into a given variable (cond=, output=, out=)."""
+    x = d["x"]
+    cond = F.layers.create_tensor("bool")
+    lt = F.layers.less_than(x, F.layers.fill_constant([1], "float32", 0.0), cond=cond)
+    target = F.layers.create_tensor("float32")
+    copied = F.layers.assign(x * 3.0, output=target)
+    total = F.layers.create_tensor("float32")
+    summed = F.layers.sums([x, x * 2.0], out=total)
+    eq = F.layers.equal(x, x, cond=F.layers.create_tensor("bool"))
+    return [lt, cond, copied, target, summed, total, eq]
+
+
+def _listed_shapes(F, d):
+    """Shapes and bounds given as lists mixing ints and [1] Variables: the int entries stay
+    known statically."""
+    x, v = d["seq_b"], F.layers.fill_constant([1], "int32", 1)
+    return [F.layers.slice(x, [1, 2], [v, 0], [5, 4]), F.layers.slice(x, [0, 2], [0, 2], [1, 6]),
+            F.layers.expand(x, [v, 1, 2]), F.layers.reshape(x, [v, -1]),
+            F.layers.reshape(x, [F.layers.fill_constant([1], "int32", 2), 0, 8]),
+            F.layers.reshape(x, [v, 0, -1]), F.layers.fill_constant([v, 3], "float32", 1.0),
+            F.layers.crop_tensor(x, [v, 2, 3]), F.layers.resize_bilinear(
+                F.layers.reshape(x, [-1, 5, 2, 4]), [v, 3]),
+            F.layers.strided_slice(x, [1, 2], [v, 0], [5, 8], [2, 3])]
+
+
 CASES = {
+    "listed_shapes": (["seq_b"], _listed_shapes, False),
+    "out_args": (["x"], _out_args, False),
+    # no gradient: fluid 1.8's unstack_grad fails when some outputs are unused
+    # (test_layers_idioms_oracle.py checks spmd's)
+    "unstack_partial": (["x"], lambda F, d: [F.layers.unstack(d["x"], 0, 3)[2]], False),
+    "misc_manip": (["x", "seq_b"], lambda F, d: [
+        F.layers.concat([d["x"]]), F.layers.cast(d["x"], "float32"),
+        F.layers.strided_slice(d["seq_b"], [1, 2], [F.layers.fill_constant([1], "int32", 1), 0],
+                               [5, 8], [2, 3]),
+        F.layers.slice(d["seq_b"], [1], F.layers.assign(np.array([1], "int32")),
+                       F.layers.assign(np.array([-1], "int32"))),
+        F.layers.gather(d["x"], F.layers.where(F.layers.greater_than(
+            F.layers.reduce_sum(d["x"], 1), F.layers.fill_constant([1], "float32", -10.0)))),
+        F.layers.crop(d["x"], F.layers.fill_constant([2, 3], "float32", 0.0), [1, 1])]
+        + F.layers.split(d["seq_b"], [2, 3], 1)
+        + F.layers.split(d["seq_b"], 2, 0), True),
     "bert_attention": (["seq_b", "mask_b"], _attention, True),
     "bert_masked_lm": (["seq_b", "pos"], _masked_lm, True),
     "yolo_upsample": (["img_b"], _yolo_upsample, True),

@@ -73,3 +73,18 @@ def test_rejects_what_fluid_rejects(name):
 
 def test_unnamed_persistables_are_named_as_in_fluid():
     assert persistable_names(fluid) == ORACLE["names"]
+
+
+def test_unstack_gradient_with_unused_outputs():
+    """fluid 1.8 fails to build unstack_grad when some outputs are unused (it looks for their
+    @GRAD); spmd gives them zero gradient."""
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        x = fluid.data("x", [3, 4], "float32")
+        x.stop_gradient = False
+        row = fluid.layers.unstack(x, 0, 3)[2]
+        (dx,) = fluid.backward.gradients(fluid.layers.reduce_sum(row * row), [x])
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": FEEDS["x"]}, fetch_list=[dx])
+    want = np.zeros_like(FEEDS["x"])
+    want[2] = 2 * FEEDS["x"][2]
+    np.testing.assert_allclose(got, want, rtol=1e-6)

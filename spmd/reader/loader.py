@@ -14,6 +14,7 @@ from ..core.places import CPUPlace, Place
 from ..core.program import default_main_program
 from ..core.variable import Variable
 from ..errors import EOFException, InvalidArgumentError, PreconditionError
+from ..ops.registry import get_op_def
 from .batch import batch as _batch
 from .feeder import DataFeeder
 from .prefetch import Prefetcher
@@ -234,16 +235,17 @@ class GeneratorLoader:
             raise EOFException(
                 f"the DataLoader/PyReader feeding {self._names} has no more data: catch "
                 f"fluid.core.EOFException, call reset(), and start() the next epoch")
-        if len(batches) < num_places and _trains(program if program is not None
-                                                 else self._program):
+        if len(batches) < num_places and _runs_on_every_place(
+                program if program is not None else self._program):
             # fluid 1.8 cannot run a training step on fewer places than it compiled for: its
             # reader ends the epoch there, so the left-over batches are dropped
             raise EOFException(
                 f"the DataLoader/PyReader feeding {self._names} has no more data: the "
                 f"{len(batches)} batch(es) left for {num_places} places were dropped, since a "
-                f"training program runs on every place (drop_last=False keeps them only for "
-                f"programs without a backward pass, as in fluid); catch "
-                f"fluid.core.EOFException, call reset(), and start() the next epoch")
+                f"training program (or one with collectives) runs on every place "
+                f"(drop_last=False keeps them only for programs without a backward pass, as "
+                f"in fluid); catch fluid.core.EOFException, call reset(), and start() the "
+                f"next epoch")
         feeds = [dict(zip(self._names, arrays)) for arrays in batches]
         if num_places == 1 and isinstance(feed, dict):
             feed.update(feeds[0])
@@ -255,10 +257,13 @@ class GeneratorLoader:
         return [{**f0, **f} for f0, f in zip(feed, feeds)]
 
 
-def _trains(program) -> bool:
-    """Whether `program` has a backward pass (fluid's "training network")."""
+def _runs_on_every_place(program) -> bool:
+    """Whether a data-parallel step of `program` needs every place: it trains (fluid's
+    "training network", a backward pass) or holds collectives, which the places left out
+    would never join. The executor draws the same line for a short list feed."""
     return program is not None and any(
-        op.role in (OpRole.BACKWARD, OpRole.LOSS) for op in program.global_block().ops)
+        op.role in (OpRole.BACKWARD, OpRole.LOSS) or get_op_def(op.type).collective
+        for op in program.global_block().ops)
 
 
 class _ReaderHook:

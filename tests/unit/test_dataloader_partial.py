@@ -165,3 +165,24 @@ def test_direct_feed_of_fewer_places_matches_fluid(name):
     else:
         got = exe.run(program, feed=feeds[feed], fetch_list=[pred], scope=scope)[0]
         assert list(got.shape) == want["pred_shape"]
+
+
+def test_start_drops_the_short_step_of_a_program_with_collectives():
+    """A forward program holding a collective needs every place too (the places left out
+    would never join it): as for training, the epoch ends before the short step."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=2, iterable=False,
+                                                    drop_last=False)
+        total = fluid.layers.collective._c_allreduce(fluid.layers.reduce_sum(x))
+    loader.set_batch_generator(lambda: iter([[np.full((2, 2), i, "float32")] for i in range(3)]))
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(places=fluid.cpu_places(2))
+    loader.start()
+    got = [exe.run(compiled, fetch_list=[total], scope=scope)[0].tolist()]
+    with pytest.raises(fluid.core.EOFException, match="dropped"):
+        exe.run(compiled, fetch_list=[total], scope=scope)
+    loader.reset()
+    assert got == [[4.0, 4.0]]  # each place: 0 + 4, summed over the two places

@@ -41,6 +41,7 @@ FEEDS.update({
     "msk": R.uniform(0, 1, (1, 9, 3, 6)).astype("float32"),
     "dimg": R.uniform(-1, 1, (1, 2, 5, 6)).astype("float32"),
     "eids": np.array([[1], [3], [1], [0]], "int64"),
+    "ties": np.array([[[[1, 1, 2, 2], [1, 1, 2, 2], [3, 0, 0, 3], [0, 3, 3, 0]]]], "float32"),
 })
 FEEDS.update({k + "_b": FEEDS[k] for k in ("nhwc", "x", "x3", "vol")})  # batch dim -1
 FEEDS["img_b"] = R.uniform(-1, 1, (2, 4, 7, 6)).astype("float32")
@@ -186,6 +187,14 @@ CASES = {
         F.layers.matmul(d["x3_b"], d["w"]), F.layers.matmul(d["x_b"], d["x_b"], False, True),
         F.layers.mul(d["x_b"], d["w"]),
         F.layers.l2_normalize(d["x_b"], 1)], True),
+    # max pooling over equal values: the gradient goes to the first maximum of each window
+    "maxpool_ties": (["ties"], lambda F, d: [
+        F.layers.pool2d(d["ties"], 2, "max", 2), F.layers.pool2d(d["ties"], 3, "max", 1, 1),
+        F.layers.adaptive_pool2d(d["ties"], 3, "max"),
+        F.layers.pool2d(d["ties"], 0, "max", global_pooling=True),
+        F.layers.pool2d(d["ties"], 2, "max", 1, ceil_mode=True),
+        F.layers.pool3d(F.layers.unsqueeze(d["ties"], [2]), [1, 2, 2], "max", [1, 2, 2])],
+        True),
     "embedding_sparse_sgd": (["eids"], _sparse_embedding_sgd, False),
     "linalg_paddle2": (["m3", "x", "c3", "v4", "w"], lambda F, d: [
         F.layers.bmm(d["m3"], d["m3"]), F.layers.dot(d["x"], d["x"] * 2.0),

@@ -77,7 +77,8 @@ class Recorder:
     """Timed events of one profiling session: (name, thread, start ns, end ns).
 
     `synchronize` is what `now_ns` calls before each stamp (a device wait, see
-    `device_synchronizer`), or None; `use_place` sets it for the place the plan runs on.
+    `device_synchronizer`), or None; `use_place` sets it for the calling thread's place (each
+    thread of a multi-place executor runs its own place).
     """
 
     def __init__(self, state: str):
@@ -85,28 +86,33 @@ class Recorder:
         self.events: list[tuple[str, int, int, int]] = []
         self._threads: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._sync = _UNSET  # decided at the first stamp, or by use_place
+        self._auto = _UNSET  # the current device's wait, decided at the first stamp
+        self._by_thread: dict[int, object] = {}  # thread -> wait for the place it named
 
     @property
     def synchronize(self):
-        """The device wait done before each time stamp, or None (no GPU in use)."""
-        sync = self._sync
+        """The device wait done before each time stamp by the calling thread, or None."""
+        sync = self._by_thread.get(threading.get_ident(), _UNSET)
+        if sync is not _UNSET:
+            return sync
+        sync = self._auto
         if sync is _UNSET:
+            # cupy's current device is per thread, so one answer serves every thread
             sync = device_synchronizer()
             # until something imports cupy no GPU is in use; decide again at the next stamp
             if sync is not None or "cupy" in sys.modules:
-                self._sync = sync
+                self._auto = sync
         return sync
 
     def use_place(self, place) -> None:
-        """Time the ops run on `place`: wait for its device before each stamp (GPU places),
-        or never (host places).
+        """Time the ops this thread runs on `place`: wait for its device before each stamp
+        (GPU places), or never (host places).
 
         >>> from spmd.core.places import CPUPlace
         >>> rec = Recorder("All"); rec.use_place(CPUPlace()); rec.synchronize is None
         True
         """
-        self._sync = device_synchronizer(place)
+        self._by_thread[threading.get_ident()] = device_synchronizer(place)
 
     def thread_index(self) -> int:
         """fluid's `threadN::` prefix: threads numbered in the order they first record."""

@@ -112,3 +112,27 @@ def test_without_cupy_nothing_waits_and_cupy_is_not_imported(tmp_path, capsys):
         profiler.stop_profiler(None, str(tmp_path / "profile"))
     assert "cupy" not in sys.modules
     assert core_profiler.now_ns() > 0  # profiling off: a plain stamp
+
+
+def test_use_place_applies_to_the_calling_thread_only(tmp_path, monkeypatch, capsys):
+    import threading
+
+    cupy = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    profiler.start_profiler("All")
+    try:
+        recorder = core_profiler.active()
+
+        def host_thread():
+            recorder.use_place(CPUPlace())
+            for _ in range(3):
+                core_profiler.now_ns()
+
+        worker = threading.Thread(target=host_thread)
+        worker.start()
+        worker.join()
+        assert cupy.waits == []  # the host-place thread never waits
+        core_profiler.now_ns()
+        assert cupy.waits == [None]  # this thread still waits for its current device
+    finally:
+        profiler.stop_profiler(None, str(tmp_path / "profile"))

@@ -226,6 +226,11 @@ def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, ac
     (ones) and bias (zeros) of shape [C] exist only when param_attr / bias_attr are given
     (truthy); None means none.
 
+    Without a scale (the default), the input gradient is fluid 1.8's, which is not the exact
+    derivative: fluid's kernel drops the -mean(dY) / sigma term of each group. spmd follows
+    it so that a fluid program trains the same here (the difference is a per-group constant;
+    give param_attr to get the exact gradient, which fluid computes with a scale).
+
     >>> # y = group_norm(x [N, 8, 4, 4], groups=4, param_attr=fluid.ParamAttr())
     """
     where = "group_norm"
@@ -311,7 +316,9 @@ def lrn(input, n=5, k=1.0, alpha=1e-4, beta=0.75, name=None, data_format="NCHW")
 def spectral_norm(weight, dim=0, power_iters=1, eps=1e-12, name=None):
     """weight divided by its largest singular value (weight viewed as [shape[dim], rest]),
     estimated by power_iters power-iteration steps from the vectors U [shape[dim]] and
-    V [rest], parameters initialized Normal(0, 1) as in fluid.
+    V [rest], parameters initialized Normal(0, 1) as in fluid (never updated: the op iterates
+    on copies, as fluid's). The weight's gradient is fluid 1.8's formula, not the exact
+    derivative (see spmd/kernels/sampling.py); spmd follows it so training matches fluid.
 
     >>> # w_sn = spectral_norm(w [8, 4, 3, 3], dim=0, power_iters=2)
     """

@@ -3,6 +3,9 @@
 group_norm and instance_norm normalize each sample over groups of channels (instance_norm: one
 channel per group) with an optional per-channel Scale and Bias; lrn divides each value by a
 power of the sum of squares over a window of neighbouring channels.
+
+group_norm's gradient without Scale is fluid 1.8's (not the exact derivative): see
+spmd/kernels/norm.py.
 """
 from __future__ import annotations
 

@@ -64,6 +64,7 @@ from .conv import *  # noqa: F403
 from .helper import LayerHelper
 from .host import *  # noqa: F403
 from .index import *  # noqa: F403
+from .indexing import install as _install_indexing
 from .initializer import (
     Constant,
     ConstantInitializer,
@@ -95,6 +96,7 @@ from .tensor import *  # noqa: F403
 from .vision import *  # noqa: F403
 
 monkey_patch_variable()
+_install_indexing()  # var[...] as fluid 1.8's Variable.__getitem__
 
 # Every module above lists in __all__ exactly the fluid.layers names it provides;
 # spmd.fluid.layers re-exports their union.

@@ -17,7 +17,7 @@ from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
 
 pytestmark = pytest.mark.mpi(min_size=1)
-BATCH, STEPS = 8, 3
+BATCH, STEPS = 24, 3  # divisible by 1, 2, 3 and 4 ranks
 OPT = fluid.optimizer
 
 

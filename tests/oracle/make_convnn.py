@@ -41,6 +41,8 @@ FEEDS.update({
     "msk": R.uniform(0, 1, (1, 9, 3, 6)).astype("float32"),
     "dimg": R.uniform(-1, 1, (1, 2, 5, 6)).astype("float32"),
     "eids": np.array([[1], [3], [1], [0]], "int64"),
+    "img64": R.uniform(-1, 1, (1, 2, 5, 4)).astype("float64"),
+    "x64": R.uniform(-1, 1, (3, 4)).astype("float64"),
     "ties": np.array([[[[1, 1, 2, 2], [1, 1, 2, 2], [3, 0, 0, 3], [0, 3, 3, 0]]]], "float32"),
 })
 FEEDS.update({k + "_b": FEEDS[k] for k in ("nhwc", "x", "x3", "vol")})  # batch dim -1
@@ -194,6 +196,14 @@ CASES = {
         F.layers.pool2d(d["ties"], 0, "max", global_pooling=True),
         F.layers.pool2d(d["ties"], 2, "max", 1, ceil_mode=True),
         F.layers.pool3d(F.layers.unsqueeze(d["ties"], [2]), [1, 2, 2], "max", [1, 2, 2])],
+        True),
+    "float64": (["img64", "x64"], lambda F, d: [
+        F.layers.conv2d(d["img64"], 2, 3, padding=1), F.layers.pool2d(d["img64"], 2, "avg", 2),
+        F.layers.resize_bilinear(d["img64"], [7, 3]), F.layers.fc(d["x64"], 2),
+        F.layers.conv2d_transpose(d["img64"], 2, filter_size=2),
+        F.layers.matmul(d["x64"], d["x64"], transpose_y=True),
+        F.layers.pixel_shuffle(F.layers.concat([d["img64"], d["img64"]], 1), 2),
+        F.layers.l2_normalize(d["x64"], 1), F.layers.dropout(d["x64"], 0.0)],
         True),
     "embedding_sparse_sgd": (["eids"], _sparse_embedding_sgd, False),
     "linalg_paddle2": (["m3", "x", "c3", "v4", "w"], lambda F, d: [

@@ -84,8 +84,10 @@ def run_case(fluid, name, cases, source=None):
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
-    params = [(p.name, tuple(p.shape)) for p in prog.global_block().all_parameters()]
+    block = prog.global_block()
+    params = [(p.name, tuple(p.shape)) for p in block.all_parameters()]
     for pname, value in param_values(params).items():
+        value = value.astype(dtype_name(block.var(pname).dtype))
         scope.find_var(pname).get_tensor().set(value, fluid.CPUPlace())
     res = exe.run(prog, feed=feeds, fetch_list=fetch + grads, scope=scope)
     res = [np.asarray(r) for r in res]

@@ -292,9 +292,7 @@ def _int_quotient(xp, x, y, op: str):
 
 
 def _floordiv(xp, x, y):
-    if x.dtype.kind in "iu":
-        return _int_quotient(xp, x, y, "elementwise_floordiv")
-    return xp.trunc(x / y)
+    return _int_quotient(xp, x, y, "elementwise_floordiv")  # ints only (its op checks)
 
 
 def _mod(xp, x, y):

@@ -143,7 +143,7 @@ def elementwise_pow(x, y, axis=-1, act=None, name=None):
 
 
 def elementwise_floordiv(x, y, axis=-1, act=None, name=None):
-    """x / y rounded toward zero (fluid 1.8 computes it for int tensors; no gradient).
+    """x / y rounded toward zero, for int32 / int64 tensors only (as fluid 1.8; no gradient).
 
     >>> # q = fluid.layers.elementwise_floordiv(x, y)
     """

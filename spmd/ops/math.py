@@ -171,10 +171,21 @@ for _type, _uses in [("elementwise_add", ("X", "Y")), ("elementwise_sub", ("X", 
     define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
               grad_uses=_uses)(_elementwise_infer)
 
+def _floordiv_infer(ctx):
+    # fluid 1.8 registers elementwise_floordiv for int32 / int64 only ("does not have kernel
+    # for data_type[float]"); a float kernel here would round toward zero, not down
+    x = ctx.input("X")
+    ctx.check(x.dtype in ("int32", "int64"),
+              f"X '{x.name}' is {x.dtype}; elementwise_floordiv (the // operator) takes int32 "
+              f"or int64 tensors, as in fluid 1.8. For floats use layers.floor(x / y)")
+    _elementwise_infer(ctx)
+
+
 # fluid registers no gradient for integer-style division and remainder
-for _type in ("elementwise_floordiv", "elementwise_mod"):
-    define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
-              grad=None)(_elementwise_infer)
+define_op("elementwise_floordiv", inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
+          grad=None)(_floordiv_infer)
+define_op("elementwise_mod", inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
+          grad=None)(_elementwise_infer)
 define_op("elementwise_pow", inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
           grad_uses=("X", "Y"))(_elementwise_infer)
 

@@ -71,6 +71,8 @@ CASES = {
     "pow_tensor": lambda F, d: [F.layers.pow(d["m"], F.layers.fill_constant([1], "float32", 3.0))],
     # int(factor) as the exponent, in the input's dtype (a negative factor hangs fluid)
     "pow_int": lambda F, d: [F.layers.pow(d["i32"], 2.0), F.layers.pow(d["i3"], 3.9)],
+    "refuse_floordiv_float": _refused(lambda L, d: L.elementwise_floordiv(d["m"], d["m"])),
+    "refuse_floordiv_float_op": _refused(lambda L, d: d["m"] // 2.0),
     "refuse_mean_int": _refused(lambda L, d: L.mean(d["i32"])),
     "refuse_matmul_int": _refused(lambda L, d: L.matmul(d["i32"], d["i32"], transpose_y=True)),
     "refuse_mul_int": _refused(lambda L, d: L.mul(d["i32"], d["i32"])),

@@ -24,6 +24,13 @@ _FLOATS = {"float16", "float32", "float64"}
 _DEFAULT_MOMENTUM = 0.9  # batch_norm's attribute default, what fluid 1.8 runs with
 
 
+def _unnamed(helper, dtype, **kwargs):
+    """A variable named `_generated_var_<n>`: fluid 1.8's group_norm, spectral_norm and
+    data_norm make their outputs so, and later unnamed variables (create_global_var's,
+    which checkpoints save by name) count on from there."""
+    return helper.block.create_var(dtype=dtype, **kwargs)
+
+
 def _check_float(value, arg: str, where: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not low <= value <= high:
         raise InvalidArgumentError(f"{where}: {arg} must be in [{low}, {high}], got {value!r}")
@@ -162,6 +169,11 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05,
     if any(d < 0 for d in norm_dims):
         raise InvalidArgumentError(
             f"{where}: the normalized dims {list(norm_dims)} of {input.name} must be known")
+    for on, arg, attr in ((scale, "scale", param_attr), (shift, "shift", bias_attr)):
+        if on and attr is False:  # fluid 1.8 asserts the same
+            raise InvalidArgumentError(
+                f"{where}: {arg}=True but its attr is False; pass {arg}=False to go without "
+                f"it, or a ParamAttr / None")
     epsilon = _check_float(epsilon, "epsilon", where, 0.0, math.inf)
     helper = LayerHelper("layer_norm", param_attr=param_attr, bias_attr=bias_attr, act=act,
                          name=name)
@@ -171,7 +183,7 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05,
     if scale:
         inputs["Scale"] = [helper.create_parameter(
             helper.param_attr, shape, dtype, default_initializer=ConstantInitializer(1.0))]
-    if shift and helper.bias_attr is not False:
+    if shift:
         inputs["Bias"] = [helper.create_parameter(helper.bias_attr, shape, dtype, is_bias=True)]
     mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     variance = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
@@ -254,9 +266,9 @@ def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, ac
     if bias_attr:
         inputs["Bias"] = [helper.create_parameter(helper.bias_attr, [c], input.dtype,
                                                   is_bias=True)]
-    mean = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
-    var = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
-    out = helper.create_variable_for_type_inference(input.dtype)
+    mean = _unnamed(helper, input.dtype, stop_gradient=True)
+    var = _unnamed(helper, input.dtype, stop_gradient=True)
+    out = _unnamed(helper, input.dtype)
     helper.append_op(where, inputs, {"Y": [out], "Mean": [mean], "Variance": [var]},
                      {"epsilon": epsilon, "groups": groups, "data_layout": "NCHW"})
     out = channel_back(helper, out, "NHWC" if data_layout == "NHWC" else "NCHW")
@@ -305,8 +317,9 @@ def lrn(input, n=5, k=1.0, alpha=1e-4, beta=0.75, name=None, data_format="NCHW")
         raise InvalidArgumentError(f"{where}: input must be 4-D, got {list(input.shape)}")
     helper = LayerHelper(where, name=name)
     x = channel_first(helper, input, data_format)
-    out = helper.create_variable_for_type_inference(input.dtype)
+    # MidOut first: fluid names it lrn_<n>.tmp_0 and the output .tmp_1
     mid = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(where, {"X": [x]}, {"Out": [out], "MidOut": [mid]},
                      {"n": int(n), "k": float(k), "alpha": float(alpha), "beta": float(beta),
                       "data_format": "NCHW"})
@@ -341,7 +354,7 @@ def spectral_norm(weight, dim=0, power_iters=1, eps=1e-12, name=None):
                                     default_initializer=NormalInitializer(0.0, 1.0))
         p.stop_gradient = True
         vectors.append(p)
-    out = helper.create_variable_for_type_inference(weight.dtype)
+    out = _unnamed(helper, weight.dtype)
     helper.append_op(where, {"Weight": [weight], "U": [vectors[0]], "V": [vectors[1]]},
                      {"Out": [out]},
                      {"dim": dim, "power_iters": power_iters, "eps": float(eps)})
@@ -390,13 +403,13 @@ def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW
     inputs.update({"X": [input], "BatchSize": [param("batch_size", defaults["batch_size"])],
                    "BatchSum": [param("batch_sum", defaults["batch_sum"])],
                    "BatchSquareSum": [param("batch_square_sum", defaults["batch_square_sum"])]})
-    means = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
-    scales = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    means = _unnamed(helper, input.dtype, stop_gradient=True)
+    scales = _unnamed(helper, input.dtype, stop_gradient=True)
     out = None
     if in_place:  # written over input, as fluid; the gradient reads the renamed old value
         inputs["X"][0], out = _rewire_for_overwrite(input, where)
     if out is None:
-        out = helper.create_variable_for_type_inference(input.dtype)
+        out = _unnamed(helper, input.dtype)
     helper.append_op(where, inputs, {"Y": [out], "Means": [means], "Scales": [scales]},
                      {"epsilon": float(epsilon), "slot_dim": int(slot_dim),
                       "sync_stats": bool(sync_stats),

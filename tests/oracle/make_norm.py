@@ -102,6 +102,29 @@ CASES = {
 }
 
 
+NAMED = {  # layer builds whose variable names are compared (unnamed ones count on globally)
+    "group_norm": lambda L, x: L.group_norm(x, 2, param_attr=True, bias_attr=True),
+    "spectral_norm": lambda L, x: L.spectral_norm(L.reshape(x, [4, 12]), dim=1),
+    "data_norm": lambda L, x: L.data_norm(L.reshape(x, [-1, 12])),
+    "lrn": lambda L, x: L.lrn(x, n=3),
+    "layer_norm": lambda L, x: L.layer_norm(x, shift=False),
+    "instance_norm": lambda L, x: L.instance_norm(x),
+}
+
+
+def names(fluid):
+    """[output name, the names of the program's variables in order] for each NAMED build, all
+    in one program, then an unnamed create_global_var (which counts on _generated_var_<n>)."""
+    prog, startup = fluid.Program(), fluid.Program()
+    out = {}
+    with fluid.program_guard(prog, startup), fluid.unique_name.guard():
+        x = fluid.data("nx", [4, 4, 3, 1], "float32")
+        for name in sorted(NAMED):
+            out[name] = NAMED[name](fluid.layers, x).name
+        out["global_var"] = fluid.layers.create_global_var([1], 0.0, "float32").name
+    return out
+
+
 def declare(fluid, feeds):
     """The feed Variables; float64 ones are differentiable leaves."""
     vs = {}
@@ -126,6 +149,7 @@ def main():
         exe = fluid.Executor(fluid.CPUPlace())
         exe.run(startup)
         out[name] = exe.run(prog, feed=FEEDS, fetch_list=fetch)
+    out["names"] = names(fluid)
     save("norm", out, meta={"paddle": paddle.__version__})
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle.make_norm import CASES, FEEDS, declare
+from oracle.make_norm import CASES, FEEDS, declare, names
 from oracle_io import load
 
 import spmd.fluid as fluid
+from spmd.errors import InvalidArgumentError
 
 ORACLE = load("norm")
 
@@ -89,3 +90,18 @@ def test_inplace_abn_on_a_fed_variable_writes_a_new_one():
         with pytest.warns(UserWarning, match="new variable"):
             y = fluid.layers.inplace_abn(x, act="leaky_relu")
     assert y is not x
+
+
+def test_output_names_as_fluid():
+    """group_norm / spectral_norm / data_norm name their outputs _generated_var_<n> in fluid,
+    so a later unnamed global variable (saved by name in checkpoints) gets the same name."""
+    assert names(fluid) == ORACLE["names"]
+
+
+@pytest.mark.parametrize("kwargs", [{"bias_attr": False}, {"param_attr": False}])
+def test_layer_norm_refuses_a_false_attr_it_needs(kwargs):
+    # fluid 1.8.5 asserts "bias_attr should not be False when using shift." (scale alike)
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data("x", [4, 3], "float32")
+        with pytest.raises(InvalidArgumentError, match="attr is False"):
+            fluid.layers.layer_norm(x, **kwargs)

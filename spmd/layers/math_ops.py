@@ -96,7 +96,12 @@ def clip(x, min, max, name=None):  # noqa: A002 - fluid's argument names
     check_variable(x, "x", "clip", _FLOATS)
     if min > max:
         raise InvalidArgumentError(f"clip: min={min} must be <= max={max}")
-    return _unary("clip", x, name, {"min": min, "max": max})
+    helper = LayerHelper("clip", name=name)
+    # fluid 1.8.5 names the output `name` itself when given (not a prefix)
+    out = (helper.create_variable_for_type_inference(x.dtype) if name is None
+           else helper.create_variable(name, x.dtype))
+    helper.append_op("clip", {"X": [x]}, {"Out": [out]}, {"min": min, "max": max})
+    return out
 
 
 def _elementwise(op_type: str, x, y, axis, act, name):
@@ -105,11 +110,8 @@ def _elementwise(op_type: str, x, y, axis, act, name):
     check_variable(y, "y", op_type, _FLOATS | _INTS)
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise InvalidArgumentError(f"{op_type}: axis must be an int, got {axis!r}")
-    # fluid names the output `name` itself when one is given (not a prefix)
-    if name is None:
-        out = helper.create_variable_for_type_inference(x.dtype)
-    else:
-        out = helper.create_variable(name, x.dtype)
+    # fluid 1.8.5: `name` is a prefix (elementwise_add(..., name="a") is a.tmp_0)
+    out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(op_type, {"X": [x], "Y": [y]}, {"Out": [out]}, {"axis": axis})
     return helper.append_activation(out)
 
@@ -262,10 +264,7 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     first (scale 0.5 gives zeros), as fluid 1.8 does."""
     helper = LayerHelper("scale", act=act, name=name)
     check_variable(x, "x", "scale", _FLOATS | _INTS | {"int8", "int16", "uint8"})
-    if name is None:
-        out = helper.create_variable_for_type_inference(x.dtype)
-    else:
-        out = helper.create_variable(name, x.dtype)
+    out = helper.create_variable_for_type_inference(x.dtype)  # `name` a prefix, as fluid
     inputs = {"X": [x]}
     attrs = {"bias": float(bias), "bias_after_scale": bool(bias_after_scale)}
     if isinstance(scale, Variable):

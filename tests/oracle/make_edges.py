@@ -120,6 +120,21 @@ CASES = {
 }
 
 
+def names(fluid):
+    """The output names of math layers given a `name` (a prefix for most, the name itself for
+    clip and clip_by_norm, as in fluid 1.8.5)."""
+    L = fluid.layers
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data("x", [3, 4], "float32")
+        i = L.cast(x, "int32")
+        return [L.elementwise_add(x, x, name="a1").name,
+                L.elementwise_add(x, x, act="relu", name="a2").name,
+                L.scale(x, 2.0, name="s1").name, L.scale(x, 2.0, name="s2", act="relu").name,
+                L.clip(x, -1.0, 1.0, name="c1").name, L.clip_by_norm(x, 1.0, name="cbn").name,
+                L.elementwise_max(x, x, name="m1").name,
+                L.elementwise_floordiv(i, i, name="f1").name, L.reduce_sum(x, name="r1").name]
+
+
 def declare(fluid):
     return {k: fluid.data(k, list(v.shape), str(v.dtype)) for k, v in FEEDS.items()}
 
@@ -142,6 +157,7 @@ def main():
             out[name] = exe.run(prog, feed=FEEDS, fetch_list=fetch)
         except Exception as e:  # noqa: BLE001 - what fluid refuses is the answer
             out[name] = {"error": type(e).__name__}
+    out["names"] = names(fluid)
     save("edges", out, meta={"paddle": paddle.__version__})
 
 

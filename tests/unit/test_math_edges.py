@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle.make_edges import CASES, FEEDS, declare
+from oracle.make_edges import CASES, FEEDS, declare, names
 from oracle_io import load
 
 import spmd.fluid as fluid
@@ -63,3 +63,7 @@ def test_a_dim_named_twice_is_refused():
     assert not np.allclose(got, FEEDS["m"].sum(axis=1))
     with pytest.raises(InvalidArgumentError, match="names an axis twice"):
         _run(CASES["reduce_repeated_dim"])
+
+
+def test_named_outputs_as_fluid():
+    assert names(fluid) == ORACLE["names"]

@@ -33,6 +33,41 @@ def arg_min(xp, ins, attrs, want):
     return _arg(xp, xp.argmin, ins, attrs)
 
 
+# -- fluid 1.8's top_k order among equal values ------------------------------------------------
+def _sift(a, hole, n, value):
+    """libstdc++'s heap sift over a[:n] (a max-heap under "first value smaller")."""
+    top = child = hole
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if a[child][0] > a[child - 1][0]:
+            child -= 1
+        a[hole], hole = a[child], child
+    if n % 2 == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        a[hole], hole = a[child - 1], child - 1
+    parent = (hole - 1) // 2
+    while hole > top and a[parent][0] > value[0]:
+        a[hole], hole, parent = a[parent], parent, (parent - 1) // 2
+    a[hole] = value
+
+
+def heap_top_k(row, k: int) -> list[int]:
+    """The indices of the k largest of `row`, in the order fluid 1.8's CPU top_k gives them:
+    std::partial_sort by value alone (a heap select, then a heap sort), so equal values come
+    out in its heap's order, not by index. Plain Python: used only for rows with such ties."""
+    a = [(float(v), i) for i, v in enumerate(row)]
+    for parent in range((k - 2) // 2, -1, -1):
+        _sift(a, parent, k, a[parent])
+    for i in range(k, len(a)):
+        if a[i][0] > a[0][0]:
+            value, a[i] = a[i], a[0]
+            _sift(a, 0, k, value)
+    for last in range(k - 1, 0, -1):
+        value, a[last] = a[last], a[0]
+        _sift(a, 0, last, value)
+    return [i for _, i in a[:k]]
+
+
 @kernel("argsort")
 def argsort(xp, ins, attrs, want):
     x, axis = ins["X"], attrs["axis"]

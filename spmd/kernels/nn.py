@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .index import _host, heap_top_k
 from .math import unbroadcast
 from .registry import kernel
 
@@ -319,8 +320,16 @@ def dropout_grad(xp, ins, attrs, want):
 
 
 def _top_k_indices(xp, x, k: int):
-    # a stable sort of -x puts ties in index order, largest values first
-    return xp.argsort(-x, axis=-1, kind="stable")[..., :k]
+    n = x.shape[-1]
+    order = xp.argsort(-x, axis=-1, kind="stable")[..., :min(k + 1, n)]
+    top = xp.take_along_axis(x, order, axis=-1)
+    tied = _host((top[..., 1:] == top[..., :-1]).any(axis=-1)).reshape(-1)
+    idx = order[..., :k].reshape(-1, k)
+    if tied.any():  # equal values among the k largest, or at the cut: fluid's order
+        rows = _host(x.reshape(-1, n)[xp.asarray(np.flatnonzero(tied))])
+        fixed = [heap_top_k(r, k) for r in rows]
+        idx[xp.asarray(np.flatnonzero(tied))] = xp.asarray(np.array(fixed, dtype=np.int64))
+    return idx.reshape(x.shape[:-1] + (k,))
 
 
 @kernel("top_k")

@@ -151,6 +151,8 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
 
 def topk(input, k, name=None):
     """The k largest values along the last dim and their int64 indices: (values, indices).
+    Equal values come in the order of fluid 1.8's CPU kernel (its partial sort's), not
+    necessarily by index.
     The values pass gradients back to `input` (to the picked elements); fluid 1.8's static
     graph makes no gradient for top_k at all, so there `input` gets none."""
     helper = LayerHelper("top_k", name=name)

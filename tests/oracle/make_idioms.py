@@ -31,6 +31,7 @@ FEEDS = {
     "neg": np.array([[-1.7, -0.5, 0.5, 1.7], [2.5, -2.5, 255.9, 300.2],
                      [0.0, -0.0, 1e-3, -1e-3]], "float32"),
     "ids32": np.array([[1], [0], [2]], "int32"),
+    "tie3": R.randint(0, 4, (3, 2, 9)).astype("float32"),
     "q": R.uniform(-1, 1, (2, 1, 3, 4)).astype("float32"),
     "k": R.uniform(-1, 1, (1, 2, 4, 5)).astype("float32"),
 }
@@ -127,6 +128,9 @@ CASES = {
                      + list(F.layers.argsort(d["ties"], 0, descending=True))
                      + list(F.layers.argsort(d["i34"], 1, descending=True))
                      + list(F.layers.topk(d["ties"], 2)), False),
+    # equal values: fluid's CPU top_k orders them as its heap-based partial sort leaves them
+    "topk_ties": (["tie3"], lambda F, d: [t for k in (1, 2, 4, 8, 9)
+                                          for t in F.layers.topk(d["tie3"], k)], False),
     "argmax_ties": (["ties", "i34"], lambda F, d: [
         F.layers.argmax(d["ties"], 1), F.layers.argmin(d["ties"], 0),
         F.layers.argmax(d["i34"], 0)], False),

@@ -62,11 +62,29 @@ def _scale_tensor(fluid, d):
     return [y, z] + list(fluid.gradients([loss], [x]))
 
 
+def _ew_grads(fluid, d):
+    """Gradients of broadcasting elementwise ops (Y along axis 1) and of reductions with ties."""
+    L = fluid.layers
+    x, y = L.abs(d["x3"]) + 0.5, L.abs(d["y3"]) + 0.5
+    ties = L.round(d["x3"] * 2.0)  # many equal values: max/min ties
+    for v in (x, y, ties):
+        v.stop_gradient = False
+    outs = [L.elementwise_add(x, y, axis=1), L.elementwise_sub(x, y, axis=1),
+            L.elementwise_mul(x, y, axis=1), L.elementwise_div(x, y, axis=1),
+            L.elementwise_pow(x, y, axis=1), L.elementwise_max(ties, ties * 0.5 + 0.5),
+            L.elementwise_min(ties, ties * 0.5 + 0.5), L.reduce_max(ties, dim=1),
+            L.reduce_min(ties, dim=[0, 2], keep_dim=True), L.reduce_mean(x, dim=-1),
+            L.reduce_prod(x, dim=2)]
+    loss = L.sum([L.reduce_sum(o * o) for o in outs])
+    return list(fluid.gradients([loss], [x, y, ties]))
+
+
 def _refused(layer):
     return lambda F, d: [layer(F.layers, d)]
 
 
 CASES = {
+    "grads": _ew_grads,
     "scale_tensor": _scale_tensor,
     "pow_tensor": lambda F, d: [F.layers.pow(d["m"], F.layers.fill_constant([1], "float32", 3.0))],
     # int(factor) as the exponent, in the input's dtype (a negative factor hangs fluid)

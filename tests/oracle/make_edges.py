@@ -23,6 +23,7 @@ FEEDS = {
     "x214": R.uniform(-1, 1, (2, 1, 4)).astype("float32"),
     "v4": R.uniform(-1, 1, (4,)).astype("float32"),
     "m": R.uniform(-1, 1, (3, 4)).astype("float32"),
+    "mm34": R.uniform(-1, 1, (3, 4)).astype("float32"),
     "i3": R.randint(-9, 9, (2, 3, 4)).astype("int64"),
     "i32": R.randint(-9, 9, (2, 3)).astype("int32"),
     "x4": R.uniform(-1, 1, (2, 3, 2, 2)).astype("float64"),
@@ -79,12 +80,26 @@ def _ew_grads(fluid, d):
     return list(fluid.gradients([loss], [x, y, ties]))
 
 
+def _matmul_grads(fluid, d):
+    """matmul over vectors, batches (one side 2-D), transposes and alpha; mul's flattening."""
+    L = fluid.layers
+    a, b, v = d["x3"], d["mm34"], d["v4"]
+    for t in (a, b, v):
+        t.stop_gradient = False
+    outs = [L.matmul(a, b, transpose_y=True), L.matmul(v, v), L.matmul(a, v),
+            L.matmul(v, b, transpose_y=True, alpha=0.5), L.matmul(a, a, transpose_x=True),
+            L.mul(a, L.transpose(b, [1, 0]), x_num_col_dims=2)]
+    loss = L.sum([L.reduce_sum(o * o) for o in outs])
+    return outs + list(fluid.gradients([loss], [a, b, v]))
+
+
 def _refused(layer):
     return lambda F, d: [layer(F.layers, d)]
 
 
 CASES = {
     "grads": _ew_grads,
+    "matmul": _matmul_grads,
     "scale_tensor": _scale_tensor,
     "pow_tensor": lambda F, d: [F.layers.pow(d["m"], F.layers.fill_constant([1], "float32", 3.0))],
     # int(factor) as the exponent, in the input's dtype (a negative factor hangs fluid)

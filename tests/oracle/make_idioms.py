@@ -31,6 +31,7 @@ FEEDS = {
     "neg": np.array([[-1.7, -0.5, 0.5, 1.7], [2.5, -2.5, 255.9, 300.2],
                      [0.0, -0.0, 1e-3, -1e-3]], "float32"),
     "ids32": np.array([[1], [0], [2]], "int32"),
+    "img_hw": R.uniform(-1, 1, (2, 4, 6, 6)).astype("float32"),
     "tie3": R.randint(0, 4, (3, 2, 9)).astype("float32"),
     "q": R.uniform(-1, 1, (2, 1, 3, 4)).astype("float32"),
     "k": R.uniform(-1, 1, (1, 2, 4, 5)).astype("float32"),
@@ -103,7 +104,22 @@ def _listed_shapes(F, d):
             F.layers.strided_slice(x, [1, 2], [v, 0], [5, 8], [2, 3])]
 
 
+def _unknown_hw(F, d):
+    """Layers over an image of unknown height and width: what their static shapes say."""
+    x, L = d["img_hw"], F.layers
+    return [L.conv2d(x, 2, 3, padding="SAME", stride=2), L.conv2d(x, 2, 3),
+            L.conv2d_transpose(x, 2, filter_size=3, stride=2), L.pool2d(x, 2, "max", 2,
+                                                                      ceil_mode=True),
+            L.pool2d(x, global_pooling=True), L.adaptive_pool2d(x, 3),
+            L.resize_bilinear(x, scale=2.0), L.resize_nearest(x, [3, 3]), L.pixel_shuffle(x, 2),
+            L.flatten(x, 2), L.reshape(x, [0, 0, -1]), L.transpose(x, [0, 2, 3, 1]),
+            L.concat([x, x], 2), L.sums(L.split(x, 2, 1)), L.slice(x, [2], [1], [3]),
+            L.pad2d(x, [1, 1, 1, 1]), L.crop_tensor(x, [-1, 2, 2, 3]),
+            L.reduce_mean(x, [2, 3]), L.l2_normalize(x, 2)]
+
+
 CASES = {
+    "unknown_hw": (["img_hw"], _unknown_hw, True),
     "listed_shapes": (["seq_b"], _listed_shapes, False),
     "out_args": (["x"], _out_args, False),
     # no gradient: fluid 1.8's unstack_grad fails when some outputs are unused

@@ -60,8 +60,10 @@ def _build(fluid, feed_names, build, grad, source):
         with fluid.program_guard(prog, startup):
             vs = {}
             for k, v in feeds.items():
-                # a name ending in _b is declared with an unknown batch dim, as real programs do
-                shape = [-1 if i == 0 and k.endswith("_b") else d for i, d in enumerate(v.shape)]
+                # a name ending in _b is declared with an unknown batch dim, as real programs
+                # do; one ending in _hw also with unknown dims 2 and 3 (image height, width)
+                unknown = {0} if k.endswith("_b") else {0, 2, 3} if k.endswith("_hw") else ()
+                shape = [-1 if i in unknown else d for i, d in enumerate(v.shape)]
                 vs[k] = fluid.data(k, shape, str(v.dtype))
                 vs[k].stop_gradient = v.dtype.kind != "f"
             fetch = list(build(fluid, vs))

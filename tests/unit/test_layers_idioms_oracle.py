@@ -20,6 +20,10 @@ SHAPE_DIFFERS = {
     ("tensor_args", 0): [3, -1], ("tensor_args", 1): [3, -1],
     # pad2d with Variable paddings: fluid declares the input's shape, runs a padded one
     ("tensor_args", 7): [1, 1, -1, -1],
+    # an image of unknown H, W: fluid keeps -1 for global pooling's 1 x 1 and multiplies the
+    # -1s as numbers in pixel_shuffle (-1 * 2 = -2) and flatten (-1 * 4 = -4, -1 * -1 = 1)
+    ("unknown_hw", 4): [-1, 4, 1, 1], ("unknown_hw", 8): [-1, 1, -1, -1],
+    ("unknown_hw", 9): [-1, -1],
 }
 # case -> (where spmd raises, or "ok"; why it is not where fluid 1.8 does)
 ERROR_DIFFERS = {

@@ -83,7 +83,33 @@ def _inplace_abn(act, alpha, train):
     return build
 
 
+def _group_norm_nhwc(fluid, block, d):
+    x = fluid.layers.transpose(d["gx"], [0, 2, 3, 1])  # [2, 3, 2, 6]: channels last
+    y = fluid.layers.group_norm(x, 3, param_attr=fluid.ParamAttr(
+        initializer=fluid.initializer.Constant(1.5)), data_layout="NHWC")
+    return [y] + _grads(fluid, [y], [d["gx"]], [fluid.layers.transpose(d["gdy"], [0, 2, 3, 1])])
+
+
+def _data_norm_step(slot_dim, scale_shift):
+    def build(fluid, block, d):
+        x = fluid.layers.cast(d["gx"], "float32")
+        x = fluid.layers.reshape(x, [6, 12])
+        y = fluid.layers.data_norm(x, name="dn%d" % slot_dim, slot_dim=slot_dim,
+                                   enable_scale_and_shift=scale_shift,
+                                   param_attr={"batch_size": 1e3, "batch_sum": 5.0,
+                                               "batch_square": 2e3, "scale_w": 1.5,
+                                               "bias": 0.5})
+        loss = fluid.layers.reduce_sum(y * y)
+        fluid.optimizer.SGD(0.01).minimize(loss)
+        params = sorted(p.name for p in block.all_parameters())
+        return [y] + [block.var(n) for n in params]
+    return build
+
+
 CASES = {
+    "group_norm_nhwc": _group_norm_nhwc,
+    "data_norm_step": _data_norm_step(-1, False),
+    "data_norm_step_slots": _data_norm_step(3, True),
     "spectral_dim0": _spectral(0, 1, "u3", "v8"),
     "spectral_dim0_iters3": _spectral(0, 3, "u3", "v8"),
     "spectral_dim1": _spectral(1, 2, "u2", "v12"),

@@ -24,6 +24,8 @@ FEEDS = {
     "v4": R.uniform(-1, 1, (4,)).astype("float32"),
     "m": R.uniform(-1, 1, (3, 4)).astype("float32"),
     "mm34": R.uniform(-1, 1, (3, 4)).astype("float32"),
+    "theta": R.uniform(-1.2, 1.2, (2, 2, 3)).astype("float64"),
+    "img": R.uniform(-1, 1, (2, 3, 4, 5)).astype("float64"),
     "i3": R.randint(-9, 9, (2, 3, 4)).astype("int64"),
     "i32": R.randint(-9, 9, (2, 3)).astype("int32"),
     "x4": R.uniform(-1, 1, (2, 3, 2, 2)).astype("float64"),
@@ -93,12 +95,26 @@ def _matmul_grads(fluid, d):
     return outs + list(fluid.gradients([loss], [a, b, v]))
 
 
+def _sampling(fluid, d):
+    """affine_grid (list and Variable output shapes) and grid_sampler, points outside the
+    input included, with gradients of both."""
+    L = fluid.layers
+    theta, img = d["theta"], d["img"]
+    theta.stop_gradient = img.stop_gradient = False
+    grid = L.affine_grid(theta, [2, 3, 4, 5])
+    grid2 = L.affine_grid(theta, L.assign(np.array([2, 3, 4, 5], "int32")))
+    out = L.grid_sampler(img, grid)
+    loss = L.reduce_sum(out * out) + L.reduce_sum(grid2 * grid2)
+    return [grid, grid2, out] + list(fluid.gradients([loss], [theta, img]))
+
+
 def _refused(layer):
     return lambda F, d: [layer(F.layers, d)]
 
 
 CASES = {
     "grads": _ew_grads,
+    "sampling": _sampling,
     "matmul": _matmul_grads,
     "scale_tensor": _scale_tensor,
     "pow_tensor": lambda F, d: [F.layers.pow(d["m"], F.layers.fill_constant([1], "float32", 3.0))],

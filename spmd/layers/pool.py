@@ -20,6 +20,11 @@ def _ksize(pool_size, global_pooling: bool, nd: int, where: str) -> list[int]:
         if pool_size == -1:
             raise InvalidArgumentError(
                 f"{where}: give pool_size (an int or {nd} ints) when global_pooling is False")
+        if pool_size == 0 or (isinstance(pool_size, (list, tuple)) and 0 in pool_size):
+            # fluid 1.8 runs a 0-sized window here and returns -FLT_MAX everywhere
+            raise InvalidArgumentError(
+                f"{where}: pool_size={pool_size!r} is a 0-sized window; pool_size=0 is only "
+                f"meant with global_pooling=True (pass that, or a window size >= 1)")
         return _pair(pool_size, "pool_size", where, 1, nd)
     return _pair(pool_size, "pool_size", where, -1, nd)
 

@@ -11,6 +11,7 @@ from oracle.make_manip import run_case, run_error
 from oracle_io import load
 
 import spmd.fluid as fluid
+from spmd.errors import InvalidArgumentError
 
 ORACLE = load("idioms")
 
@@ -78,3 +79,10 @@ def test_unstack_gradient_with_unused_outputs():
     want = np.zeros_like(FEEDS["x"])
     want[2] = 2 * FEEDS["x"][2]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_pool_size_zero_without_global_pooling_says_how_to_fix():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        img = fluid.data("img", [-1, 3, 8, 8], "float32")
+        with pytest.raises(InvalidArgumentError, match="global_pooling=True"):
+            fluid.layers.pool2d(img, 0, "avg")

@@ -67,3 +67,18 @@ def test_a_dim_named_twice_is_refused():
 
 def test_named_outputs_as_fluid():
     assert names(fluid) == ORACLE["names"]
+
+
+def test_operator_with_batch_sized_right_operand_aligns_from_dim_0():
+    """fluid 1.8.5's `x + y` passes axis=0 when y's first dim is the batch dim: y [N, 3] is
+    added to x [N, 3, 4] along its first two dims (numpy broadcasting would refuse it)."""
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        x = fluid.data("x", [-1, 3, 4], "float32")
+        y = fluid.data("y", [-1, 3], "float32")
+        out = x + y
+    xv = np.ones((2, 3, 4), "float32")
+    yv = np.arange(6, dtype="float32").reshape(2, 3)
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": xv, "y": yv},
+                                                  fetch_list=[out])
+    np.testing.assert_array_equal(got, xv + yv[:, :, None])

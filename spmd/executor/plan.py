@@ -159,7 +159,6 @@ class Plan:
         """Run once and return the fetches; `checked`: `feed` is `checked_feed`'s result."""
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
-            rec.use_place(place)  # a GPU place: each time stamp waits for the device first
             return self._run_profiled(rec, scope, feed, xp, checked)
         env = self._tagged_inputs(scope, feed, xp, checked)
         self._execute(self.steps, env, xp)

@@ -72,6 +72,19 @@ def _sparse_embedding_sgd(F, d):
     return outs + [block.var("emb_sparse"), block.var("emb_dense")]
 
 
+def _word2vec(F, d):
+    """The book's word2vec: four lookups in one shared sparse table, concat, fc, softmax,
+    one SGD step; the loss and the shared table after it."""
+    embs = [F.layers.embedding(F.layers.slice(d["eids"], [0], [i], [i + 3]), [5, 3],
+                               is_sparse=True, param_attr="shared_w") for i in range(2)]
+    hidden = F.layers.fc(F.layers.concat(embs, 1), 4, act="sigmoid")
+    pred = F.layers.fc(hidden, 5, act="softmax")
+    loss = F.layers.mean(F.layers.cross_entropy(pred, F.layers.slice(d["eids"], [0], [1],
+                                                                       [4])))
+    F.optimizer.SGD(0.5).minimize(loss)
+    return [loss, F.default_main_program().global_block().var("shared_w")]
+
+
 def _fc(F, d):
     a = F.layers.fc(d["x3"], 2, num_flatten_dims=2, act="tanh")
     b = F.layers.fc(d["x3"], 3)
@@ -206,6 +219,7 @@ CASES = {
         F.layers.l2_normalize(d["x64"], 1), F.layers.dropout(d["x64"], 0.0)],
         True),
     "embedding_sparse_sgd": (["eids"], _sparse_embedding_sgd, False),
+    "word2vec": (["eids"], _word2vec, False),
     "linalg_paddle2": (["m3", "x", "c3", "v4", "w"], lambda F, d: [
         F.layers.bmm(d["m3"], d["m3"]), F.layers.dot(d["x"], d["x"] * 2.0),
         F.layers.cross(d["c3"], d["c3"] * d["c3"], dim=1), F.layers.cross(d["m3"], d["m3"] + 1.0),

@@ -220,6 +220,16 @@ CASES = {
         True),
     "embedding_sparse_sgd": (["eids"], _sparse_embedding_sgd, False),
     "word2vec": (["eids"], _word2vec, False),
+    "resize_edges": (["img", "nhwc"], lambda F, d: [
+        F.layers.resize_bilinear(d["img"], [1, 1]),
+        F.layers.resize_bilinear(d["img"], [1, 5], align_corners=False, align_mode=0),
+        F.layers.resize_nearest(d["img"], [1, 1]),
+        F.layers.resize_bilinear(F.layers.slice(d["img"], [2, 3], [0, 0], [1, 1]), [3, 4]),
+        F.layers.resize_nearest(F.layers.slice(d["img"], [2], [0], [1]), [2, 5],
+                                align_corners=False),
+        F.layers.resize_trilinear(F.layers.unsqueeze(d["img"], [2]), [1, 3, 3]),
+        F.layers.pad2d(d["nhwc"], [1, 0, 2, 1], mode="reflect", data_format="NHWC"),
+        F.layers.pad2d(d["nhwc"], [0, 1, 1, 0], mode="edge", data_format="NHWC")], True),
     "linalg_paddle2": (["m3", "x", "c3", "v4", "w"], lambda F, d: [
         F.layers.bmm(d["m3"], d["m3"]), F.layers.dot(d["x"], d["x"] * 2.0),
         F.layers.cross(d["c3"], d["c3"] * d["c3"], dim=1), F.layers.cross(d["m3"], d["m3"] + 1.0),

@@ -53,6 +53,8 @@ def reduce_mean(xp, ins, attrs, want):
         count = max(x.size // max(total.size, 1), 1)
         q = xp.abs(total) // count
         return {"Out": _reduced(xp.where(total < 0, -q, q).astype(x.dtype))}
+    if not x.size:  # nan, as fluid (0 / 0), without numpy's "mean of empty slice" warning
+        return {"Out": _reduced(_filled_out(xp, x, attrs, float("nan")))}
     return {"Out": _reduced(x.mean(axis=axes, keepdims=attrs["keep_dim"]))}
 
 
@@ -64,11 +66,28 @@ def reduce_mean_grad(xp, ins, attrs, want):
     return {"X@GRAD": xp.broadcast_to(dk * (1.0 / count), x.shape).copy()}
 
 
+def _extreme(xp, x, attrs, name: str, sign: int):
+    """max (sign 1) or min (sign -1) over the reduced axes. Over no elements it is the
+    reduction's identity, -inf / +inf (an integer dtype's lowest / highest), as fluid 1.8
+    gives, where numpy would raise."""
+    if x.size:
+        return getattr(x, name)(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
+    if x.dtype.kind in "iu":
+        info = xp.iinfo(x.dtype)
+        return _filled_out(xp, x, attrs, info.min if sign > 0 else info.max)
+    return _filled_out(xp, x, attrs, -sign * float("inf"))
+
+
+def _filled_out(xp, x, attrs, value):
+    """Out for an X with no elements: every entry `value`."""
+    shape = xp.zeros(x.shape, dtype=bool).sum(axis=_reduce_axes(x, attrs),
+                                               keepdims=attrs["keep_dim"]).shape
+    return xp.full(shape, value, dtype=x.dtype)
+
+
 @kernel("reduce_max")
 def reduce_max(xp, ins, attrs, want):
-    x = ins["X"]
-    out = x.max(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"])
-    return {"Out": _reduced(out)}
+    return {"Out": _reduced(_extreme(xp, ins["X"], attrs, "max", 1))}
 
 
 @kernel("reduce_max_grad", "reduce_min_grad")
@@ -107,8 +126,7 @@ def squared_l2_norm_grad(xp, ins, attrs, want):
 
 @kernel("reduce_min")
 def reduce_min(xp, ins, attrs, want):
-    x = ins["X"]
-    return {"Out": _reduced(x.min(axis=_reduce_axes(x, attrs), keepdims=attrs["keep_dim"]))}
+    return {"Out": _reduced(_extreme(xp, ins["X"], attrs, "min", -1))}
 
 
 @kernel("reduce_prod")

@@ -24,6 +24,7 @@ FEEDS = {
     "v4": R.uniform(-1, 1, (4,)).astype("float32"),
     "m": R.uniform(-1, 1, (3, 4)).astype("float32"),
     "mm34": R.uniform(-1, 1, (3, 4)).astype("float32"),
+    "e": np.zeros((2, 0), "float32"),  # declared [2, -1]: reductions over no elements
     "theta": R.uniform(-1.2, 1.2, (2, 2, 3)).astype("float64"),
     "img": R.uniform(-1, 1, (2, 3, 4, 5)).astype("float64"),
     "i3": R.randint(-9, 9, (2, 3, 4)).astype("int64"),
@@ -113,6 +114,12 @@ def _refused(layer):
 
 
 CASES = {
+    "reduce_empty": lambda F, d: [
+        F.layers.reduce_max(d["e"], dim=1), F.layers.reduce_min(d["e"], dim=1),
+        F.layers.reduce_max(F.layers.cast(d["e"], "int32"), dim=1),
+        F.layers.reduce_min(F.layers.cast(d["e"], "int64"), dim=1, keep_dim=True),
+        F.layers.reduce_prod(d["e"], dim=1), F.layers.reduce_max(d["e"]),
+        F.layers.reduce_mean(d["e"]), F.layers.reduce_sum(d["e"])],
     "grads": _ew_grads,
     "sampling": _sampling,
     "matmul": _matmul_grads,
@@ -185,7 +192,8 @@ def names(fluid):
 
 
 def declare(fluid):
-    return {k: fluid.data(k, list(v.shape), str(v.dtype)) for k, v in FEEDS.items()}
+    return {k: fluid.data(k, [2, -1] if k == "e" else list(v.shape), str(v.dtype))
+            for k, v in FEEDS.items()}
 
 
 def main():

@@ -115,6 +115,9 @@ class DataParallelRunner:
         seed = program.random_seed
         self._rngs = [np.random.default_rng([seed, r]) if seed else np.random.default_rng()
                       for r in self.ranks]
+        # one generator per place for updates' random draws (Dpsgd's noise), seeded alike on
+        # every rank and place on the first run, so that every rank updates alike
+        self._update_rngs: list = []
         self._plans: dict = {}
         self._initialized = False
         self._broken: str | None = None  # why this rank can no longer take part in steps
@@ -179,12 +182,20 @@ class DataParallelRunner:
                 raise PreconditionError(
                     f"{self.tag} share_vars_from: the CompiledProgram it names has not run yet; "
                     f"run the training program once before the one sharing its variables")
+            self._update_rngs = self._share_from._update_rngs
             self._initialized = True
             return
+        seed = self.program.random_seed
         if self.topology.size > 1:
             from ..comm.mpi import MPICommunicator
 
-            check_same_program(self.program, MPICommunicator())
+            mpi = MPICommunicator()
+            check_same_program(self.program, mpi)
+            if not seed:  # no seed set: rank 0's random one, on every rank
+                drawn = np.array([np.random.SeedSequence().entropy % 2 ** 62 + 1], np.int64)
+                seed = int(mpi.broadcast(drawn, 0)[0])
+        seed = seed or int(np.random.SeedSequence().entropy % 2 ** 62 + 1)  # one process
+        self._update_rngs = [np.random.default_rng([seed, _UPDATES]) for _ in self.places]
         first = self.scopes[0]
         for other in self.scopes[1:]:
             for name in first.local_var_names():
@@ -240,7 +251,8 @@ class DataParallelRunner:
         revision, plans = self._plans.get(key, (None, None))
         if revision != flags_revision():  # new, or a flag set in code since (check_nan_inf)
             plans = [Plan(self.program, list(shards[0]), fetch_names, self._rngs[i],
-                          comm=self.contexts[i], rank=self.ranks[i], tag=self.tag)
+                          comm=self.contexts[i], rank=self.ranks[i], tag=self.tag,
+                          update_rng=self._update_rngs[i])
                      for i in range(len(self.places))]
             self._plans[key] = (flags_revision(), plans)
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
@@ -295,6 +307,9 @@ class DataParallelRunner:
             self._group.reset()
             raise first
         return results
+
+
+_UPDATES = 0x0D75  # a generator for updates' random draws, apart from the per-rank ones
 
 
 def _collectives_began(plans) -> bool:

@@ -7,6 +7,7 @@ scope only after every op succeeded, so a failed run leaves the scope as it was.
 from __future__ import annotations
 
 from .. import profiler as _profiler
+from ..core.operator import OpRole
 from ..core.variable import Parameter, Variable
 from ..errors import (
     CommunicationError,
@@ -21,6 +22,10 @@ from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
 from .numeric_check import check_feeds, checking
+
+# ops that update parameters: in data parallel every rank must draw the same random numbers
+# there (the per-rank generators serve the forward pass: dropout differs per shard)
+_UPDATE_ROLES = frozenset({OpRole.OPTIMIZE, OpRole.LR_SCHED, OpRole.AVERAGE})
 
 # host ops whose output names the process: they get "[rank r/n] " (or "") as attrs["_rank_tag"]
 _RANK_TAGGED_OPS = frozenset({"print"})
@@ -54,7 +59,8 @@ class Plan:
     owned terms this rank then adds up and allreduces.
     """
 
-    def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag=""):
+    def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag="",
+                 update_rng=None):
         block = program.global_block()
         self.tag = f"{tag} " if tag else ""  # "[rank r/n] " in multi-process runs
         self._run_event = "Executor::Run" if rank is None else "ParallelExecutor::Run"
@@ -103,8 +109,9 @@ class Plan:
         for k, (i, op) in enumerate(ops):
             opdef = get_op_def(op.type)
             attrs = dict(op.attrs)
-            if opdef.random:
-                attrs["_rng"] = rng
+            if opdef.random:  # an update's draws (Dpsgd's noise) are the same on every rank
+                attrs["_rng"] = (update_rng if update_rng is not None
+                                 and op.role in _UPDATE_ROLES else rng)
             if opdef.collective:
                 attrs["_comm"] = comm
                 self.has_collectives = True

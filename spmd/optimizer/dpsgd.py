@@ -15,7 +15,8 @@ debugging knob), and draws one polar Box-Muller sample. spmd:
   fluid;
 - `seed` 0 / None: a fresh N(0, sigma) draw every step from the program's random generator (a
   `gaussian_random` op), instead of fluid's one-per-wall-clock-second. Under data parallelism
-  each rank draws its own, as for dropout: give a seed where the ranks must stay identical.
+  every rank and place draws the same noise (update ops draw from a generator seeded alike
+  everywhere, see spmd/executor/parallel.py), so the replicas stay identical.
 
 spmd builds the update from its existing ops (squared_l2_norm, sqrt, scale, elementwise_max,
 elementwise_div, elementwise_add, sgd) rather than one `dpsgd` op; the numbers are fluid's to

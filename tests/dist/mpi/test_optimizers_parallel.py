@@ -119,3 +119,30 @@ def test_n_ranks_equal_one_process(name, mode):
     for key, value in want.items():
         np.testing.assert_allclose(got[key], value, rtol=1e-9,
                                    atol=1e-9 * float(np.abs(value).max()), err_msg=key)
+
+
+@pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
+@pytest.mark.parametrize("seeded", [True, False], ids=["program-seed", "no-seed"])
+def test_random_updates_draw_alike_on_every_rank_and_place(mode, seeded):
+    """Dpsgd's noise is drawn by the update ops: every rank and place must draw the same, or
+    the replicas drift apart. Without any seed too (rank 0 picks one for all)."""
+    main, startup = fluid.Program(), fluid.Program()
+    if seeded:
+        main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 16], "float64")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 4))
+        OPT.Dpsgd(0.1, clip=1.0, batch_size=4.0, sigma=2.0).minimize(loss)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    strategy = fluid.BuildStrategy()
+    strategy.reduce_strategy = getattr(fluid.BuildStrategy.ReduceStrategy, mode)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, build_strategy=strategy, places=[fluid.CPUPlace()] * 2)
+    t = detect()
+    for step, (xs, _) in enumerate(batches()):
+        fetch = [loss] if step % 2 else []  # two plans: the noise must not restart
+        exe.run(compiled, feed={"x": xs[t.rank::t.size]}, fetch_list=fetch, scope=scope)
+    got = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
+    everyone = MPICommunicator().allgather(digest(got))
+    assert (everyone == everyone[0]).all(), "ranks hold different parameters"

@@ -1,0 +1,4 @@
+"""fluid.layers.ops: fluid 1.8's module of that name (see fluid_modules)."""
+from .fluid_modules import populate
+
+__all__ = populate(globals(), "ops")

@@ -154,6 +154,10 @@ CASES = {
                                  F.layers.reduce_min(d["x3"], dim=[0, 1, 2], keep_dim=True),
                                  F.layers.reduce_prod(d["x3"], dim=[]),
                                  F.layers.reduce_sum(d["x3"], dim=[0, -1], keep_dim=True)],
+    # every dim named (not dim=None): fluid 1.8.5 never writes Out (0 or stale memory)
+    "reduce_every_dim_named": lambda F, d: [
+        F.layers.reduce_sum(d["x3"], dim=[0, 1, 2]), F.layers.reduce_mean(d["x3"], dim=[0, 1, 2]),
+        F.layers.reduce_sum(d["x3"], dim=[2, 1, 0], keep_dim=True)],
     "reduce_repeated_dim": lambda F, d: [F.layers.reduce_sum(d["m"], dim=[1, -1])],
     "reduce_int": lambda F, d: [F.layers.reduce_sum(d["i3"], dim=1),
                                 F.layers.reduce_max(d["i3"], dim=-1, keep_dim=True),

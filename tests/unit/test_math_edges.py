@@ -4,9 +4,10 @@ broadcast against a larger Y, reductions over negative, repeated and all dims wi
 integer reductions, layer_norm / instance_norm (with gradients), lrn, data_norm. Where fluid
 refuses a case spmd raises InvalidArgumentError.
 
-Two fluid 1.8.5 answers are garbage (values that are not even elements of X, read from stale
-memory), and spmd does not follow them: reduce_max / reduce_min naming every dim explicitly
-(spmd reduces everything, as with dim=None), and a dim named twice (spmd refuses it)."""
+Two fluid 1.8.5 answers are garbage, and spmd does not follow them: a reduction naming every
+dim explicitly (fluid never writes Out: zeros, or values that are not even elements of X, from
+stale memory; spmd reduces everything, as with dim=None), and a dim named twice (spmd refuses
+it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,10 @@ ORACLE = load("edges")
 X3 = FEEDS["x3"]
 # (case, output index) -> spmd's answer where fluid's stored one is garbage (see above)
 FLUID_GARBAGE = {("reduce_dims", 2): X3.max().reshape(1),
-                 ("reduce_dims", 3): X3.min().reshape(1, 1, 1)}
+                 ("reduce_dims", 3): X3.min().reshape(1, 1, 1),
+                 ("reduce_every_dim_named", 0): X3.sum(dtype="float32").reshape(1),
+                 ("reduce_every_dim_named", 1): X3.mean(dtype="float32").reshape(1),
+                 ("reduce_every_dim_named", 2): X3.sum(dtype="float32").reshape(1, 1, 1)}
 
 
 def _run(build):
@@ -82,3 +86,11 @@ def test_operator_with_batch_sized_right_operand_aligns_from_dim_0():
     (got,) = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": xv, "y": yv},
                                                   fetch_list=[out])
     np.testing.assert_array_equal(got, xv + yv[:, :, None])
+
+
+def test_fluid_never_writes_a_reduction_naming_every_dim():
+    # what fluid 1.8.5 stored is whatever memory Out got (here: an element of another
+    # tensor, -0.0, nan), never the sum or mean spmd gives
+    right = [X3.sum(), X3.mean(), X3.sum()]
+    for w, r in zip(ORACLE["reduce_every_dim_named"], right):
+        assert not np.allclose(w.ravel(), r, rtol=1e-3)

@@ -43,18 +43,21 @@ def _rewire_for_overwrite(input, where: str):
     The ops already in the block that read or write `input` are rewired to a fresh variable
     holding its old value, so that `input` names the result from here on (fetching it gives
     the result, as in fluid) while the backward pass still reads the old value under the new
-    name. Where that is not possible (`input` fed, a parameter, or used in another block) the
-    result goes to a new variable instead, with a warning. Returns (source, target)."""
+    name. Where that is not possible (`input` fed, a parameter, used in another block, or the
+    layer built in a sub-block, where a loop would read the old value again) the result goes
+    to a new variable instead, with a warning. Returns (source, target)."""
     block, name = input.block, input.name
     program = block.program
     writes = any(name in op.output_arg_names for op in block.ops)
-    elsewhere = any(name in op.input_arg_names or name in op.output_arg_names
-                    for b in program.blocks if b is not block for op in b.ops)
+    elsewhere = program.current_block() is not block or any(
+        name in op.input_arg_names or name in op.output_arg_names
+        for b in program.blocks if b is not block for op in b.ops)
     if not writes or elsewhere or input.persistable:
         warnings.warn(
-            f"{where}: {name} is not computed by an op of its own block (it is fed, persistable "
-            f"or used in another block), so the result goes to a new variable; fetching {name} "
-            f"gives its old value, where fluid would give the result", stacklevel=3)
+            f"{where}: {name} is not computed by an op of the block building this layer (it is "
+            f"fed, persistable or used in another block), so the result goes to a new "
+            f"variable; fetching {name} gives its old value, where fluid would give the "
+            f"result", stacklevel=3)
         return input, None
     source = block.create_var(name=unique_name.generate(name + ".before_" + where),
                               shape=input.shape, dtype=input.dtype,

@@ -72,7 +72,9 @@ def _bn_step(in_place, layer):
     lambda h, in_place: fluid.layers.batch_norm(h, in_place=in_place),
     lambda h, in_place: (fluid.layers.inplace_abn(h, act="elu", act_alpha=0.5) if in_place
                          else fluid.layers.elu(fluid.layers.batch_norm(h), alpha=0.5)),
-], ids=["batch_norm", "inplace_abn"])
+    lambda h, in_place: fluid.layers.data_norm(h, in_place=in_place, name="dn_ip",
+                                               enable_scale_and_shift=True),
+], ids=["batch_norm", "inplace_abn", "data_norm"])
 def test_writing_over_the_input_keeps_the_gradient(layer):
     """The layer's output is its input Variable (fetching it gives the result) and the
     gradients are those of the out-of-place layer: the backward reads the old value."""

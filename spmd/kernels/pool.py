@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from ..ops.pool import pool_geometry
 from .conv import offset_slice
 from .registry import kernel
@@ -133,7 +135,11 @@ def pool_nd(xp, ins, attrs, want):
             xp.maximum(acc, s, out=acc)
         else:
             acc += s
-    if not is_max:
+    if is_max:
+        # fluid starts each max at the lowest finite value: a window wholly in the padding
+        # (ceil_mode) or over -inf only gives that, not -inf
+        xp.maximum(acc, np.finfo(acc.dtype).min, out=acc)
+    else:
         acc /= _avg_divisor(xp, x, attrs, ksize, strides, pads, out)
     return {"Out": _from_sm(xp, acc, n, c)}
 

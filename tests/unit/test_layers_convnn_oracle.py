@@ -20,6 +20,9 @@ DIFFERS = {
                       "(fetched as int32 there too); spmd declares int32",
     "deformable_conv_default_step": "at im2col_step's default (64) fluid's CPU kernel gives "
                                     "zeros for a batch below 64; spmd ignores im2col_step",
+    "pool_empty_window": "a ceil_mode window wholly past the input: fluid's exclusive average "
+                         "is 0 / 0 = nan there, spmd's is 0 (as with exclusive=False); the "
+                         "max is the lowest float32 in both",
 }
 
 
@@ -29,6 +32,11 @@ def test_matches_fluid(name):
     if name == "deformable_conv_default_step":
         assert not want["outs"][0].any() and got["outs"][0].any()
         return
+    if name == "pool_empty_window":
+        nan = np.isnan(want["outs"][0])
+        assert nan.any() and (got["outs"][0][nan] == 0).all()
+        assert np.isnan(want["outs"][1]).any() and not np.isnan(got["outs"][1]).any()
+        want = {**want, "outs": [np.where(np.isnan(w), 0, w) for w in want["outs"]]}
     if name == "adaptive_index":
         assert want["dtypes"] == ["float32"] * 4 and got["dtypes"][1::2] == ["int32"] * 2
         want = {**want, "dtypes": got["dtypes"]}

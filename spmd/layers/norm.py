@@ -81,6 +81,10 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
     moving mean `.w_1` (zeros) and variance `.w_2` (ones), which training updates in place:
     moving = momentum * moving + (1 - momentum) * batch statistic.
 
+    `in_place=True` writes the result over `input` (fetching it gives the result), as fluid;
+    fluid 1.8.5 then cannot differentiate it (its batch_norm_grad refuses "X@GRAD and Y@GRAD
+    inplaced"), while spmd's backward reads the renamed old value (_rewire_for_overwrite).
+
     `momentum` given as a Variable is not read, as in fluid 1.8.5: its layer passes the
     Variable under a misspelled input name ("MomemtumTensor") that the op never reads, so the
     op runs with the attribute's default momentum, 0.9 (checked against fluid 1.8.5 in

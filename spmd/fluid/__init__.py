@@ -57,6 +57,7 @@ from . import (
     reader,
     regularizer,
     transpiler,
+    wrapped_decorator,
 )
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
 from .data_feeder import *  # noqa: F403 - DataFeeder
@@ -83,6 +84,7 @@ __all__ = [
     "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",
     "layers", "load", "memory_optimize", "optimizer", "param_attr", "program_guard",
     "regularizer", "release_memory", "save", "scope_guard", "transpiler", "unique_name",
+    "wrapped_decorator",
     "data_feeder", "dygraph", "incubate", "install_check", "log_helper", "metrics", "nets",
     "profiler", "reader",
     *data_feeder.__all__, *framework.__all__, *reader.__all__,

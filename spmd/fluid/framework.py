@@ -1,5 +1,6 @@
 """fluid.framework: the IR classes and default programs, name_scope, require_version and
-in_dygraph_mode."""
+in_dygraph_mode; like fluid's, it also holds the place helpers (cpu_places, cuda_places, ...),
+device_guard and get_flags / set_flags."""
 from __future__ import annotations
 
 import contextlib
@@ -16,12 +17,19 @@ from ..core import (
     switch_main_program,
     switch_startup_program,
 )
+from ..core.places import (  # noqa: F401 - fluid.framework holds the place helpers too
+    cpu_places,
+    cuda_pinned_places,
+    cuda_places,
+    is_compiled_with_cuda,
+)
 from ..core.program import tag_new_ops
 from ..core.variable import Parameter
 from ..errors import InvalidArgumentError, PreconditionError
 
 # fluid 1.8 has these at its top level (from dygraph.base); fluid's face star-imports this
 # module's __all__, which is how they reach `fluid.enable_dygraph` and friends
+from .device import device_guard, get_flags, set_flags  # noqa: F401 - as fluid.framework
 from .dygraph.base import disable_dygraph, disable_imperative, enable_dygraph, enable_imperative
 
 __all__ = ["Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",

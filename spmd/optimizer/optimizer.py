@@ -98,9 +98,15 @@ class Optimizer:
         return var
 
     def _global_learning_rate(self, program=None):
-        """The learning-rate variable of `program` (None before minimize built it)."""
+        """The learning-rate variable of `program`: a Variable given as learning_rate (a
+        schedule) from the start, as in fluid (model-zoo scripts fetch it before minimize);
+        otherwise None until minimize builds it."""
         if program is None:
             program = default_main_program()
+        lr = self._learning_rate
+        if (program not in self._learning_rate_map and isinstance(lr, Variable)
+                and lr.block.program is program):
+            return lr
         return self._learning_rate_map.get(program)
 
     def _create_param_lr(self, block, param):

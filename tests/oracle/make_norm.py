@@ -94,7 +94,7 @@ def _data_norm_step(slot_dim, scale_shift):
     def build(fluid, block, d):
         x = fluid.layers.cast(d["gx"], "float32")
         x = fluid.layers.reshape(x, [6, 12])
-        y = fluid.layers.data_norm(x, name="dn%d" % slot_dim, slot_dim=slot_dim,
+        y = fluid.layers.data_norm(x, name=f"dn{slot_dim}", slot_dim=slot_dim,
                                    enable_scale_and_shift=scale_shift,
                                    param_attr={"batch_size": 1e3, "batch_sum": 5.0,
                                                "batch_square": 2e3, "scale_w": 1.5,

@@ -88,7 +88,14 @@ def clip(x, min=None, max=None, name=None):  # noqa: A002 - paddle's argument na
     """Clamp to [min, max]; a bound left None is the dtype's largest finite value."""
     check_variable(x, "x", "clip")
     big = float(np.finfo(x.dtype).max) if x.dtype.startswith("float") else float(2 ** 31 - 1)
-    return _m.clip(x, -big if min is None else min, big if max is None else max, name=name)
+    lo, hi = -big if min is None else min, big if max is None else max
+    if lo > hi:
+        raise InvalidArgumentError(f"clip: min={lo} must be <= max={hi}")
+    # the clip op directly: fluid 1.8's layers.clip refuses integer tensors, paddle's does not
+    helper = LayerHelper("clip", name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("clip", {"X": [x]}, {"Out": [out]}, {"min": float(lo), "max": float(hi)})
+    return out
 
 
 def reshape(x, shape, name=None):

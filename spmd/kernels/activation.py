@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from .registry import kernel
 
 _SPECIAL: dict = {}
@@ -199,7 +200,15 @@ def _pow_factor(ins, attrs) -> float:
 
 @kernel("pow")
 def pow_(xp, ins, attrs, want):
-    return {"Out": xp.power(ins["X"], _pow_factor(ins, attrs))}
+    x, factor = ins["X"], _pow_factor(ins, attrs)
+    if x.dtype.kind in "iu":  # fluid 1.8: x ** int(factor) in X's dtype, wrapping on overflow
+        e = int(factor)
+        if e < 0:
+            raise InvalidArgumentError(
+                f"pow: integer X takes a factor >= 0, got {factor} (fluid 1.8 hangs there); "
+                f"cast X to float first")
+        return {"Out": xp.power(x, x.dtype.type(e))}
+    return {"Out": xp.power(x, factor)}
 
 
 @kernel("pow_grad")

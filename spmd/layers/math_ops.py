@@ -73,7 +73,8 @@ def gelu(x, approximate=False, name=None):
 
 
 def leaky_relu(x, alpha=0.02, name=None):
-    """x if x > 0 else alpha * x (fluid 1.8 default alpha 0.02)."""
+    """max(x, alpha * x), as fluid 1.8 computes it (x if x > 0 else alpha * x for
+    0 <= alpha <= 1); fluid 1.8's default alpha 0.02."""
     return _unary("leaky_relu", x, name, {"alpha": alpha})
 
 

@@ -37,14 +37,7 @@ def _run(build):
     return exe.run(prog, feed=FEEDS, fetch_list=fetch)
 
 
-# the pow kernel lives in spmd/kernels/activation.py: on integer X it must raise to int(factor)
-# in X's dtype (today it gives float64); strict, so it turns red once that is fixed
-_PENDING = pytest.mark.xfail(strict=True, reason="pow on integer X: kernel change pending in "
-                                                 "spmd/kernels/activation.py")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_PENDING) if n == "pow_int" else n
-                                  for n in sorted(set(CASES) - {"reduce_repeated_dim"})])
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"reduce_repeated_dim"}))
 def test_matches_fluid(name):
     want = ORACLE[name]
     if isinstance(want, dict):  # fluid refused it
@@ -94,3 +87,14 @@ def test_fluid_never_writes_a_reduction_naming_every_dim():
     right = [X3.sum(), X3.mean(), X3.sum()]
     for w, r in zip(ORACLE["reduce_every_dim_named"], right):
         assert not np.allclose(w.ravel(), r, rtol=1e-3)
+
+
+def test_integer_pow_with_a_negative_factor_says_to_cast():
+    """fluid 1.8.5 hangs there; spmd names the fix."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [3], "int64")
+        out = fluid.layers.pow(x, factor=-1.0)
+    with pytest.raises(ExecutionError, match=r"integer X takes a factor >= 0.*cast X to float"):
+        fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.array([1, 2, 3])},
+                                             fetch_list=[out], scope=fluid.Scope())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..ops.manip import empty_strided_message, strided_axis
 from . import creation  # noqa: F401 - the creation kernels register beside these
 from .registry import kernel
 from .tensor import _scatter_add, ints_of, slice_bounds
@@ -261,21 +262,25 @@ def meshgrid_grad(xp, ins, attrs, want):
 
 
 # -- slicing with strides --------------------------------------------------------------------
-def _strided_index(ins, attrs, ndim):
+def _strided_index(ins, attrs, shape):
+    ndim = len(shape)
     index = [slice(None)] * ndim
     starts, ends = slice_bounds(ins, attrs, "starts"), slice_bounds(ins, attrs, "ends")
     strides = slice_bounds(ins, attrs, "strides")
     for a, s, e, st in zip(attrs["axes"], starts, ends, strides):
         if st == 0:
             raise InvalidArgumentError(f"strided_slice: strides must not be 0, got {strides}")
-        index[a % ndim] = slice(s, e, st)  # python slicing clamps bounds as fluid does
+        sl = strided_axis(s, e, st)
+        if not len(range(*sl.indices(shape[a % ndim]))):
+            raise InvalidArgumentError(empty_strided_message(a, shape[a % ndim], sl))
+        index[a % ndim] = sl
     return tuple(index)
 
 
 @kernel("strided_slice")
 def strided_slice(xp, ins, attrs, want):
     x = ins["Input"]
-    out = x[_strided_index(ins, attrs, x.ndim)]
+    out = x[_strided_index(ins, attrs, x.shape)]
     dec = attrs["decrease_axis"]
     if dec:
         out = out.reshape([d for i, d in enumerate(out.shape) if i not in dec] or [1])
@@ -285,7 +290,7 @@ def strided_slice(xp, ins, attrs, want):
 @kernel("strided_slice_grad")
 def strided_slice_grad(xp, ins, attrs, want):
     x, dout = ins["Input"], ins["Out@GRAD"]
-    index = _strided_index(ins, attrs, x.ndim)
+    index = _strided_index(ins, attrs, x.shape)
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     dx[index] = dout.reshape(dx[index].shape)  # undoes decrease_axis
     return {"Input@GRAD": dx}

@@ -266,6 +266,23 @@ _STRIDED_TENSORS = ["StartsTensor?", "EndsTensor?", "StridesTensor?", "StartsTen
                     "EndsTensorList*", "StridesTensorList*"]
 
 
+def strided_axis(start: int, end: int, stride: int) -> slice:
+    """fluid's bounds for one strided_slice axis as a python slice: numpy's clamping, except
+    that end -1 with a negative stride means "through index 0" (fluid's spelling of a
+    missing stop, as in x[3::-1]), not "stop before the last element".
+
+    fluid 1.8's CPU kernel aligns a negative stride of 2 or more to `end` instead of `start`
+    (x[5:1:-2] gives [4, 2]); spmd gives python's [5, 3]: tests/unit/test_layers_manip_oracle.py.
+    """
+    return slice(start, None if (end == -1 and stride < 0) else end, stride)
+
+
+def empty_strided_message(axis: int, size: int, sl: slice) -> str:
+    return (f"strided_slice selects nothing along axis {axis} (size {size}) with start "
+            f"{sl.start}, end {sl.stop}, stride {sl.step}; fluid rejects an empty slice too: "
+            f"check the bounds' signs against the stride's")
+
+
 @define_op("strided_slice", inputs=["Input", *_STRIDED_TENSORS], outputs=["Out"],
            no_grad_inputs=tuple(s.rstrip("?*") for s in _STRIDED_TENSORS),
            attrs={"axes": ("ints", []), "starts": ("ints", []), "ends": ("ints", []),
@@ -295,7 +312,9 @@ def _strided_slice(ctx):
             out[a] = -1
             continue
         ctx.check(strides[i] != 0, f"strides must not be 0, got {strides}")
-        out[a] = len(range(*slice(starts[i], ends[i], strides[i]).indices(x.shape[a])))
+        sl = strided_axis(starts[i], ends[i], strides[i])
+        out[a] = len(range(*sl.indices(x.shape[a])))
+        ctx.check(out[a] > 0, empty_strided_message(a, x.shape[a], sl))
     dec = ctx.attr("decrease_axis")
     if dec:
         out = [d for i, d in enumerate(out) if i not in dec] or [1]

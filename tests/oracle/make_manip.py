@@ -163,6 +163,18 @@ CASES = {
         F.layers.strided_slice(d["x3"], [2], [-1], [-5], [-1]),
         F.layers.strided_slice(d["x3"], [0, 1, 2], [0, 0, 3], [2, 100, 0], [1, 2, -2]),
         F.layers.strided_slice(d["x3"], [1], [-100], [100], [2])], True),
+    # end -1 with a negative stride runs through index 0 in fluid (its "no stop")
+    "strided_slice_bounds": (["x3"], lambda F, d: [
+        F.layers.strided_slice(d["x3"], [2], [-1], [-1], [-1]),
+        F.layers.strided_slice(d["x3"], [0, 2], [1, 2], [-1, -1], [-1, -1]),
+        F.layers.strided_slice(d["x3"], [2], [10000], [-10000], [-1]),
+        F.layers.strided_slice(d["x3"], [1], [-10000], [10000], [1]),
+        F.layers.strided_slice(d["x3"], [2], [-2], [0], [-1]),
+        F.layers.strided_slice(d["x3"], [1, 2], [0, -3], [3, 100], [2, 3])], True),
+    # a negative stride of 2 or more: fluid 1.8 is one element off (test_layers_manip_oracle)
+    "strided_slice_negative_step": (["x3"], lambda F, d: [
+        F.layers.strided_slice(d["x3"], [2], [2], [0], [-2]),
+        F.layers.strided_slice(d["x3"], [1], [2], [-10000], [-2])], False),
     "gather": (["x", "idx", "idx32"], lambda F, d: [
         F.layers.gather(d["x"], d["idx"]), F.layers.gather(d["x"], d["idx32"]),
         F.layers.gather(d["x"], d["idx"], overwrite=False)], True),
@@ -310,6 +322,10 @@ ERRORS = {
     "one_hot_rank1": (["idx"], lambda F, d: [F.layers.one_hot(d["idx"], 3)]),
     "pad2d_int_paddings": (["img"], lambda F, d: [F.layers.pad2d(d["img"], 1)]),
     "slice_empty": (["x3"], lambda F, d: [F.layers.slice(d["x3"], [1], [2], [2])]),
+    "strided_slice_empty": (["x3"], lambda F, d: [F.layers.strided_slice(
+        d["x3"], [2], [1], [3], [-1])]),
+    "strided_slice_empty_positive": (["x3"], lambda F, d: [F.layers.strided_slice(
+        d["x3"], [1], [2], [1], [1])]),
     "squeeze_non_one": (["x4"], lambda F, d: [F.layers.squeeze(d["x4"], [0, 2])]),
     "slice_negative_axis": (["x"], lambda F, d: [F.layers.slice(d["x"], [-1], [1], [3])]),
     "logical_broadcast": (["b", "bb"], lambda F, d: [F.layers.logical_and(d["b"], d["bb"])]),

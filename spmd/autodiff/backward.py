@@ -159,23 +159,51 @@ def _backward(block, targets, target_seeds, sources: set, no_grad: set):
     for name in list(ctx._contrib):
         finalize(name)
 
+    clash = _clashing_names(block, {rename.get(n, n) for _, _, outs, _ in specs
+                                    for names in outs.values() for n in names})
+
+    def final(name: str) -> str:
+        name = rename.get(name, name)
+        return clash.get(name, name)
+
     def ren(d):
-        return {s: [rename.get(n, n) for n in names] for s, names in d.items()}
+        return {s: [final(n) for n in names] for s, names in d.items()}
 
     for g, fwd in ctx.grad_of.items():  # declared with the forward var's shape and dtype
-        if rename.get(g, g) == g and not block.has_var(g):
+        if rename.get(g, g) == g and not block.has_var(final(g)):
             f = block.vars[fwd]
-            block.create_var(name=g, shape=f.shape, dtype=f.dtype)
+            block.create_var(name=final(g), shape=f.shape, dtype=f.dtype)
     with program.role_guard(OpRole.BACKWARD):
         for k, (type_, ins, outs, attrs) in enumerate(specs):
             role = OpRole.LOSS if k < len(target_seeds) else None  # the seeds of target grads
             op = block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
             _append_error_clips(block, op, ctx.grad_of)
-    grads = {n: g for n, g in finalized.items() if g is not None}
+    grads = {n: final(g) for n, g in finalized.items() if g is not None}
     for n, g in grads.items():
         block.vars[g].stop_gradient = True  # grads are not differentiated again
         program.grad_var_map[n] = g
     return grads
+
+
+def _clashing_names(block, made: set) -> dict:
+    """For a backward pass appended after another (fluid.gradients twice, or gradients then
+    minimize): its gradient names that already exist, each renamed 'grad/' * k + name, k the
+    pass's number, as fluid 1.8 names them (x@GRAD, then grad/grad/x@GRAD, ...), so the
+    passes never write each other's variables."""
+    clashes = [n for n in made if block.has_var(n)]
+    if not clashes:
+        return {}
+    earlier = [n for n in block.vars if GRAD_SUFFIX in n]
+    passes = max([1, *(_grad_prefixes(n) for n in earlier)])  # the passes appended so far
+    prefix = "grad/" * (passes + 1)
+    return {n: prefix + n for n in clashes}
+
+
+def _grad_prefixes(name: str) -> int:
+    count = 0
+    while name.startswith("grad/", 5 * count):
+        count += 1
+    return count
 
 
 def _append_error_clips(block, op, grad_of: dict):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..ops.conv import pool_out_size
 from ..ops.pool import pool_geometry
 from .conv import offset_slice
 from .registry import kernel
@@ -26,8 +27,7 @@ def _pool_setup(x, attrs):
     out, fit = [], []
     for i in range(nd):
         size = x.shape[2 + i]
-        extra = strides[i] - 1 if attrs.get("ceil_mode") else 0
-        o = (size - ksize[i] + sum(pads[i]) + extra) // strides[i] + 1
+        o = pool_out_size(size, ksize[i], strides[i], pads[i], attrs.get("ceil_mode", False))
         out.append(o)
         before = pads[i][0]
         fit.append((before, max((o - 1) * strides[i] + ksize[i] - before - size, 0)))

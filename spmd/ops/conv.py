@@ -55,10 +55,14 @@ def transpose_out_size(size, ksize, stride, pads, dilation) -> int:
 
 
 def pool_out_size(size, ksize, stride, pads, ceil_mode) -> int:
+    """fluid 1.8's pool output size. Its division truncates toward zero (C++), so a window
+    larger than the padded input still gives one output when (size + pads - ksize) / stride
+    lies in (-1, 0): GoogLeNet's 7x7 average pool on a 1x1 map, at small image sizes."""
     if size < 0 or pads is None:
         return -1
     extra = stride - 1 if ceil_mode else 0
-    return (size - ksize + pads[0] + pads[1] + extra) // stride + 1
+    span = size - ksize + pads[0] + pads[1] + extra
+    return (span // stride if span >= 0 else -(-span // stride)) + 1
 
 
 def conv_geometry(attrs: dict, in_sp, k_sp):

@@ -72,11 +72,15 @@ def col2im(xp, dcols, size, strides, dil):
 
 
 def _conv_setup(x, w, attrs):
-    """(pads per dim, dilations, output spatial size) for this input and filter."""
+    """(pads per dim, dilations, output spatial size) for this input and filter. The padding
+    after each dim is what the last window reaches (zeros), as fluid's im2col reads zeros
+    there when a kernel is larger than the padded input."""
     k, strides = w.shape[2:], attrs["strides"]
     pads, dil = conv_geometry(attrs, x.shape[2:], k)
     out = tuple(conv_out_size(x.shape[2 + i], k[i], strides[i], pads[i], dil[i])
                 for i in range(len(k)))
+    reach = [(out[i] - 1) * strides[i] + dil[i] * (k[i] - 1) + 1 for i in range(len(k))]
+    pads = [(p[0], max(p[1], reach[i] - p[0] - x.shape[2 + i])) for i, p in enumerate(pads)]
     return pads, dil, out
 
 

@@ -41,10 +41,17 @@ def resolve_padding(size: int, ksize: int, stride: int, pads: tuple[int, int], a
     return pads
 
 
+def _c_div(a: int, b: int) -> int:
+    """a / b truncated toward zero, as C++'s int division (fluid's shape functions)."""
+    return a // b if a >= 0 else -(-a // b)
+
+
 def conv_out_size(size, ksize, stride, pads, dilation) -> int:
+    """fluid 1.8's conv output size; like pool_out_size, a kernel reaching past the padded
+    input by less than a stride still gives an output (InceptionV4 at small image sizes)."""
     if size < 0 or pads is None:
         return -1
-    return (size + pads[0] + pads[1] - (dilation * (ksize - 1) + 1)) // stride + 1
+    return _c_div(size + pads[0] + pads[1] - (dilation * (ksize - 1) + 1), stride) + 1
 
 
 def transpose_out_size(size, ksize, stride, pads, dilation) -> int:
@@ -61,8 +68,7 @@ def pool_out_size(size, ksize, stride, pads, ceil_mode) -> int:
     if size < 0 or pads is None:
         return -1
     extra = stride - 1 if ceil_mode else 0
-    span = size - ksize + pads[0] + pads[1] + extra
-    return (span // stride if span >= 0 else -(-span // stride)) + 1
+    return _c_div(size - ksize + pads[0] + pads[1] + extra, stride) + 1
 
 
 def conv_geometry(attrs: dict, in_sp, k_sp):

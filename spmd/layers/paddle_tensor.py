@@ -180,7 +180,8 @@ def _fill_like(x, value, dtype):
 def gather(x, index, axis=None, name=None):
     if axis not in (None, 0):
         raise InvalidArgumentError(f"gather: only axis 0 is supported, got axis={axis}")
-    return _t.gather(x, index)
+    # paddle 2.x sums the gradients of repeated indices (fluid 1.8's default keeps the last)
+    return _t.gather(x, index, overwrite=False)
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002

@@ -60,3 +60,21 @@ def test_fill_constant_writes_out_and_keeps_int64_exact():
     assert res is out
     (got,) = fluid.Executor(fluid.CPUPlace()).run(prog, fetch_list=[out])
     assert got.tolist() == [big, big]
+
+
+def test_paddle_gather_sums_the_gradients_of_repeated_indices():
+    """paddle 2.x's gather (overwrite=False); fluid 1.8's layers.gather keeps the last."""
+    import spmd as paddle
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [3, 2], "float32")
+        x.stop_gradient = False
+        index = fluid.data("i", [3], "int64")
+        grads = [fluid.backward.gradients(fluid.layers.reduce_sum(out), [x])[0]
+                 for out in (paddle.gather(x, index), fluid.layers.gather(x, index))]
+    got = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": np.ones((3, 2), "float32"), "i": np.array([1, 1, 0])},
+        fetch_list=grads, scope=fluid.Scope())
+    np.testing.assert_array_equal(got[0], [[1, 1], [2, 2], [0, 0]])
+    np.testing.assert_array_equal(got[1], [[1, 1], [1, 1], [0, 0]])

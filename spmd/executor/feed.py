@@ -70,16 +70,17 @@ def _empty_batch(name: str, shape, tag: str = "") -> FeedError:
 
 
 def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
-               fewer_places_ok: bool = False) -> list[dict]:
+               every_place_because: str | None = "a training program runs on every place"
+               ) -> list[dict]:
     """fluid's data-parallel feeding: a dict is split along dim 0 over the places (the
     remainder going to the later places); a list of per-place dicts is used as it is. A name in
     `replicated` (a persistable variable, such as a learning rate fed each step) is given whole
     to every place, as fluid's ParallelExecutor does.
 
-    `fewer_places_ok` (a program without a backward pass or collectives): as in fluid 1.8, a
-    list of k < num_places dicts, or a dict batch of k < num_places rows, feeds only the first
-    k places (a DataLoader's short last batch with drop_last=False). The result then holds k
-    dicts. A training program runs on every place, so for it that is a FeedError.
+    `every_place_because` None (a program without a backward pass or collectives): as in
+    fluid 1.8, a list of k < num_places dicts, or a dict batch of k < num_places rows, feeds
+    only the first k places (a DataLoader's short last batch with drop_last=False); the result
+    then holds k dicts. Otherwise that is a FeedError giving this reason.
 
     >>> [len(s["x"]) for s in split_feed({"x": np.zeros((5, 2))}, 2)]
     [2, 3]
@@ -91,18 +92,17 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
             raise FeedError(
                 f"{tag}a list feed needs one dict per place: {num_places} place(s), got "
                 f"{len(feed)} dict(s)")
-        if len(feed) < num_places and not fewer_places_ok:
-            raise _training_needs_every_place(tag, f"{len(feed)} dict(s)", num_places)
+        if len(feed) < num_places and every_place_because:
+            raise _every_place(tag, len(feed), num_places, every_place_because)
         return [dict(f) for f in feed]
     if num_places == 1:
         return [feed]
-    if fewer_places_ok:  # a short batch feeds the first places only, one row each
-        rows = [np.shape(v)[0] for n, v in feed.items()
-                if n not in replicated and np.ndim(v) > 0]
-        num_places = max(1, min([num_places, *rows]))
+    arrays = {name: value if hasattr(value, "shape") else _as_array(name, value, tag)
+              for name, value in feed.items()}
+    if every_place_because is None:  # a short batch feeds the first places only, one row each
+        num_places = _places_fed(arrays, num_places, replicated, tag)
     shards: list[dict] = [{} for _ in range(num_places)]
-    for name, value in feed.items():
-        array = value if hasattr(value, "shape") else _as_array(name, value, tag)
+    for name, array in arrays.items():
         if name in replicated:
             for shard in shards:
                 shard[name] = array
@@ -117,10 +117,10 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
             raise _empty_batch(name, array.shape, tag)
         if n < num_places:
             raise FeedError(
-                f"{tag}feed '{name}' has a batch of {n} but there are {num_places} places: "
-                f"a training program needs at least one sample on each place; feed a batch "
-                f"of at least {num_places} (drop_last=True in paddle.batch / DataLoader "
-                f"drops a short last batch) or use fewer places (CPU_NUM / places=)")
+                f"{tag}feed '{name}' has a batch of {n} but there are {num_places} places, "
+                f"and {every_place_because}, each with at least one sample; feed a batch of "
+                f"at least {num_places} (drop_last=True in paddle.batch / DataLoader drops a "
+                f"short last batch) or use fewer places (CPU_NUM / places=)")
         base, extra = divmod(n, num_places)
         start = 0
         for i in range(num_places):
@@ -130,12 +130,26 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
     return shards
 
 
-def _training_needs_every_place(tag: str, got: str, num_places: int) -> FeedError:
+def _every_place(tag: str, got: int, num_places: int, because: str) -> FeedError:
     return FeedError(
-        f"{tag}a list feed needs one dict per place: {num_places} place(s), got {got}. A "
-        f"training program runs on every place (fewer dicts are accepted only for programs "
-        f"without a backward pass, as in fluid). A DataLoader gives fewer at the end of an "
-        f"epoch when its batches do not fill every place: set drop_last=True for training")
+        f"{tag}a list feed needs one dict per place: {num_places} place(s), got {got} "
+        f"dict(s), and {because} (fewer dicts are accepted only for programs without a "
+        f"backward pass or collectives, as in fluid). A DataLoader gives fewer at the end of "
+        f"an epoch when its batches do not fill every place: set drop_last=True there")
+
+
+def _places_fed(arrays: dict, num_places: int, replicated, tag: str) -> int:
+    """How many places a dict batch feeds when it may feed fewer than all: one row each
+    while the batch is shorter than the places, and every input must then be as short."""
+    rows = {n: a.shape[0] for n, a in arrays.items() if n not in replicated and a.ndim > 0}
+    if not rows or min(rows.values()) >= num_places:
+        return num_places
+    if len(set(rows.values())) > 1:
+        raise FeedError(
+            f"{tag}the feeds have different batch sizes {rows} and the smallest is below the "
+            f"{num_places} places, so they cannot be dealt out: feed every variable the same "
+            f"number of rows")
+    return max(1, min(rows.values()))
 
 
 def merge_fetches(per_place: list[list], merged: bool) -> list:

@@ -132,9 +132,12 @@ class DataParallelRunner:
         # fluid 1.8 runs a program without a backward pass (a test clone) on the first k
         # places when a step feeds only k (a DataLoader's short last batch); a program with
         # collectives could not, as the places left out would never join them
-        self._runs_on_fewer_places = not any(
-            op.role in (OpRole.BACKWARD, OpRole.LOSS) or get_op_def(op.type).collective
-            for op in self.program.global_block().ops)
+        ops = self.program.global_block().ops
+        self._every_place_because = (
+            "a training program runs on every place" if any(
+                op.role in (OpRole.BACKWARD, OpRole.LOSS) for op in ops) else
+            "this program has collectives, which every place must join" if any(
+                get_op_def(op.type).collective for op in ops) else None)
         # the place threads and communication threads end with the runner
         contexts = [] if share_from is not None else list(self.contexts)
         weakref.finalize(self, _shut_down, self._pool, contexts)
@@ -185,17 +188,18 @@ class DataParallelRunner:
             self._update_rngs = self._share_from._update_rngs
             self._initialized = True
             return
-        seed = self.program.random_seed
+        # rank 0's program seed (or a random one) for the update generators, on every rank:
+        # ranks may seed their programs differently (dropout), and the updates must not differ
+        seed = np.array([self.program.random_seed
+                         or np.random.SeedSequence().entropy % 2 ** 62 + 1], np.int64)
         if self.topology.size > 1:
             from ..comm.mpi import MPICommunicator
 
             mpi = MPICommunicator()
             check_same_program(self.program, mpi)
-            if not seed:  # no seed set: rank 0's random one, on every rank
-                drawn = np.array([np.random.SeedSequence().entropy % 2 ** 62 + 1], np.int64)
-                seed = int(mpi.broadcast(drawn, 0)[0])
-        seed = seed or int(np.random.SeedSequence().entropy % 2 ** 62 + 1)  # one process
-        self._update_rngs = [np.random.default_rng([seed, _UPDATES]) for _ in self.places]
+            mpi.broadcast(seed, 0)  # every rank, whatever its own seed
+        self._update_rngs = [np.random.default_rng([int(seed[0]), _UPDATES])
+                             for _ in self.places]
         first = self.scopes[0]
         for other in self.scopes[1:]:
             for name in first.local_var_names():
@@ -246,7 +250,7 @@ class DataParallelRunner:
         shards = split_feed(feed, len(self.places), tag=f"{self.tag} ",
                             replicated={n for n in _names(feed) if block.has_var(n)
                                         and block.vars[n].persistable},
-                            fewer_places_ok=self._runs_on_fewer_places)
+                            every_place_because=self._every_place_because)
         key = (tuple(sorted(shards[0])), tuple(fetch_names))
         revision, plans = self._plans.get(key, (None, None))
         if revision != flags_revision():  # new, or a flag set in code since (check_nan_inf)
@@ -276,8 +280,8 @@ class DataParallelRunner:
             raise
         # copies: a fetched gradient may be a view of a bucket the next step reuses
         per_place = [[host_array(a, copy=True) for a in r] for r in results]
-        if not return_numpy:
-            return per_place[0] if len(per_place) == 1 else merge_fetches(per_place, False)
+        if not return_numpy:  # one list per fetch with a value per place that ran
+            return per_place[0] if len(self.places) == 1 else merge_fetches(per_place, False)
         return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]
 
     def _run_on_places(self, fn, count: int | None = None):

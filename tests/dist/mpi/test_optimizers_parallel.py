@@ -122,13 +122,15 @@ def test_n_ranks_equal_one_process(name, mode):
 
 
 @pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
-@pytest.mark.parametrize("seeded", [True, False], ids=["program-seed", "no-seed"])
-def test_random_updates_draw_alike_on_every_rank_and_place(mode, seeded):
+@pytest.mark.parametrize("seeding", ["same", "none", "per-rank", "rank-0-none"])
+def test_random_updates_draw_alike_on_every_rank_and_place(mode, seeding):
     """Dpsgd's noise is drawn by the update ops: every rank and place must draw the same, or
-    the replicas drift apart. Without any seed too (rank 0 picks one for all)."""
+    the replicas drift apart, whatever seeds the ranks gave their programs (rank 0's rules;
+    ranks may seed differently for dropout), and without any seed (rank 0 picks one)."""
+    t = detect()
+    seed = {"same": 3, "none": 0, "per-rank": 3 + t.rank, "rank-0-none": t.rank}[seeding]
     main, startup = fluid.Program(), fluid.Program()
-    if seeded:
-        main.random_seed = startup.random_seed = 3
+    main.random_seed = startup.random_seed = seed
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [None, 16], "float64")
         loss = fluid.layers.mean(fluid.layers.fc(x, 4))
@@ -139,10 +141,14 @@ def test_random_updates_draw_alike_on_every_rank_and_place(mode, seeded):
     strategy.reduce_strategy = getattr(fluid.BuildStrategy.ReduceStrategy, mode)
     compiled = fluid.CompiledProgram(main).with_data_parallel(
         loss_name=loss.name, build_strategy=strategy, places=[fluid.CPUPlace()] * 2)
-    t = detect()
     for step, (xs, _) in enumerate(batches()):
         fetch = [loss] if step % 2 else []  # two plans: the noise must not restart
         exe.run(compiled, feed={"x": xs[t.rank::t.size]}, fetch_list=fetch, scope=scope)
-    got = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
-    everyone = MPICommunicator().allgather(digest(got))
+    names = [p.name for p in main.all_parameters()]
+    per_place = exe.run(compiled, feed={"x": batches()[0][0][t.rank::t.size]},
+                        fetch_list=names, scope=scope, return_numpy=False)
+    for name, values in zip(names, per_place):  # every place of this rank alike
+        assert len(values) == 2
+        np.testing.assert_array_equal(values[0], values[1], err_msg=name)
+    everyone = MPICommunicator().allgather(digest(dict(zip(names, (v[0] for v in per_place)))))
     assert (everyone == everyone[0]).all(), "ranks hold different parameters"

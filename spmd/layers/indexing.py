@@ -14,6 +14,8 @@ newaxis) are not fluid 1.8 indexing: they are refused with what to use instead.
 """
 from __future__ import annotations
 
+import operator
+
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper
@@ -41,6 +43,16 @@ def _index_end(helper: LayerHelper, index: Variable) -> Variable:
     return end
 
 
+def _as_int(value):
+    """An int for Python and numpy integers (not bools); the value itself otherwise."""
+    if isinstance(value, bool) or isinstance(value, Variable):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
+
+
 def _parse(var: Variable, items: tuple, helper: LayerHelper):
     """(axes, starts, ends, steps, decrease_axis, reverse_axis) of the index `items`."""
     axes, starts, ends, steps, decrease, reverse = [], [], [], [], [], []
@@ -51,7 +63,7 @@ def _parse(var: Variable, items: tuple, helper: LayerHelper):
         if item is Ellipsis or item is None:
             raise _bad(var, items, "Ellipsis (...) and None (newaxis) are not supported")
         if isinstance(item, slice):
-            start, end, step = item.start, item.stop, item.step
+            start, end, step = (_as_int(v) for v in (item.start, item.stop, item.step))
             if start is None and end is None and step in (None, 1):
                 continue
             step = 1 if step is None else step
@@ -69,7 +81,8 @@ def _parse(var: Variable, items: tuple, helper: LayerHelper):
             starts.append(0 if start is None else start)
             ends.append(_TO_THE_END if end is None else end)
             steps.append(step)
-        elif isinstance(item, (int, Variable)) and not isinstance(item, bool):
+        elif isinstance(_as_int(item), (int, Variable)) and not isinstance(item, bool):
+            item = _as_int(item)
             axes.append(dim)
             decrease.append(dim)
             starts.append(item)

@@ -63,3 +63,15 @@ def test_a_variable_is_not_iterable():
         x = fluid.data("x", [-1, 3], "float32")
         with pytest.raises(TypeError, match=r"is not iterable.*fluid\.layers\.split"):
             list(x)
+
+
+def test_numpy_integers_index_as_ints():
+    """fluid 1.8.5 takes numpy ints too (x[np.int64(1)], x[:, np.int32(1):np.int32(3)])."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4, 6], "float32")
+        outs = [x[np.int64(1)], x[:, np.int64(1):np.int32(3)], x[np.int32(-1)]]
+    got = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": cases.X}, fetch_list=outs,
+                                               scope=fluid.Scope())
+    for value, want in zip(got, [cases.X[1], cases.X[:, 1:3], cases.X[-1]]):
+        np.testing.assert_array_equal(value, want)

@@ -21,13 +21,24 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["PNG_SIGNATURE", "decode_png_cv2", "is_png", "read_png"]
+__all__ = ["MAX_PIXELS", "PNG_SIGNATURE", "SlowPNG", "decode_png_cv2", "is_png", "read_png"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples per pixel
 _DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
+# Pillow's decompression-bomb limit: a header asking for more pixels is refused, as a huge
+# image from a few bytes of file could otherwise take all memory
+MAX_PIXELS = 89_478_485
+# rows filtered with Average or Paeth are undone byte by byte in Python: above this many bytes
+# of image, such a file is left to OpenCV or Pillow (SlowPNG), instead of taking minutes
+MAX_PYTHON_FILTER_BYTES = 4 << 20
 # libpng's rgb_to_gray weights (OpenCV asks for 0.299, 0.587) in 1/32768ths
 _GRAY_WEIGHTS = (9797, 19234, 32768 - 9797 - 19234)
+
+
+class SlowPNG(InvalidArgumentError):
+    """A PNG this decoder would take too long on (large, Average/Paeth-filtered rows): a
+    library decodes it (image.py falls back to Pillow), or the error says to install one."""
 
 
 def is_png(data: bytes) -> bool:
@@ -58,12 +69,21 @@ def _unfilter(raw: bytes, height: int, stride: int, bpp: int) -> np.ndarray:
     if len(raw) < height * (stride + 1):
         raise InvalidArgumentError(
             f"PNG image data holds {len(raw)} bytes, expected {height * (stride + 1)}")
+    kinds = raw[0:height * (stride + 1):stride + 1]
+    if height * stride > MAX_PYTHON_FILTER_BYTES and (3 in kinds or 4 in kinds):
+        raise SlowPNG(
+            f"a {height * stride}-byte PNG image with Average/Paeth-filtered rows is too large "
+            f"for spmd's own PNG reader; install opencv-python-headless or Pillow, which spmd "
+            f"then uses")
     out = np.zeros((height, stride), np.uint8)
     prev = bytearray(stride)
     for y in range(height):
         start = y * (stride + 1)
         kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
-        if kind == 1:
+        if kind == 1 and stride % bpp == 0:  # a running sum per byte of the pixel, mod 256
+            line = bytearray(np.cumsum(np.frombuffer(line, np.uint8).reshape(-1, bpp), axis=0,
+                                       dtype=np.uint8).tobytes())
+        elif kind == 1:
             for i in range(bpp, stride):
                 line[i] = (line[i] + line[i - bpp]) & 0xFF
         elif kind == 2:
@@ -108,8 +128,13 @@ def _parse(data: bytes):
     header, palette, idat = None, None, []
     for kind, body in _chunks(bytes(data)):
         if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body[:13])
+            if len(body) != 13:
+                raise InvalidArgumentError(f"PNG IHDR chunk of {len(body)} bytes, expected 13")
+            header = struct.unpack(">IIBBBBB", body)
         elif kind == b"PLTE":
+            if not body or len(body) % 3 or len(body) > 3 * 256:
+                raise InvalidArgumentError(
+                    f"PNG PLTE chunk of {len(body)} bytes: expected 3 to 768, a multiple of 3")
             palette = np.frombuffer(body, np.uint8).reshape(-1, 3)
         elif kind == b"IDAT":
             idat.append(body)
@@ -119,6 +144,10 @@ def _parse(data: bytes):
     if ctype not in _CHANNELS or depth not in _DEPTHS[ctype]:
         raise InvalidArgumentError(
             f"PNG colour type {ctype} with bit depth {depth} is not a valid combination")
+    if not 0 < width * height <= MAX_PIXELS:
+        raise InvalidArgumentError(
+            f"PNG header says {width} x {height} pixels: expected 1 to {MAX_PIXELS} (a larger "
+            f"image from a file is a decompression bomb or a damaged header)")
     if interlace:
         raise InvalidArgumentError(
             "interlaced (Adam7) PNG files are not decoded by spmd's own PNG reader; install "
@@ -127,8 +156,8 @@ def _parse(data: bytes):
         raise InvalidArgumentError("palette PNG without a PLTE chunk")
     channels = _CHANNELS[ctype]
     stride = (width * channels * depth + 7) // 8
-    try:
-        raw = zlib.decompress(b"".join(idat))
+    try:  # no more than the header's size is inflated, whatever the data holds
+        raw = zlib.decompressobj().decompress(b"".join(idat), height * (stride + 1))
     except zlib.error as exc:
         raise InvalidArgumentError(f"PNG image data is damaged: {exc}") from None
     rows = _unfilter(raw, height, stride, max(1, channels * depth // 8))
@@ -144,6 +173,8 @@ def read_png(data: bytes) -> np.ndarray:
     spmd.errors.InvalidArgumentError: PNG file truncated: no IEND chunk
     """
     samples, ctype, depth, _ = _parse(data)
+    if ctype == 0 and depth == 1:
+        return samples[:, :, 0].astype(bool)  # PIL's mode "1" reads as bool
     if ctype == 0 and depth < 8:
         samples = samples * np.uint8(255 // ((1 << depth) - 1))  # PIL's L mode scales too
     return samples[:, :, 0] if samples.shape[2] == 1 else samples

@@ -34,7 +34,7 @@ import tarfile
 import numpy as np
 
 from ..errors import InvalidArgumentError, PreconditionError
-from ._png import decode_png_cv2, is_png, read_png
+from ._png import SlowPNG, decode_png_cv2, is_png, read_png
 from ._resize import resize_cubic
 
 __all__ = ["batch_images_from_tar", "center_crop", "left_right_flip", "load_and_transform",
@@ -85,9 +85,13 @@ def load_image_bytes(bytes, is_color: bool = True) -> np.ndarray:  # noqa: A002 
                 f"load_image_bytes: OpenCV cannot decode these {len(data)} bytes (first bytes "
                 f"{data[:8]!r}); they are not an image file, or a damaged one")
         return img
-    if is_png(data):  # spmd's reader follows OpenCV for PNG (16-bit files too), Pillow not
-        return decode_png_cv2(data, is_color)
     image = _optional("PIL.Image")
+    if is_png(data):  # spmd's reader follows OpenCV for PNG (16-bit files too), Pillow not
+        try:
+            return decode_png_cv2(data, is_color)
+        except SlowPNG:
+            if image is None:
+                raise
     if image is not None:
         try:
             pic = image.open(io.BytesIO(data))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import operator
 
+from ..core.program import default_main_program, program_guard
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper
@@ -103,6 +104,10 @@ def getitem(var: Variable, item) -> Variable:
     >>> # x[:, 0]   # x [N, 3] -> [N]
     """
     items = item if isinstance(item, tuple) else (item,)
+    main = var.block.program
+    if main is not default_main_program():  # fluid appends to the Variable's own program
+        with program_guard(main):
+            return getitem(var, item)
     helper = LayerHelper("slice")
     axes, starts, ends, steps, decrease, reverse = _parse(var, items, helper)
     out = var

@@ -75,3 +75,14 @@ def test_numpy_integers_index_as_ints():
                                                scope=fluid.Scope())
     for value, want in zip(got, [cases.X[1], cases.X[:, 1:3], cases.X[-1]]):
         np.testing.assert_array_equal(value, want)
+
+
+def test_indexing_outside_the_guard_appends_to_the_variables_program():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4, 6], "float32")
+    row = x[1]  # as fluid 1.8: the slice op goes into x's program
+    assert main.global_block().ops[-1].type == "slice"
+    value, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": cases.X}, fetch_list=[row],
+                                                  scope=fluid.Scope())
+    np.testing.assert_array_equal(value, cases.X[1])

@@ -6,9 +6,9 @@
 """
 from __future__ import annotations
 
-from . import fleet
+from . import fleet, fs_wrapper
 
-__all__ = ["fleet", "get_rank", "get_world_size"]
+__all__ = ["fleet", "fs_wrapper", "get_rank", "get_world_size"]
 
 
 def get_rank() -> int:

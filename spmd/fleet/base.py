@@ -79,6 +79,14 @@ class FleetBase:
         """Wait until every worker gets here."""
         self._check_initialized().barrier_worker()
 
+    def all_reduce_worker(self, input, output, mode: str = "sum"):
+        """Reduce the 1-D `input` over every worker into `output` ("sum", as fluid's fleet
+        does; "min" or "max" as its role makers take). See RoleMakerBase.all_reduce_worker.
+
+        >>> # out = np.zeros(2); fleet.all_reduce_worker(np.array([1.0, rank]), out)
+        """
+        self._check_initialized().all_reduce_worker(input, output, mode)
+
     def split_files(self, files: list) -> list:
         """This worker's share of `files`: contiguous blocks, the first ones one longer."""
         if not isinstance(files, list):

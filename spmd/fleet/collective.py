@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 from ..core import default_startup_program
 from ..errors import InvalidArgumentError
 from ..passes.strategy import BuildStrategy, ExecutionStrategy
+from . import checkpoint
 from .base import FleetBase, bind_compiled, compile_data_parallel
+from .checkpoint import TrainStatus
+from .fs import LocalFS
 
-__all__ = ["Collective", "CollectiveOptimizer", "DistributedStrategy", "fleet"]
+_LOCAL_FS = LocalFS()  # fluid's default argument, one stateless instance
+
+__all__ = ["Collective", "CollectiveOptimizer", "DistributedStrategy", "TrainStatus", "fleet"]
 
 
 @dataclass
@@ -176,6 +181,40 @@ class Collective(FleetBase):
         """Parameter-server mode only: warns, as fluid does in collective mode."""
         warnings.warn("fleet.stop_worker is for parameter-server mode; collective mode needs "
                       "no call", stacklevel=2)
+
+    def save_check_point(self, executor, path, train_status, main_program=None,
+                         fs=_LOCAL_FS, local_cache_path=".cache", remain_all_checkpoint=True):
+        """Save every persistable of the trained program (or `main_program`) and
+        `train_status` as the next `path/__paddle_fleet_checkpoint__.<n>`, atomically (see
+        spmd/fleet/checkpoint.py). Any rank may save; in Reduce mode every rank must call it
+        (it gathers the split optimizer state), so give each rank its own `path` there or let
+        the extra checkpoints be cleaned.
+
+        >>> # fleet.save_check_point(exe, "ckpt", TrainStatus(epoch), remain_all_checkpoint=False)
+        """
+        checkpoint.save_check_point(executor, path, train_status,
+                                    self._default_program(main_program), fs,
+                                    local_cache_path, remain_all_checkpoint)
+
+    def load_check_point(self, executor, path, trainer_id, main_program=None, fs=_LOCAL_FS,
+                         local_cache_path=".cache", ignore_empty=True):
+        """Load the newest checkpoint under `path` into the global scope; returns its
+        TrainStatus, or None when `path` holds none (an error with ignore_empty=False).
+
+        >>> # status = fleet.load_check_point(exe, "ckpt", fleet.worker_index())
+        >>> # first_epoch = status.next() if status is not None else 0
+        """
+        return checkpoint.load_check_point(executor, path, trainer_id,
+                                           self._default_program(main_program), fs,
+                                           local_cache_path, ignore_empty)
+
+    def clean_redundant_check_points(self, root_path, fs=_LOCAL_FS, checkpoint_num=1):
+        """Delete the checkpoints under `root_path` numbered `checkpoint_num` or more below
+        the newest.
+
+        >>> # fleet.clean_redundant_check_points("ckpt", checkpoint_num=2)   # keeps two
+        """
+        checkpoint.clean_redundant_check_points(root_path, fs, checkpoint_num)
 
 
 fleet = Collective()

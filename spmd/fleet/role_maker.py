@@ -7,8 +7,10 @@ rank and size stand in (spmd's topology cross-checks the two when both are there
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..comm.topology import detect
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, PreconditionError
 
 __all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker"]
 
@@ -87,6 +89,21 @@ class RoleMakerBase:
 
     barrier_all = barrier_worker
 
+    def all_reduce_worker(self, input, output, mode: str = "sum"):
+        """Reduce the 1-D array (or list) `input` elementwise over every worker with `mode`
+        ("sum", "min" or "max") and write the result into `output` (an array or list of the
+        same length), on every worker: MPI Allreduce on numpy buffers. Every worker must call
+        it with the same length and dtype.
+
+        >>> import numpy as np
+        >>> out = np.zeros(2)
+        >>> UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"]).all_reduce_worker(
+        ...     np.array([1.0, 2.0]), out)
+        >>> out
+        array([1., 2.])
+        """
+        all_reduce_workers(self._generated().worker_num(), input, output, mode)
+
 
 class PaddleCloudRoleMaker(RoleMakerBase):
     """fluid's role maker for jobs started by a launcher (paddle-launch, mpirun, srun).
@@ -155,3 +172,57 @@ class UserDefinedCollectiveRoleMaker(RoleMakerBase):
         self._worker_endpoints = list(worker_endpoints)
         self._trainers_num = len(worker_endpoints)
         self._role_is_generated = True
+
+
+def _one_dim(values, who: str) -> np.ndarray:
+    array = np.ascontiguousarray(np.asarray(values))
+    if array.ndim != 1 or array.dtype.hasobject or array.dtype.kind not in "biuf":
+        raise InvalidArgumentError(
+            f"{detect().tag()} all_reduce_worker: {who} must be a 1-D array (or list) of "
+            f"numbers, got shape {list(array.shape)} of {array.dtype}; flatten it with "
+            f"np.ravel and reshape the result")
+    return array
+
+
+def all_reduce_workers(workers: int, input, output, mode: str = "sum") -> None:
+    """RoleMakerBase.all_reduce_worker for a job of `workers` workers (see there)."""
+    if mode not in ("sum", "min", "max"):
+        raise InvalidArgumentError(
+            f"all_reduce_worker: unknown mode {mode!r}; expected 'sum', 'min' or 'max'")
+    result = _one_dim(input, "input").copy()
+    if len(output) != len(result):
+        raise InvalidArgumentError(
+            f"{detect().tag()} all_reduce_worker: output has {len(output)} elements, input "
+            f"{len(result)}; pass an output of the input's length")
+    if isinstance(output, np.ndarray) and output.dtype != result.dtype:
+        raise InvalidArgumentError(
+            f"{detect().tag()} all_reduce_worker: output is {output.dtype}, input "
+            f"{result.dtype}; pass arrays of one dtype")
+    if workers > 1:
+        _reduce_over_mpi(workers, result, mode)
+    if isinstance(output, np.ndarray):
+        output[...] = result
+    else:  # a list, as fluid's role makers also take: Python numbers
+        for i, value in enumerate(result.tolist()):
+            output[i] = value
+
+
+def _reduce_over_mpi(workers: int, result: np.ndarray, mode: str) -> None:
+    from ..comm.mpi import MPICommunicator
+
+    comm = MPICommunicator()
+    tag = f"[rank {comm.rank}/{comm.size}]"
+    if comm.size != workers:
+        raise PreconditionError(
+            f"{tag} all_reduce_worker: the role has {workers} workers but MPI connects "
+            f"{comm.size} processes; start one process per worker endpoint (mpirun -n "
+            f"{workers} or paddle-launch)")
+    # lengths and dtypes first: a mismatch is named here instead of garbling the buffers
+    shape = comm.allgather(np.array([result.size, ord(result.dtype.char)], np.int64))
+    if (shape != shape[0]).any():
+        seen = ", ".join(f"rank {r}: {n} x {np.dtype(chr(c)).name}"
+                         for r, (n, c) in enumerate(shape.tolist()))
+        raise InvalidArgumentError(
+            f"{tag} all_reduce_worker: the workers passed different inputs ({seen}); every "
+            f"worker must pass a 1-D array of one length and dtype")
+    comm.allreduce(result, mode)

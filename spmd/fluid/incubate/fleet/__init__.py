@@ -1,4 +1,4 @@
-"""fluid.incubate.fleet: `base.role_maker` and the `collective` mode."""
-from . import base, collective
+"""fluid.incubate.fleet: `base.role_maker`, the `collective` mode and `utils.fs`."""
+from . import base, collective, utils
 
-__all__ = ["base", "collective"]
+__all__ = ["base", "collective", "utils"]

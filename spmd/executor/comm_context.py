@@ -308,6 +308,11 @@ def world_context(place) -> CommContext:
     return ctx
 
 
+def is_world_context(ctx) -> bool:
+    """Whether `ctx` is one of the process's shared world contexts (which no runner closes)."""
+    return any(ctx is world for world in _world_contexts.values())
+
+
 def _make_world_comm(place) -> Communicator:
     from ..comm.topology import detect
 

@@ -25,7 +25,7 @@ from ..ops.registry import get_op_def
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
 from ..passes.strategy import ExecutionStrategy, warn_unacted
-from .comm_context import CommContext, world_context
+from .comm_context import CommContext, is_world_context, world_context
 from .feed import merge_fetches, split_feed
 from .fetch import as_fetched
 from .fingerprint import check_same_program
@@ -138,8 +138,11 @@ class DataParallelRunner:
                 op.role in (OpRole.BACKWARD, OpRole.LOSS) for op in ops) else
             "this program has collectives, which every place must join" if any(
                 get_op_def(op.type).collective for op in ops) else None)
-        # the place threads and communication threads end with the runner
-        contexts = [] if share_from is not None else list(self.contexts)
+        # the place threads and communication threads end with the runner; never the
+        # process's shared world context, which other programs' steps may be using (a garbage
+        # collection at a different moment on each rank would cross their collectives)
+        contexts = [] if share_from is not None else [
+            ctx for ctx in self.contexts if not is_world_context(ctx)]
         weakref.finalize(self, _shut_down, self._pool, contexts)
 
     @property

@@ -26,7 +26,7 @@ from ..core import (
 )
 from ..core.variable import Parameter
 from ..executor import Executor
-from ..io import load, save
+from ..io import load, load_program_state, save, set_program_state
 from ..layers.io import fluid_data as data
 from ..layers.param_attr import ParamAttr
 from ..layers.static_nn import embedding
@@ -82,9 +82,9 @@ __all__ = [
     "append_backward", "backward", "clip", "compiler", "core", "cpu_places", "cuda_places",
     "data", "default_main_program", "default_startup_program", "embedding", "executor",
     "framework", "global_scope", "gradients", "initializer", "io", "is_compiled_with_cuda",
-    "layers", "load", "memory_optimize", "optimizer", "param_attr", "program_guard",
-    "regularizer", "release_memory", "save", "scope_guard", "transpiler", "unique_name",
-    "wrapped_decorator",
+    "layers", "load", "load_program_state", "memory_optimize", "optimizer", "param_attr",
+    "program_guard", "regularizer", "release_memory", "save", "scope_guard",
+    "set_program_state", "transpiler", "unique_name", "wrapped_decorator",
     "data_feeder", "dygraph", "incubate", "install_check", "log_helper", "metrics", "nets",
     "profiler", "reader",
     *data_feeder.__all__, *framework.__all__, *reader.__all__,

@@ -5,7 +5,6 @@ optimizer state); ranks saving into one directory at once take distinct numbers;
 reduces across the ranks, with values computed from rank and size."""
 from __future__ import annotations
 
-import gc
 import os
 
 import numpy as np
@@ -41,14 +40,6 @@ def fleet_model(mode: str):
     return main, startup, fleet.main_program
 
 
-def settle():
-    """Collect the programs dropped so far now, at the same point on every rank: a dropped
-    data-parallel program's finalizer closes the shared world communication context, and run
-    by the garbage collector in the middle of another program's step (at a different point on
-    each rank) it can cross that step's collectives between ranks."""
-    gc.collect()
-
-
 def run_epochs(program, scope, exe, epochs):
     t, data = detect(), batches("float64", EPOCHS)
     for epoch in epochs:  # an "epoch" here is one global batch
@@ -78,7 +69,6 @@ def same_on_every_rank(values: dict):
 def test_resume_equals_uninterrupted(mpi_tmp_path, mode):
     t, exe = detect(), fluid.Executor(fluid.CPUPlace())
     main, startup, program = fleet_model(mode)
-    settle()
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     run_epochs(program, scope, exe, range(EPOCHS))
@@ -87,7 +77,6 @@ def test_resume_equals_uninterrupted(mpi_tmp_path, mode):
     # Reduce mode: the save gathers the split state, so every rank saves, each its own copy
     root = str(mpi_tmp_path / (f"reduce_{t.rank}" if mode == "Reduce" else "allreduce"))
     main, startup, program = fleet_model(mode)
-    settle()
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     run_epochs(program, scope, exe, range(SAVED_AFTER + 1))
@@ -97,7 +86,6 @@ def test_resume_equals_uninterrupted(mpi_tmp_path, mode):
     fleet.barrier_worker()
 
     main, startup, program = fleet_model(mode)  # a new job
-    settle()
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     with fluid.scope_guard(scope):
@@ -114,7 +102,6 @@ def test_resume_equals_uninterrupted(mpi_tmp_path, mode):
 def test_ranks_saving_into_one_directory_take_distinct_numbers(mpi_tmp_path):
     t, exe = detect(), fluid.Executor(fluid.CPUPlace())
     main, startup, program = fleet_model("AllReduce")
-    settle()
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     run_epochs(program, scope, exe, range(1))

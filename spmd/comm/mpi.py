@@ -23,6 +23,12 @@ def world():
     global _met
     from mpi4py import MPI
 
+    if not MPI.Is_initialized():  # imported without initializing (launch.mpi asks a vendor so)
+        if MPI.Is_finalized():
+            raise CommunicationError(
+                "MPI was finalized in this process (MPI.Finalize() was called), so spmd cannot "
+                "use it any more; finalize only at the very end of the program")
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)  # what mpi4py's own initialization asks for
     if not _met:
         _met = True
         guard.rendezvous(MPI.COMM_WORLD)

@@ -7,6 +7,7 @@ from ..core.program import Program
 from ..errors import InvalidArgumentError
 from .allreduce import insert_allreduce
 from .common import check_waits, mark_inline_collectives, trained_params_grads
+from .graphviz import write_graphviz
 from .reduce_mode import ReduceLayout, apply_reduce_mode
 from .scale_loss_grad import scale_loss_grad
 from .strategy import BuildStrategy, ReduceStrategy
@@ -19,7 +20,16 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
     """Return (data-parallel copy of `program`, where optimizer state lives (Reduce mode only)).
 
     `num_devices` counts every place of every process. A program without a loss (a test
-    program) only runs forward on each place's shard: nothing to rewrite."""
+    program) only runs forward on each place's shard: nothing to rewrite. With
+    `strategy.debug_graphviz_path` set, the result is also written there as a DOT graph."""
+    program, layout = _rewrite(program, strategy, num_devices, loss_name, bucket_mb)
+    if getattr(strategy, "debug_graphviz_path", ""):
+        write_graphviz(program, strategy.debug_graphviz_path)
+    return program, layout
+
+
+def _rewrite(program: Program, strategy: BuildStrategy, num_devices: int,
+             loss_name: str | None, bucket_mb: float) -> tuple[Program, ReduceLayout | None]:
     program = program.clone()
     layout = None
     if loss_name is None:

@@ -109,7 +109,6 @@ _UNACTED = {
         "fuse_relu_depthwise_conv": "relu and depthwise_conv2d run as two kernels",
         "fuse_all_optimizer_ops": "each parameter keeps its own optimizer op (same numbers)",
         "enable_auto_fusion": "no kernel fusion is done",
-        "debug_graphviz_path": "no graphviz file is written",
         "nccl_comm_num": "one communicator per process is used",
         "use_hierarchical_allreduce": "one flat allreduce is used",
         "hierarchical_allreduce_inter_nranks": "one flat allreduce is used",

@@ -65,10 +65,9 @@ def test_loader_shards_equal_one_process(iterable):
                                    atol=1e-10 * float(np.abs(value).max()), err_msg=name)
 
 
-@pytest.mark.parametrize("iterable", [True, False])
-def test_drop_last_false_runs_a_test_program_on_the_fed_places(iterable):
-    """Two places per rank, three batches per rank: the second step feeds place 0 only, as
-    fluid 1.8 does for a program without a backward pass; its loss is that batch's loss."""
+def _short_last_step(iterable):
+    """dp_models' MLP reading a drop_last=False DataLoader over two places, given three
+    batches of 4 rows per rank: (main, startup, loss, loader, the batches, the places)."""
     t = detect()
     main, startup, loss = build("mlp", "sgd", "float64")
     block = main.global_block()
@@ -76,10 +75,18 @@ def test_drop_last_false_runs_a_test_program_on_the_fed_places(iterable):
         loader = fluid.io.DataLoader.from_generator(
             feed_list=[block.var("x"), block.var("y")], capacity=2, iterable=iterable,
             drop_last=False)
-    test = main.clone(for_test=True)  # after the loader: the clone reads from it too
     mine = [(x[:4] + t.rank, y[:4]) for x, y in batches("float64", 3)]
     places = [fluid.CPUPlace()] * 2
     loader.set_batch_generator(lambda: iter(mine), places=places if iterable else None)
+    return main, startup, loss, loader, mine, places
+
+
+@pytest.mark.parametrize("iterable", [True, False])
+def test_drop_last_false_runs_a_test_program_on_the_fed_places(iterable):
+    """Two places per rank, three batches per rank: the second step feeds place 0 only, as
+    fluid 1.8 does for a program without a backward pass; its loss is that batch's loss."""
+    main, startup, loss, loader, mine, places = _short_last_step(iterable)
+    test = main.clone(for_test=True)  # after the loader: the clone reads from it too
     scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     compiled = fluid.CompiledProgram(test).with_data_parallel(loss_name=loss.name,
@@ -107,16 +114,7 @@ def test_drop_last_false_runs_a_test_program_on_the_fed_places(iterable):
 def test_drop_last_false_training_stops_before_the_short_step(iterable):
     """A training program runs on every place: with three batches per rank for two places,
     fluid 1.8 refuses the short last list (iterable) or ends the epoch before it (start())."""
-    t = detect()
-    main, startup, loss = build("mlp", "sgd", "float64")
-    block = main.global_block()
-    with fluid.program_guard(main, startup):
-        loader = fluid.io.DataLoader.from_generator(
-            feed_list=[block.var("x"), block.var("y")], capacity=2, iterable=iterable,
-            drop_last=False)
-    mine = [(x[:4] + t.rank, y[:4]) for x, y in batches("float64", 3)]
-    places = [fluid.CPUPlace()] * 2
-    loader.set_batch_generator(lambda: iter(mine), places=places if iterable else None)
+    main, startup, loss, loader, mine, places = _short_last_step(iterable)
     scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,

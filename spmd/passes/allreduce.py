@@ -11,6 +11,8 @@ import numpy as np
 
 from ..core.operator import OpRole
 from .common import first_index, last_writer, make_op, place_after
+from .registry import register_pass
+from .strategy import ReduceStrategy
 
 
 def buckets(params_grads, block, bucket_bytes: float) -> list[list[str]]:
@@ -31,6 +33,7 @@ def buckets(params_grads, block, bucket_bytes: float) -> list[list[str]]:
 
 
 def insert_allreduce(program, params_grads, fuse: bool, bucket_mb: float):
+    """Rewrite `program` in place: the gradient all-reduces and the wait before the optimizer."""
     block = program.global_block()
     last = last_writer(block)
     groups = (buckets(params_grads, block, bucket_mb * 1024 * 1024) if fuse
@@ -45,3 +48,13 @@ def insert_allreduce(program, params_grads, fuse: bool, bucket_mb: float):
                    OpRole.COMMUNICATE)
     after[first_index(block, OpRole.OPTIMIZE) - 1].append(sync)
     place_after(block, after)
+
+
+@register_pass("allreduce", order=30, fields=("reduce_strategy", "fuse_all_reduce_ops"),
+               when=lambda ctx: ctx.strategy.reduce_strategy == ReduceStrategy.AllReduce
+               and ctx.aggregates_gradients())
+def allreduce_pass(ctx) -> None:
+    """ReduceStrategy.AllReduce on several devices: insert_allreduce."""
+    insert_allreduce(ctx.program, ctx.params_grads(), ctx.strategy.fuse_all_reduce_ops,
+                     ctx.bucket_mb)
+    ctx.collectives_added = True

@@ -1,9 +1,46 @@
-"""What the data-parallel passes share: the trained (param, grad) pairs in the order the
-backward pass finishes them, and placing new ops right after a given op."""
+"""What the data-parallel passes share: the context a compile gives them, the trained
+(param, grad) pairs in the order the backward pass finishes them, placing new ops right after a
+given op, and the pass that finishes the gradient collectives."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from ..core.operator import Operator, OpRole
+from ..core.program import Program
 from ..core.variable import Parameter
+from .registry import register_pass
+
+
+@dataclass
+class PassContext:
+    """What one data-parallel compile gives its passes, and what they leave for later ones.
+
+    >>> ctx = PassContext(program=Program(), strategy=None, num_devices=1, loss_name=None)
+    >>> ctx.training
+    False
+    """
+
+    program: Program
+    strategy: Any  # a BuildStrategy (or fleet's subclass of it)
+    num_devices: int  # every place of every process
+    loss_name: str | None  # None: a program without a backward pass (a test program)
+    bucket_mb: float = 32.0  # fused collectives' bucket size (FLAGS_fuse_parameter_memory_size)
+    layout: Any = None  # Reduce mode: where the optimizer state lives (a ReduceLayout)
+    collectives_added: bool = False  # set by a pass that inserted gradient collectives
+
+    @property
+    def training(self) -> bool:
+        """The program has the backward pass of `loss_name` (else it only runs forward)."""
+        return self.loss_name is not None
+
+    def params_grads(self) -> list[tuple[Parameter, str]]:
+        """trained_params_grads of the program as it is now."""
+        return trained_params_grads(self.program)
+
+    def aggregates_gradients(self) -> bool:
+        """Training on more than one device with trained parameters: gradients cross places."""
+        return self.training and self.num_devices > 1 and bool(self.params_grads())
 
 
 def trained_params_grads(program) -> list[tuple[Parameter, str]]:
@@ -87,3 +124,11 @@ def place_after(block, after: dict[int, list[Operator]], before_end: list[Operat
     ops.extend(before_end)
     block.ops = ops
     block.program._bump()
+
+
+# after every pass that adds collectives, before anything that only looks at the result
+@register_pass("finish_collectives", order=90, when=lambda ctx: ctx.collectives_added)
+def finish_collectives_pass(ctx) -> None:
+    """mark_inline_collectives, then check_waits, on the program's global block."""
+    mark_inline_collectives(ctx.program.global_block())
+    check_waits(ctx.program.global_block())

@@ -1,6 +1,8 @@
 """BuildStrategy.debug_graphviz_path: the compiled (data-parallel) program as a Graphviz DOT
 file, ops as boxes coloured by role, variables as ellipses (persistables filled), edges from
-each op's inputs to it and from it to its outputs. `dot -Tsvg graph.dot > graph.svg` draws it.
+each op's inputs to it and from it to its outputs. `dot -Tsvg graph.dot > graph.svg` draws
+it. It runs as the last registered pass, so the graph is the program every rank runs (a test
+program's too).
 
 >>> from spmd.core import Program
 >>> print(program_to_dot(Program()).splitlines()[0])
@@ -13,8 +15,9 @@ import os
 
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
+from .registry import register_pass
 
-__all__ = ["program_to_dot", "write_graphviz"]
+__all__ = ["graphviz_pass", "program_to_dot", "write_graphviz"]
 
 _ROLE_COLOURS = {OpRole.FORWARD: "lightblue", OpRole.BACKWARD: "lightpink",
                  OpRole.OPTIMIZE: "palegreen", OpRole.COMMUNICATE: "khaki",
@@ -61,3 +64,11 @@ def write_graphviz(program, path: str) -> None:
         raise InvalidArgumentError(
             f"BuildStrategy.debug_graphviz_path={path!r}: cannot write the graph there ({e}); "
             f"give a path in an existing, writable folder") from None
+
+
+# last: it draws the finished program and changes nothing
+@register_pass("graphviz", order=100, fields=("debug_graphviz_path",),
+               when=lambda ctx: bool(ctx.strategy.debug_graphviz_path))
+def graphviz_pass(ctx) -> None:
+    """BuildStrategy.debug_graphviz_path set: write_graphviz the compiled program there."""
+    write_graphviz(ctx.program, ctx.strategy.debug_graphviz_path)

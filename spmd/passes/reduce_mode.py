@@ -27,6 +27,8 @@ from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
 from .allreduce import buckets
 from .common import first_index, last_writer, make_op, place_after
+from .registry import register_pass
+from .strategy import ReduceStrategy
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,19 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     place_after(block, after)
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
+
+
+@register_pass("reduce_mode", order=30,
+               fields=("reduce_strategy", "fuse_broadcast_ops", "fuse_all_reduce_ops"),
+               when=lambda ctx: ctx.strategy.reduce_strategy == ReduceStrategy.Reduce
+               and ctx.aggregates_gradients())
+def reduce_mode_pass(ctx) -> None:
+    """ReduceStrategy.Reduce on several devices: apply_reduce_mode; ctx.layout says where the
+    optimizer state lives."""
+    ctx.layout = apply_reduce_mode(ctx.program, ctx.params_grads(), ctx.num_devices,
+                                   ctx.strategy.fuse_broadcast_ops,
+                                   ctx.strategy.fuse_all_reduce_ops, ctx.bucket_mb)
+    ctx.collectives_added = True
 
 
 def _reduce_scatter(block, params_grads, shards):

@@ -5,11 +5,23 @@ from __future__ import annotations
 
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
+from .registry import register_pass
 from .strategy import GradientScaleStrategy
+
+
+# every value of the field seeds differently, so it runs for each training compile; first, as
+# the seed is part of the backward pass that the later passes rewrite around
+@register_pass("scale_loss_grad", order=10, fields=("gradient_scale_strategy",),
+               when=lambda ctx: ctx.training)
+def scale_loss_grad_pass(ctx) -> None:
+    """Seed ctx.loss_name's gradient as ctx.strategy.gradient_scale_strategy says."""
+    scale_loss_grad(ctx.program, ctx.loss_name, ctx.strategy.gradient_scale_strategy,
+                    ctx.num_devices)
 
 
 def scale_loss_grad(program, loss_name: str, strategy: GradientScaleStrategy,
                     num_devices: int):
+    """Rewrite `program` in place: its loss@GRAD seed is 1/num_devices, 1, or removed (fed)."""
     block = program.global_block()
     grad = program.grad_var_map.get(loss_name)
     if grad is None:

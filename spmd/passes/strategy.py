@@ -1,7 +1,9 @@
 """BuildStrategy and ExecutionStrategy: every field fluid 1.8 has, with its 1.8 default.
 
-Fields spmd does not act on are accepted so fluid scripts run unchanged; each says so below, and
-setting one to a value other than its default warns once, naming it (`warn_unacted`).
+Every field has one decision (`field_decisions`): it acts, because a registered pass serves it
+(the pass says so where it registers, registry.py), because it is checked against the job, or
+because what it asks is what spmd always does; or it is accepted so fluid scripts run unchanged,
+and a value spmd does not honour warns once, naming the field and why (`warn_unacted`).
 """
 from __future__ import annotations
 
@@ -53,27 +55,26 @@ class BuildStrategy(_Strict):
 
     reduce_strategy: ReduceStrategy = ReduceStrategy.AllReduce
     gradient_scale_strategy: GradientScaleStrategy = GradientScaleStrategy.CoeffNumDevice
-    fuse_all_reduce_ops: bool = True  # pack gradients into buckets, one allreduce per bucket
-    fuse_broadcast_ops: bool = True  # Reduce mode: one broadcast per bucket of parameters
-    memory_optimize: bool | None = None  # the plan always frees every value after its last use
-    enable_inplace: bool = True  # the plan frees dead values either way
+    fuse_all_reduce_ops: bool = True  # pack gradients into buckets, one collective per bucket
+    fuse_broadcast_ops: bool = True  # Reduce mode: one gather per bucket of parameters
+    memory_optimize: bool | None = None
+    enable_inplace: bool = True
     sync_batch_norm: bool = False  # batch_norm statistics over all places
-    enable_sequential_execution: bool = False  # spmd always runs ops in program order
+    enable_sequential_execution: bool = False
     num_trainers: int = 1  # checked against the number of processes
     trainer_id: int = 0  # checked against this process's rank
-    trainers_endpoints: list = field(default_factory=list)  # the launcher's endpoints are used
-    enable_backward_optimizer_op_deps: bool = True  # ops run in program order either way
-    remove_unnecessary_lock: bool = True  # no locks: one thread per place
-    cache_runtime_context: bool = False  # plans are always cached
-    is_distribution: bool = False  # set by fluid's transpiler; MPI decides here
-    # not acted on (warned once when changed): fusions and debugging aids of fluid's C++ passes
+    trainers_endpoints: list = field(default_factory=list)
+    enable_backward_optimizer_op_deps: bool = True
+    remove_unnecessary_lock: bool = True
+    cache_runtime_context: bool = False
+    is_distribution: bool = False
     fuse_elewise_add_act_ops: bool = False
     fuse_bn_act_ops: bool = False
     fuse_relu_depthwise_conv: bool = False
     fuse_all_optimizer_ops: bool = False
     enable_auto_fusion: bool = False
-    debug_graphviz_path: str = ""
-    nccl_comm_num: int = 1  # one communicator per process
+    debug_graphviz_path: str = ""  # the compiled program written there as a DOT graph
+    nccl_comm_num: int = 1
     use_hierarchical_allreduce: bool = False
     hierarchical_allreduce_inter_nranks: int = 0
     async_mode: bool = False
@@ -91,44 +92,145 @@ class ExecutionStrategy(_Strict):
     >>> es.num_iteration_per_drop_scope = 10
     """
 
-    num_threads: int = 0  # a performance hint: spmd runs one thread per place
-    use_cuda: bool = True  # the place decides
-    allow_op_delay: bool = False  # ops run in program order either way
-    num_iteration_per_drop_scope: int = 100  # temporaries are dropped after every step anyway
-    num_iteration_per_run: int = 1  # fluid 1.8's default executor runs one step: so does spmd
-    use_thread_barrier: bool = False  # the places meet in their collectives either way
-    use_experimental_executor: bool = True  # one executor here: the compiled plan
+    num_threads: int = 0
+    use_cuda: bool = True
+    allow_op_delay: bool = False
+    num_iteration_per_drop_scope: int = 100
+    num_iteration_per_run: int = 1
+    use_thread_barrier: bool = False
+    use_experimental_executor: bool = True
     _dry_run: bool = False  # run the schedule without kernels: nothing changes, fetches are None
 
 
-# Fields whose non-default values spmd does not honour: each warns once, by name.
+@dataclass(frozen=True)
+class Unacted:
+    """A field spmd accepts without acting on: `why` says what spmd does instead. A value
+    other than the default warns, unless it is in `honoured` (what spmd does anyway)."""
+
+    why: str
+    honoured: tuple = ()
+
+
+# Fields spmd acts on without a pass (a pass names the fields it serves where it registers):
+# checked against the job (executor/parallel.py, check_endpoints), done by the executor, or
+# every value asks for what spmd always does.
+_ACTED = {
+    "BuildStrategy": {
+        "num_trainers": "checked against the number of MPI processes",
+        "trainer_id": "checked against this process's MPI rank",
+        "trainers_endpoints": "checked: one endpoint per trainer, trainer_id among them (the "
+                              "processes connect through MPI, not at these addresses)",
+        "enable_sequential_execution": "ops always run in program order, as True asks",
+        "enable_inplace": "False (no op writes over its input) is what spmd always does; the "
+                          "default True only permits a memory reuse, same numbers either way",
+        "cache_runtime_context": "True is what spmd always does: the compiled plan binds "
+                                 "every op once and reuses it every run",
+    },
+    "ExecutionStrategy": {
+        "_dry_run": "the executor runs the schedule without kernels: nothing changes, "
+                    "fetches are None",
+    },
+}
+
+# Fields whose values (other than the default and `honoured`) spmd does not act on: each warns
+# once per process, by name. None of them changes the numbers a program computes.
 _UNACTED = {
     "BuildStrategy": {
-        "fuse_elewise_add_act_ops": "the add and the activation run as two kernels (same numbers)",
-        "fuse_bn_act_ops": "batch_norm and the activation run as two kernels (same numbers)",
-        "fuse_relu_depthwise_conv": "relu and depthwise_conv2d run as two kernels",
-        "fuse_all_optimizer_ops": "each parameter keeps its own optimizer op (same numbers)",
-        "enable_auto_fusion": "no kernel fusion is done",
-        "nccl_comm_num": "one communicator per process is used",
-        "use_hierarchical_allreduce": "one flat allreduce is used",
-        "hierarchical_allreduce_inter_nranks": "one flat allreduce is used",
-        "async_mode": "gradients are always aggregated synchronously",
-        "mkldnn_enabled_op_types": "there are no MKL-DNN kernels",
+        # fluid's None turns its buffer-reuse pass on only when garbage collection is off;
+        # spmd always collects (each value freed after its last reader) and never reuses
+        # buffers: fluid's default, and what False asks
+        "memory_optimize": Unacted("each value is freed after its last reader, but buffers are "
+                                   "not shared between variables (same numbers)",
+                                   honoured=(False,)),
+        "enable_backward_optimizer_op_deps": Unacted(
+            "optimizer ops run after the whole backward pass, in program order, either way"),
+        "remove_unnecessary_lock": Unacted("spmd's ops take no locks: each place runs on a "
+                                           "thread of its own"),
+        # fluid's compiler overwrites it from the program (parameter-server mode) anyway
+        "is_distribution": Unacted("fluid's compiler sets it from the program itself; spmd "
+                                   "trains with collectives, which MPI connects"),
+        "fuse_elewise_add_act_ops": Unacted("the add and the activation run as two kernels "
+                                            "(same numbers)"),
+        "fuse_bn_act_ops": Unacted("batch_norm and the activation run as two kernels "
+                                   "(same numbers)"),
+        "fuse_relu_depthwise_conv": Unacted("relu and depthwise_conv2d run as two kernels"),
+        "fuse_all_optimizer_ops": Unacted("each parameter keeps its own optimizer op "
+                                          "(same numbers)"),
+        "enable_auto_fusion": Unacted("no kernel fusion is done"),
+        "nccl_comm_num": Unacted("one communicator per process is used"),
+        "use_hierarchical_allreduce": Unacted("one flat allreduce is used"),
+        "hierarchical_allreduce_inter_nranks": Unacted("one flat allreduce is used"),
+        "async_mode": Unacted("gradients are always aggregated synchronously"),
+        "mkldnn_enabled_op_types": Unacted("there are no MKL-DNN kernels"),
     },
     # performance and memory knobs of fluid's executors: none changes the numbers
     "ExecutionStrategy": {
-        "num_threads": "each place runs on one thread of its own",
-        "use_cuda": "the executor's place decides where ops run",
-        "allow_op_delay": "ops run in program order",
-        "use_thread_barrier": "the places meet in their collectives",
-        "use_experimental_executor": "spmd has one executor, the compiled plan",
-        "num_iteration_per_drop_scope": "temporaries are freed after every step",
+        "num_threads": Unacted("each place runs its ops one at a time on a thread of its own"),
+        "use_cuda": Unacted("the executor's place decides where ops run"),
+        "allow_op_delay": Unacted("ops run in program order"),
+        "use_thread_barrier": Unacted("the places meet in their collectives"),
+        "use_experimental_executor": Unacted("spmd has one executor, the compiled plan"),
+        "num_iteration_per_drop_scope": Unacted("temporaries are freed after every step"),
         # fluid 1.8.5's default executor also runs each exe.run once (measured), and its other
         # executor fails on a second iteration of the same feed
-        "num_iteration_per_run": "each exe.run runs one step, as fluid 1.8's executor does",
+        "num_iteration_per_run": Unacted("each exe.run runs one step, as fluid 1.8's "
+                                         "executor does"),
     },
 }
 _warned: set[str] = set()
+
+
+def _kind(strategy) -> str:
+    """'BuildStrategy' or 'ExecutionStrategy' for an instance or class, subclasses included
+    (fleet's DistributedStrategy has its base class's fields)."""
+    cls = strategy if isinstance(strategy, type) else type(strategy)
+    return next((c.__name__ for c in cls.__mro__ if c.__name__ in _UNACTED), cls.__name__)
+
+
+def field_decisions(strategy) -> dict[str, str]:
+    """Field name -> what spmd does with it, for a BuildStrategy or ExecutionStrategy (class
+    or instance): 'acts: ...' (with the passes that serve it) or 'warns: ...'.
+
+    >>> field_decisions(ExecutionStrategy)["num_threads"]
+    'warns: each place runs its ops one at a time on a thread of its own'
+    """
+    from .registry import PASSES  # loads every pass module, which import this one
+
+    kind = _kind(strategy)
+    served = PASSES.fields_served() if kind == "BuildStrategy" else {}
+    names = {f.name for f in fields(BuildStrategy if kind == "BuildStrategy"
+                                    else ExecutionStrategy)}
+    unknown = sorted(set(served) - names)
+    if unknown:
+        raise InvalidArgumentError(f"passes serve {unknown}, which are not {kind} fields")
+    decisions: dict[str, str] = {}
+    for table in ({n: f"acts: passes {p}" for n, p in served.items()},
+                  {n: f"acts: {why}" for n, why in _ACTED.get(kind, {}).items()},
+                  {n: f"warns: {u.why}" for n, u in _UNACTED.get(kind, {}).items()}):
+        twice = sorted(set(table) & set(decisions))
+        if twice:  # one decision per field: a pass serving a field it warns about is a bug
+            raise InvalidArgumentError(f"{kind} fields {twice} have two decisions")
+        decisions.update(table)
+    return decisions
+
+
+def check_endpoints(strategy: BuildStrategy) -> None:
+    """trainers_endpoints, when given, lists one endpoint per trainer and trainer_id is one of
+    them (as fluid 1.8 checks); num_trainers itself is checked against the MPI world.
+
+    >>> check_endpoints(BuildStrategy())
+    """
+    endpoints, n, rank = strategy.trainers_endpoints, strategy.num_trainers, strategy.trainer_id
+    if not endpoints:
+        return
+    if n > 1 and len(endpoints) != n:
+        raise InvalidArgumentError(
+            f"BuildStrategy.trainers_endpoints lists {len(endpoints)} endpoint(s) {endpoints} "
+            f"but num_trainers={n}; give one endpoint per trainer")
+    if not 0 <= rank < len(endpoints):
+        raise InvalidArgumentError(
+            f"BuildStrategy.trainer_id={rank} is not an index of trainers_endpoints "
+            f"{endpoints}; pass trainer_id=<MPI rank>")
 
 
 def forget_warnings() -> None:
@@ -140,26 +242,24 @@ def forget_warnings() -> None:
 
 
 def warn_unacted(strategy) -> list[str]:
-    """Warn once per field (per process) for each field of `strategy` that was changed from
-    its default but that spmd does not act on; return the names warned about now.
+    """Warn once per field (per process) for each field of `strategy` whose value spmd does
+    not act on (see field_decisions); return the names warned about now.
 
     >>> warn_unacted(BuildStrategy())
     []
     """
-    # a subclass (fleet's DistributedStrategy) has its base class's fields
-    kind = next((c.__name__ for c in type(strategy).__mro__ if c.__name__ in _UNACTED),
-                type(strategy).__name__)
-    table = _UNACTED.get(kind, {})
+    kind = _kind(strategy)
     defaults = {f.name: (f.default if f.default_factory is MISSING else f.default_factory())
                 for f in fields(strategy)}
     warned = []
-    for name, why in table.items():
+    for name, unacted in _UNACTED.get(kind, {}).items():
         key = f"{kind}.{name}"
         value = getattr(strategy, name)
-        if key in _warned or value == defaults[name]:
+        if key in _warned or value == defaults[name] or value in unacted.honoured:
             continue
         _warned.add(key)
         warned.append(name)
-        warnings.warn(f"{key}={value!r} is accepted but not acted on by spmd: {why}",
+        warnings.warn(f"{key}={value!r} is accepted but not acted on by spmd: {unacted.why}",
                       stacklevel=3)
     return warned
+

@@ -1,6 +1,7 @@
 """BuildStrategy.debug_graphviz_path writes the compiled data-parallel program as a DOT graph
 (and no longer warns that it does nothing): every op a box with its role's colour, every
-variable an ellipse, an edge per input and output."""
+variable an ellipse, an edge per input and output. It is the last registered pass, so a test
+program (no loss) is drawn too."""
 from __future__ import annotations
 
 import re
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import spmd.fluid as fluid
+from spmd.passes.registry import PASSES, get_pass
 from spmd.passes.strategy import forget_warnings
 
 
@@ -54,3 +56,20 @@ def test_an_unwritable_path_is_named(tmp_path):
                                                               build_strategy=strategy)
     with pytest.raises(ValueError, match=r"debug_graphviz_path=.*missing.*cannot write"):
         exe.run(compiled, feed={"x": np.ones((2, 3), "float32")}, scope=scope)
+
+
+def test_it_is_the_last_registered_pass_and_draws_a_test_program(tmp_path):
+    assert get_pass("graphviz").fields == ("debug_graphviz_path",)
+    assert PASSES.passes()[-1].name == "graphviz"
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        out = fluid.layers.fc(fluid.data("x", [-1, 3], "float32"), 2)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    strategy = fluid.BuildStrategy()
+    strategy.debug_graphviz_path = str(tmp_path / "test.dot")
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        build_strategy=strategy, places=[fluid.CPUPlace()] * 2)
+    exe.run(compiled, feed={"x": np.ones((4, 3), "float32")}, fetch_list=[out], scope=scope)
+    text = (tmp_path / "test.dot").read_text()
+    assert "mul" in text and "c_allreduce" not in text

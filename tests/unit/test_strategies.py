@@ -1,5 +1,6 @@
 """Data-parallel behaviours real fluid programs rely on: fluid 1.8's BuildStrategy and
-ExecutionStrategy fields and defaults, warn-once for fields spmd does not act on, a test clone
+ExecutionStrategy fields and defaults, warn-once for fields spmd does not act on (every field's
+decision: test_pass_registry.py), trainers_endpoints checked, a test clone
 compiled with the training loss's name, a fed persistable variable copied to every place,
 `_dry_run` and `num_iteration_per_run`."""
 from __future__ import annotations
@@ -10,8 +11,9 @@ import numpy as np
 import pytest
 
 import spmd.fluid as fluid
+from spmd.errors import InvalidArgumentError
 from spmd.executor.feed import split_feed
-from spmd.passes.strategy import forget_warnings, warn_unacted
+from spmd.passes.strategy import check_endpoints, forget_warnings, warn_unacted
 from tests.oracle_io import load
 
 PLACES = [fluid.CPUPlace()] * 2
@@ -75,6 +77,24 @@ def test_unacted_field_warns_once_naming_it():
         warnings.simplefilter("error")
         assert warn_unacted(bs) == []  # once per process
         assert warn_unacted(fluid.BuildStrategy()) == []  # defaults never warn
+
+
+def test_trainers_endpoints_are_checked_against_num_trainers_and_trainer_id():
+    bs = fluid.BuildStrategy()
+    bs.num_trainers, bs.trainer_id = 2, 1
+    bs.trainers_endpoints = ["127.0.0.1:6170", "127.0.0.1:6171"]
+    check_endpoints(bs)  # as fleet's collective mode sets them
+    bs.trainers_endpoints = ["127.0.0.1:6170"]
+    with pytest.raises(InvalidArgumentError, match=r"1 endpoint\(s\).*num_trainers=2"):
+        check_endpoints(bs)
+    bs.num_trainers = 1
+    with pytest.raises(InvalidArgumentError, match=r"trainer_id=1 is not an index"):
+        check_endpoints(bs)
+    main, startup, _, loss = build()
+    dp = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs,
+                                                        places=PLACES)
+    with pytest.raises(InvalidArgumentError, match="trainer_id=1 is not an index"):
+        run_steps(dp, startup, [feed()], [loss])
 
 
 def test_test_clone_with_loss_name_and_share_vars_from_runs():

@@ -1,0 +1,218 @@
+"""The pass registry: passes run in their registered order when their condition holds, a lookup
+of an unknown pass names the ones that exist, a pass in a new module registers itself (no list
+elsewhere), and every BuildStrategy / ExecutionStrategy field has exactly one decision: it acts
+(a registered pass serves it, or spmd checks it or always does what it asks) or a value spmd
+does not honour warns once, naming it."""
+from __future__ import annotations
+
+import enum
+import sys
+import textwrap
+import warnings
+from dataclasses import MISSING, fields
+
+import pytest
+
+import spmd.fluid as fluid
+from spmd.core import Program
+from spmd.errors import InvalidArgumentError
+from spmd.passes.common import PassContext
+from spmd.passes.registry import PASSES, PassRegistry, get_pass
+from spmd.passes.strategy import (
+    BuildStrategy,
+    ExecutionStrategy,
+    field_decisions,
+    forget_warnings,
+    warn_unacted,
+)
+
+
+def context(**kwargs) -> PassContext:
+    return PassContext(Program(), BuildStrategy(), kwargs.pop("num_devices", 2),
+                       kwargs.pop("loss_name", "loss"), **kwargs)
+
+
+# -- the registry ------------------------------------------------------------------------------
+def test_passes_run_by_order_then_name_when_their_condition_holds():
+    registry, ran = PassRegistry(), []
+    for name, order in (("late", 30), ("early", 10), ("b_mid", 20), ("a_mid", 20)):
+        registry.register(name, order=order, when=lambda ctx: True)(
+            lambda ctx, name=name: ran.append(name))
+    registry.register("never", order=5, when=lambda ctx: False)(lambda ctx: ran.append("never"))
+    assert [p.name for p in registry.passes()] == ["never", "early", "a_mid", "b_mid", "late"]
+    assert registry.run(context()) == ["early", "a_mid", "b_mid", "late"]
+    assert ran == ["early", "a_mid", "b_mid", "late"]
+
+
+def test_a_condition_sees_what_earlier_passes_did():
+    registry = PassRegistry()
+
+    @registry.register("adds", order=1, when=lambda ctx: True)
+    def adds(ctx):
+        ctx.collectives_added = True
+
+    registry.register("finishes", order=2, when=lambda ctx: ctx.collectives_added)(
+        lambda ctx: None)
+    assert registry.run(context()) == ["adds", "finishes"]
+
+
+def test_an_unknown_pass_is_named_with_the_ones_that_exist():
+    with pytest.raises(InvalidArgumentError, match=r"no pass named 'fuse_everything'.*"
+                       r"'allreduce'.*'graphviz'.*'reduce_mode'.*'scale_loss_grad'"):
+        get_pass("fuse_everything")
+    registry = PassRegistry()
+    registry.register("only", order=1, when=lambda ctx: True)(lambda ctx: None)
+    with pytest.raises(InvalidArgumentError, match=r"no pass named 'other'.*\['only'\]"):
+        registry.get("other")
+
+
+def test_two_functions_under_one_name_are_refused():
+    registry = PassRegistry()
+    registry.register("twice", order=1, when=lambda ctx: True)(lambda ctx: None)
+
+    def another(ctx):
+        pass
+
+    with pytest.raises(InvalidArgumentError, match="'twice' is registered twice"):
+        registry.register("twice", order=2, when=lambda ctx: True)(another)
+
+
+def test_a_pass_in_a_new_module_registers_itself(tmp_path, monkeypatch):
+    """Adding a pass touches only its own module: the registry imports every module of its
+    package on the first lookup."""
+    package = tmp_path / "more_passes"
+    package.mkdir()
+    (package / "__init__.py").write_text(textwrap.dedent("""
+        from spmd.passes.registry import PassRegistry
+        REGISTRY = PassRegistry(discover=__name__)
+    """))
+    (package / "extra.py").write_text(textwrap.dedent("""
+        from more_passes import REGISTRY
+
+        @REGISTRY.register("extra", order=7, fields=("sync_batch_norm",),
+                           when=lambda ctx: True)
+        def extra(ctx):
+            ctx.layout = "extra ran"
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import more_passes
+
+        assert more_passes.REGISTRY.get("extra").fields == ("sync_batch_norm",)
+        ctx = context()
+        assert more_passes.REGISTRY.run(ctx) == ["extra"]
+        assert ctx.layout == "extra ran"
+    finally:
+        for name in ("more_passes", "more_passes.extra"):
+            sys.modules.pop(name, None)
+
+
+def test_spmds_passes_and_their_order():
+    names = [p.name for p in PASSES.passes()]
+    assert names == ["scale_loss_grad", "sync_batch_norm", "allreduce", "reduce_mode",
+                     "finish_collectives", "graphviz"]
+    assert get_pass("reduce_mode").fields == ("reduce_strategy", "fuse_broadcast_ops",
+                                              "fuse_all_reduce_ops")
+
+
+def test_a_test_program_only_gets_its_graph(tmp_path):
+    ctx = context(loss_name=None)
+    assert PASSES.run(ctx) == []
+    ctx.strategy.debug_graphviz_path = str(tmp_path / "g.dot")
+    assert PASSES.run(ctx) == ["graphviz"]
+    assert (tmp_path / "g.dot").read_text().startswith("digraph program {")
+
+
+@pytest.mark.parametrize("reduce", [False, True])
+def test_the_strategy_picks_the_gradient_pass(reduce):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 3], "float32")
+        loss = fluid.layers.mean(fluid.layers.fc(fluid.layers.batch_norm(x), 2))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    strategy = BuildStrategy()
+    strategy.sync_batch_norm = True
+    if reduce:
+        strategy.reduce_strategy = BuildStrategy.ReduceStrategy.Reduce
+    ctx = PassContext(main.clone(), strategy, 2, loss.name)
+    gradients = "reduce_mode" if reduce else "allreduce"
+    assert PASSES.run(ctx) == ["scale_loss_grad", "sync_batch_norm", gradients,
+                               "finish_collectives"]
+    assert (ctx.layout is not None) == reduce
+    one_device = PassContext(main.clone(), strategy, 1, loss.name)
+    assert PASSES.run(one_device) == ["scale_loss_grad"]
+
+
+# -- every field has a decision ----------------------------------------------------------------
+def default_of(f):
+    return f.default if f.default_factory is MISSING else f.default_factory()
+
+
+def other_value(f):
+    """A value of field `f` other than its default."""
+    value = default_of(f)
+    if isinstance(value, enum.Enum):
+        return next(m for m in type(value) if m != value)
+    if isinstance(value, bool) or value is None:
+        return not value
+    if isinstance(value, int):
+        return value + 2
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, list):
+        return ["127.0.0.1:6170", "127.0.0.1:6171"]
+    if isinstance(value, set):
+        return {"conv2d"}
+    raise AssertionError(f"no other value for {f.name}: {value!r}")
+
+
+@pytest.mark.parametrize("cls", [BuildStrategy, ExecutionStrategy])
+def test_every_field_acts_or_warns_once_by_name(cls):
+    decisions = field_decisions(cls)
+    names = [f.name for f in fields(cls)]
+    assert sorted(decisions) == sorted(names), "a field without a decision (or a stale one)"
+    for f in fields(cls):
+        decision = decisions[f.name]
+        assert decision.startswith(("acts: ", "warns: ")), (f.name, decision)
+        if f.name.startswith("_"):
+            continue  # _dry_run: test_strategies.py runs it
+        strategy = cls()
+        setattr(strategy, f.name, other_value(f))
+        forget_warnings()
+        if decision.startswith("acts: "):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                assert warn_unacted(strategy) == [], f.name
+            continue
+        why = decision.removeprefix("warns: ")
+        with pytest.warns(UserWarning) as caught:
+            assert warn_unacted(strategy) == [f.name]
+        (message,) = [str(w.message) for w in caught]
+        assert message.startswith(f"{cls.__name__}.{f.name}=") and why in message
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert warn_unacted(strategy) == []  # once per process
+
+
+def test_fields_a_pass_serves_are_strategy_fields_and_act():
+    decisions = field_decisions(BuildStrategy)
+    for name, passes in PASSES.fields_served().items():
+        assert decisions[name] == f"acts: passes {passes}"
+        assert all(name in get_pass(p).fields for p in passes)
+    assert {"reduce_strategy", "gradient_scale_strategy", "fuse_all_reduce_ops",
+            "fuse_broadcast_ops", "sync_batch_norm", "debug_graphviz_path"} <= set(
+        PASSES.fields_served())
+
+
+def test_memory_optimize_false_is_honoured_and_true_warns():
+    """fluid's default (None, with garbage collection on) and False both mean no buffer-reuse
+    pass, which is what spmd does; True asks for one."""
+    forget_warnings()
+    strategy = BuildStrategy()
+    strategy.memory_optimize = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert warn_unacted(strategy) == []
+    strategy.memory_optimize = True
+    with pytest.warns(UserWarning, match="memory_optimize=True is accepted but not acted on"):
+        assert warn_unacted(strategy) == ["memory_optimize"]

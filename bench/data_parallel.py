@@ -71,8 +71,8 @@ def measure_rank(rounds, steps):
     import spmd.fluid as fluid
     from spmd.comm.mpi import MPICommunicator
     from spmd.executor.buckets import Bucket
-    from spmd.executor.comm_context import CommContext
     from spmd.kernels.collective import c_allreduce_sum
+    from spmd.kernels.context import KernelContext
 
     comm = MPI.COMM_WORLD
     rng = np.random.default_rng(comm.rank)
@@ -118,7 +118,7 @@ def measure_rank(rounds, steps):
     # fused gradient allreduce vs a raw Allreduce of the same bytes
     grads = [np.array(scope.find_var(n).get_tensor()) for pair in names for n in pair]
     nbytes = sum(g.nbytes for g in grads)
-    ctx = CommContext(lambda: MPICommunicator())
+    ctx = KernelContext(comm=MPICommunicator())
     raw = np.concatenate([g.ravel() for g in grads])
     # as the compiled program runs it: one persistent bucket; mul_grad wrote each weight
     # gradient into its slot, the bias gradients are copied in; nothing after it to overlap,
@@ -126,17 +126,18 @@ def measure_rank(rounds, steps):
     bucket = Bucket([g.shape for g in grads], "float32")
     _, views = bucket.get(np)
     inputs = [views[i] if g.ndim == 2 else g for i, g in enumerate(grads)]
-    attrs = {"_comm": ctx, "use_calc_stream": True, "_bucket": bucket}
+    ctx.bucket = bucket
+    attrs = {"use_calc_stream": True}
 
     def fused():
-        c_allreduce_sum(np, {"X": inputs}, attrs, frozenset({"Out"}))
-        ctx.wait_all()
+        c_allreduce_sum(np, {"X": inputs}, attrs, frozenset({"Out"}), ctx)
+        ctx.comm.wait_all()
 
     def raw_allreduce():
         comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)
 
     fused_ms, raw_ms = interleaved(comm, [fused, raw_allreduce], rounds, steps)
-    ctx.close()
+    ctx.comm.close()
 
     # optimizer-state bytes per rank: Adam, Reduce vs AllReduce
     state_bytes = {}

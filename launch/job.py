@@ -173,7 +173,7 @@ class _Job:
                 os.remove(os.path.join(self.config.log_dir, name))
 
     def _read_statuses(self) -> None:
-        from spmd.run import read_status
+        from spmd.status_file import read_status
 
         for rank in self.ranks:
             status = read_status(self.config.rank_status(rank))

@@ -67,7 +67,8 @@ class Outcome:
     """How a launch ended, as the launcher saw it."""
 
     statuses: dict
-    """rank -> spmd.run.WorkerStatus, for the ranks whose status file this machine can read."""
+    """rank -> spmd.status_file.WorkerStatus, for the ranks whose status file this machine
+    can read."""
     world_size: int
     root: int | None = None
     """The rank that failed first; None when no worker failed (interrupted, or the process

@@ -13,14 +13,14 @@ Started by paddle-launch (which sets SPMD_STATUS_FILE and SPMD_WORKER_LOG), a wo
 - runs under the supervisor `import spmd` makes (spmd/guard), a fork made before MPI starts,
   which records how the worker ended (exit code, or the signal that killed it: only a parent
   can see a SIGKILL);
-- records its life in the status file, one event a line (see `append_event`), which the
+- records its life in the status file, one event a line (see spmd/status_file.py), which the
   launcher reads while the job runs;
 - dumps its Python stack to `stack_path(status file)` on `STACK_SIGNAL`, which the launcher
   sends to the ranks still running before it stops a failed job;
 - leaves stopping the other ranks to the launcher, so it can ask them where they were first.
 
-This module imports nothing from spmd but spmd.flags: paddle-launch reads the status files with
-`read_status` and must not pay for the engine.
+This module imports nothing from spmd but spmd.flags and spmd.status_file (the status file's
+format, shared with paddle-launch, which must not pay for the engine).
 """
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ import runpy
 import signal
 import socket
 import sys
-import time
 import traceback
-from dataclasses import dataclass, field
+
+from .status_file import WorkerStatus, append_event, read_status  # noqa: F401 - re-exported
 
 STACK_SIGNAL = signal.SIGUSR2
 """The signal on which a worker started by paddle-launch dumps its Python stack. Not SIGUSR1:
@@ -45,97 +45,6 @@ _stack_file = None  # kept open: faulthandler writes to it from its signal handl
 def stack_path(status_file: str) -> str:
     """Where the worker with this status file dumps its stack on STACK_SIGNAL."""
     return status_file + ".stack"
-
-
-def append_event(path: str, event: str, detail: str = "", when: float | None = None) -> None:
-    """Append `<unix time> <event> <detail>` to a status file (time: `when`, default now).
-
-    One write on an O_APPEND descriptor, so lines from the supervisor, the worker and its
-    threads never interleave. Events: `start pid=P supervisor=S host=H`, `wait <op>` and
-    `done <op>` (a collective waited in; spmd.comm.mpi), `error <Type: message>`,
-    `ended code=N` or `ended signal=N` (written by the supervisor).
-    """
-    when = time.time() if when is None else when
-    line = f"{when:.6f} {event} {detail}".rstrip().replace("\n", " ") + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode("utf-8", "replace"))
-    finally:
-        os.close(fd)
-
-
-@dataclass
-class WorkerStatus:
-    """What a status file says about one worker; fields are None until their event is seen."""
-
-    pid: int | None = None
-    supervisor_pid: int | None = None
-    host: str | None = None
-    started: float | None = None
-    waiting: list = field(default_factory=list)
-    """(op, since) of each collective entered and not left, oldest first."""
-    error: str | None = None
-    error_time: float | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-    ended: float | None = None
-
-    @property
-    def failed(self) -> bool:
-        """Ended with a non-zero exit code or by a signal."""
-        return self.signal is not None or (self.exit_code is not None and self.exit_code != 0)
-
-    @property
-    def failed_at(self) -> float | None:
-        """When it failed: its error if it recorded one, else the supervisor's record."""
-        if not self.failed:
-            return None
-        return self.error_time if self.error_time is not None else self.ended
-
-
-def read_status(path: str) -> WorkerStatus:
-    """Parse a status file (missing file: an empty status)."""
-    status = WorkerStatus()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return status
-    for line in lines:
-        parts = line.split(" ", 2)
-        if len(parts) < 2:
-            continue  # a line being written
-        try:
-            when = float(parts[0])
-        except ValueError:
-            continue
-        event, detail = parts[1], parts[2] if len(parts) > 2 else ""
-        _apply(status, when, event, detail)
-    return status
-
-
-def _apply(status: WorkerStatus, when: float, event: str, detail: str) -> None:
-    if event == "start":
-        values = dict(kv.split("=", 1) for kv in detail.split() if "=" in kv)
-        status.pid = int(values.get("pid", 0)) or None
-        status.supervisor_pid = int(values.get("supervisor", 0)) or None
-        status.host, status.started = values.get("host"), when
-    elif event == "wait":
-        status.waiting.append((detail, when))
-    elif event == "done":
-        for i, (op, _) in enumerate(status.waiting):
-            if op == detail:
-                del status.waiting[i]
-                break
-    elif event == "error" and status.error is None:
-        status.error, status.error_time = detail, when
-    elif event == "ended":
-        key, _, value = detail.partition("=")
-        if key == "signal":
-            status.signal = int(value)
-        else:
-            status.exit_code = int(value)
-        status.ended = when
 
 
 def _parse(argv: list[str]) -> tuple[str, str, list[str]]:

@@ -1,7 +1,9 @@
-"""Collectives on arrays, knowing nothing of the IR: one interface (base.Communicator), one
-module per backend (mpi, nccl, local threads), and topology detection."""
-from .base import Communicator, SelfCommunicator
+"""Collectives on arrays, knowing nothing of the IR: one contract (base.Communicator: blocking
+and async forms, Handles), one progress engine and watchdog per communicator (progress.py;
+nccl.py's stream engine), a backend factory (factory.py), one module per backend (mpi, nccl,
+local threads, staged through the host), and topology detection."""
+from .base import Communicator, Handle, SelfCommunicator
 from .topology import Topology, detect, launched_by_mpi, select_gpu
 
-__all__ = ["Communicator", "SelfCommunicator", "Topology", "detect", "launched_by_mpi",
+__all__ = ["Communicator", "Handle", "SelfCommunicator", "Topology", "detect", "launched_by_mpi",
            "select_gpu"]

@@ -1,8 +1,23 @@
-"""The one collective interface every backend implements, on contiguous arrays.
+"""The one collective contract every backend implements, on contiguous arrays.
 
-allreduce and reduce take a `reduction` from REDUCTIONS ("sum" unless said: gradients),
-reduce_scatter always sums. Methods work in place on `array` where the backend can and return
-the result array; callers use the return value.
+Blocking forms: allreduce, reduce, broadcast, allgather, reduce_scatter and barrier. allreduce
+and reduce take a `reduction` from REDUCTIONS ("sum" unless said: gradients); reduce_scatter
+always sums. They work in place on `array` where the backend can and return the result array;
+callers use the return value. A blocking collective that waits past the collective timeout
+raises CommunicationError.
+
+Async forms: every collective also has an `i` form (iallreduce, ireduce, ibroadcast,
+iallgather, ireduce_scatter, ibarrier) and the bucketed forms (iallreduce_bucket,
+ireduce_bucket, ibroadcast_bucket: several arrays packed into one buffer, one collective).
+They return a Handle (`wait()` gives the result, `test()` says whether it is done) and run on
+the communicator's progress engine (progress.py), in the order they were issued, which is the
+same on every rank. `overlap=False` asks for a collective whose result is needed at once: it
+runs now, after the ones issued before it, and its handle is already done. `wait_all()` waits
+for every collective issued so far; the engine's watchdog owns the timeout.
+
+>>> import numpy as np
+>>> SelfCommunicator().iallreduce(np.ones(2)).wait()
+array([1., 1.])
 """
 from __future__ import annotations
 
@@ -21,35 +36,80 @@ def check_reduction(reduction: str) -> str:
     return reduction
 
 
-class Request(abc.ABC):
-    """A collective in flight; `wait()` returns its result array."""
+# kind -> Communicator class; each backend module registers its class (factory.py makes them)
+BACKENDS: dict[str, type] = {}
+
+
+def register_backend(kind: str):
+    """Class decorator: make the Communicator class available to
+    `create_communicator(kind, ...)` (its constructor's arguments are the options)."""
+
+    def register(cls):
+        if kind in BACKENDS:
+            raise ValueError(f"communicator backend '{kind}' is registered twice")
+        BACKENDS[kind] = cls
+        return cls
+
+    return register
+
+
+class Handle(abc.ABC):
+    """A collective issued on a progress engine.
+
+    `out` is where the result lands: the array an in-place collective works on, the `out=`
+    array given, a bucket's views. A kernel may hand it on at once; it holds the result once
+    the handle (or `wait_all`) has been waited for."""
+
+    out = None
 
     @abc.abstractmethod
     def wait(self):
-        ...
+        """Block until the collective completed (at most the collective timeout) and return
+        its result array."""
+
+    @abc.abstractmethod
+    def test(self) -> bool:
+        """Whether the collective completed (its failure, if any, is raised by `wait`)."""
 
 
-class DoneRequest(Request):
+class DoneHandle(Handle):
+    """A collective that already completed."""
+
     def __init__(self, result):
-        self._result = result
+        self.out = result
 
     def wait(self):
-        return self._result
+        return self.out
+
+    def test(self) -> bool:
+        return True
+
+
+class ThenHandle(Handle):
+    """`handle`, whose `wait()` returns `result` instead (a bucket's per-array views)."""
+
+    def __init__(self, handle: Handle, result):
+        self._handle, self.out = handle, result
+
+    def wait(self):
+        self._handle.wait()
+        return self.out
+
+    def test(self) -> bool:
+        return self._handle.test()
 
 
 class Communicator(abc.ABC):
-    """rank/size plus allreduce, reduce, broadcast, allgather, reduce_scatter, barrier."""
+    """rank/size, the blocking collectives, their async forms and the bucketed forms."""
 
     rank: int = 0
     size: int = 1
+    _engine = None
 
+    # -- blocking ----------------------------------------------------------------------------
     @abc.abstractmethod
     def allreduce(self, array, reduction: str = "sum"):
         """`reduction` over ranks, elementwise; every rank gets the result."""
-
-    def iallreduce(self, array, reduction: str = "sum") -> Request:
-        """Non-blocking allreduce; the default completes at once."""
-        return DoneRequest(self.allreduce(array, reduction))
 
     @abc.abstractmethod
     def reduce(self, array, root: int, reduction: str = "sum"):
@@ -73,6 +133,74 @@ class Communicator(abc.ABC):
     def barrier(self):
         ...
 
+    # -- async -------------------------------------------------------------------------------
+    @property
+    def engine(self):
+        """This communicator's progress engine (made on first use)."""
+        if self._engine is None:
+            self._engine = self.make_engine()
+        return self._engine
+
+    def make_engine(self):
+        """The progress engine for this backend: by default one thread running the fastest
+        blocking calls in issue order (progress.ThreadEngine)."""
+        from .progress import ThreadEngine
+
+        return ThreadEngine(self)
+
+    def iallreduce(self, array, reduction: str = "sum", overlap: bool = True) -> Handle:
+        check_reduction(reduction)
+        return self.engine.issue("allreduce", (array, reduction), overlap)
+
+    def ireduce(self, array, root: int, reduction: str = "sum", overlap: bool = True) -> Handle:
+        check_reduction(reduction)
+        return self.engine.issue("reduce", (array, root, reduction), overlap,
+                                 label=f"reduce(root={root})")
+
+    def ibroadcast(self, array, root: int, overlap: bool = True) -> Handle:
+        return self.engine.issue("broadcast", (array, root), overlap,
+                                 label=f"broadcast(root={root})")
+
+    def iallgather(self, array, overlap: bool = True) -> Handle:
+        return self.engine.issue("allgather", (array,), overlap)
+
+    def ireduce_scatter(self, array, out=None, overlap: bool = True) -> Handle:
+        """With `out` (this rank's section, preallocated) the result is written there: a
+        caller may hand `out` on before the collective completes. `array` must stay as it is
+        until the handle completes."""
+        return self.engine.issue("reduce_scatter", (array,), overlap, into=out)
+
+    def ibarrier(self, overlap: bool = True) -> Handle:
+        return self.engine.issue("barrier", (), overlap)
+
+    def iallreduce_bucket(self, arrays, reduction: str = "sum", bucket=None,
+                          overlap: bool = True) -> Handle:
+        """`arrays` packed into one buffer (`bucket`'s, reused every step, or a fresh one),
+        allreduced at once; the handle's result is the list of reduced per-array views."""
+        buf, views = pack(arrays, bucket)
+        return ThenHandle(self.iallreduce(buf, reduction, overlap), views)
+
+    def ireduce_bucket(self, arrays, root: int, reduction: str = "sum", bucket=None,
+                       overlap: bool = True) -> Handle:
+        buf, views = pack(arrays, bucket)
+        return ThenHandle(self.ireduce(buf, root, reduction, overlap), views)
+
+    def ibroadcast_bucket(self, arrays, root: int, bucket=None, overlap: bool = True) -> Handle:
+        buf, views = pack(arrays, bucket)
+        return ThenHandle(self.ibroadcast(buf, root, overlap), views)
+
+    def wait_all(self) -> None:
+        """Wait for every collective issued so far; re-raise the first failure."""
+        if self._engine is not None:
+            self._engine.wait_all()
+
+    def close(self) -> None:
+        """End the progress engine's threads (the communicator's owner is gone)."""
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    # -- diagnostics -------------------------------------------------------------------------
     def describe(self) -> str:
         return f"[rank {self.rank}/{self.size}]"
 
@@ -82,13 +210,19 @@ class Communicator(abc.ABC):
         return ""
 
     def untimed(self, op: str):
-        """The fastest blocking form of `op` ("allreduce", "reduce", "broadcast"), for a caller
-        that runs it on a thread of its own and enforces the timeout itself while waiting."""
+        """The fastest blocking form of `op` (a blocking method's name), for the progress
+        engine, which enforces the timeout itself while it waits."""
         return getattr(self, op)
 
 
+@register_backend("self")
 class SelfCommunicator(Communicator):
     """A world of one: every collective is the identity. No MPI library needed."""
+
+    def make_engine(self):
+        from .progress import ImmediateEngine
+
+        return ImmediateEngine(self)
 
     def allreduce(self, array, reduction="sum"):
         check_reduction(reduction)
@@ -109,3 +243,44 @@ class SelfCommunicator(Communicator):
 
     def barrier(self):
         pass
+
+
+def pack(arrays, bucket=None):
+    """(one contiguous buffer holding `arrays`, its views shaped like them). `bucket` (a
+    bucket.Bucket) is reused when given; otherwise the buffer is fresh, so reducing it never
+    changes the inputs (an array may be shared by several variables)."""
+    if not arrays:
+        raise CommunicationError("a bucketed collective needs at least one array")
+    dtypes = {a.dtype for a in arrays}
+    if len(dtypes) > 1:
+        raise CommunicationError(
+            f"a bucket must hold one dtype, got {sorted(map(str, dtypes))}")
+    xp = array_module(arrays[0])
+    if bucket is not None:
+        buf, views = bucket.get(xp)
+        for a, view in zip(arrays, views):
+            if a is not view:  # its producer may already have written it in place
+                view[...] = a
+        return buf, views
+    if len(arrays) == 1:
+        buf = xp.array(arrays[0], copy=True, order="C")
+        return buf, [buf]
+    buf = xp.empty(sum(a.size for a in arrays), dtype=arrays[0].dtype)
+    views, start = [], 0
+    for a in arrays:
+        view = buf[start:start + a.size]
+        view[...] = a.reshape(-1)
+        views.append(view.reshape(a.shape))
+        start += a.size
+    return buf, views
+
+
+def array_module(array):
+    """numpy for host arrays, cupy for device arrays (imported only then)."""
+    import numpy as np
+
+    if isinstance(array, np.ndarray):
+        return np
+    import cupy
+
+    return cupy

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from ..errors import CommunicationError
-from .base import Communicator, check_reduction
+from .base import Communicator, check_reduction, register_backend
 
 
 class LocalGroup:
@@ -81,6 +81,7 @@ def _in_order(reduction: str):
 _sum_in_order = _in_order("sum")
 
 
+@register_backend("local")
 class LocalCommunicator(Communicator):
     def __init__(self, group: LocalGroup, index: int):
         self.group, self.rank, self.size = group, index, group.size
@@ -115,6 +116,7 @@ class LocalCommunicator(Communicator):
         self.group.exchange(self.rank, None, lambda a: None, "barrier")
 
 
+@register_backend("hierarchical")
 class HierarchicalCommunicator(Communicator):
     """Place `index` of `local.size` places in this process, over `outer` (one member per
     process). Global rank = outer.rank * local.size + index."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import guard
 from ..errors import CommunicationError
-from .base import Communicator, Request, check_reduction
+from .base import Communicator, check_reduction, register_backend
 
 _met = False
 
@@ -43,15 +43,7 @@ def _check_contiguous(array, op: str):
             f"{op} needs a C-contiguous numpy array, got {kind}; use numpy.ascontiguousarray")
 
 
-class _MPIRequest(Request):
-    def __init__(self, comm: MPICommunicator, req, result, op: str):
-        self._comm, self._req, self._result, self._op = comm, req, result, op
-
-    def wait(self):
-        self._comm._wait(self._req, self._op)
-        return self._result
-
-
+@register_backend("mpi")
 class MPICommunicator(Communicator):
     """Collectives over an mpi4py communicator (COMM_WORLD by default)."""
 
@@ -118,7 +110,7 @@ class MPICommunicator(Communicator):
                     f"legitimately slower")
             if status_file is None and now > note_at:
                 from ..flags import flags
-                from ..run import append_event
+                from ..status_file import append_event
 
                 status_file = flags().status_file or ""
                 if status_file:  # stamped with when the wait began
@@ -132,15 +124,12 @@ class MPICommunicator(Communicator):
     def _op(self, reduction: str):
         return getattr(self._MPI, check_reduction(reduction).upper())  # MPI.SUM, MPI.MAX, ...
 
-    def iallreduce(self, array, reduction: str = "sum") -> Request:
+    def allreduce(self, array, reduction: str = "sum"):
         _check_contiguous(array, "allreduce")
         op = self._op(reduction)
         self._enter("allreduce")
-        req = self.comm.Iallreduce(self._MPI.IN_PLACE, array, op=op)
-        return _MPIRequest(self, req, array, "allreduce")
-
-    def allreduce(self, array, reduction: str = "sum"):
-        return self.iallreduce(array, reduction).wait()
+        self._wait(self.comm.Iallreduce(self._MPI.IN_PLACE, array, op=op), "allreduce")
+        return array
 
     def reduce(self, array, root: int, reduction: str = "sum"):
         _check_contiguous(array, "reduce")
@@ -225,8 +214,13 @@ class MPICommunicator(Communicator):
             self.comm.Allgather(array, out)
             return out
 
+        def barrier():
+            self._enter("barrier")
+            self.comm.Barrier()
+
         return {"allreduce": allreduce, "reduce": reduce, "broadcast": broadcast,
-                "reduce_scatter": reduce_scatter, "allgather": allgather}[op]
+                "reduce_scatter": reduce_scatter, "allgather": allgather,
+                "barrier": barrier}[op]
 
     def bcast_bytes(self, data: bytes | None, root: int = 0) -> bytes:
         """Broadcast raw bytes (length first, then the buffer): no pickle."""

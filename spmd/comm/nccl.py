@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import guard
 from ..errors import CommunicationError
-from .base import Communicator, Request, check_reduction
+from .base import Communicator, Handle, check_reduction, register_backend
 
 
 def _nccl_dtype(nccl, dtype) -> int:
@@ -34,18 +34,69 @@ def make_unique_id(mpi_comm) -> tuple:
     return tuple(int(b) for b in np.frombuffer(raw, dtype=np.int8))
 
 
-class _StreamRequest(Request):
-    def __init__(self, comm: NCCLCommunicator, event, result, op):
-        self._comm, self._event, self._result, self._op = comm, event, result, op
+class _StreamHandle(Handle):
+    def __init__(self, engine: StreamEngine, done, result, op: str):
+        self._engine, self._done, self.out, self.op = engine, done, result, op
 
     def wait(self):
-        self._comm._wait_event(self._event, self._op)
-        return self._result
+        """The compute stream waits for the collective (no host block): kernels issued after
+        this read its result."""
+        self._engine.cupy.cuda.get_current_stream().wait_event(self._done)
+        return self.out
+
+    def test(self) -> bool:
+        return self._done.done
 
 
+class StreamEngine:
+    """NCCL collectives on a CUDA stream of their own. Each waits for the compute stream's
+    work issued before it (an event), so the kernels issued after it overlap it; a handle's
+    `wait()` orders the compute stream after it without blocking the host, and `wait_all()`
+    polls the events on the host, with the timeout (the watchdog's role: NCCL's own abort
+    ends a collective that never completes)."""
+
+    def __init__(self, comm: NCCLCommunicator):
+        self.cupy = comm._cupy
+        self._comm = comm
+        with self.cupy.cuda.Device(comm.device_id):
+            self._stream = self.cupy.cuda.Stream(non_blocking=True)
+        self._pending: list[_StreamHandle] = []
+
+    def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
+              into=None) -> Handle:
+        cuda = self.cupy.cuda
+        ready = cuda.Event(disable_timing=True)
+        ready.record(cuda.get_current_stream())
+        self._stream.wait_event(ready)
+        with self._stream:
+            result = self._comm.launch(op, *args)
+            if into is not None:
+                into[...] = result
+                result = into
+        guard.note_collective()
+        done = cuda.Event(disable_timing=True)
+        done.record(self._stream)
+        handle = _StreamHandle(self, done, result, label or op)
+        self._pending.append(handle)
+        if not overlap:
+            handle.wait()
+        return handle
+
+    def wait_all(self) -> None:
+        pending, self._pending = self._pending, []
+        for handle in pending:
+            self._comm._wait_event(handle._done, handle.op)
+            handle.wait()
+
+    def close(self) -> None:
+        self._pending = []
+
+
+@register_backend("nccl")
 class NCCLCommunicator(Communicator):
-    """One rank per GPU. Collectives run on the current cupy stream, so they are ordered with
-    the kernels around them; `wait` polls an event and NCCL's async error state with a timeout."""
+    """One rank per GPU. The blocking collectives run on the current cupy stream, ordered with
+    the kernels around them, and poll an event and NCCL's async error state with a timeout;
+    the async ones run on a stream of their own (StreamEngine)."""
 
     def __init__(self, device_id: int, mpi_comm, timeout_s: float | None = None):
         import cupy
@@ -68,6 +119,9 @@ class NCCLCommunicator(Communicator):
                 f"{self.describe()} NCCL communicator init on GPU {device_id} failed: {e}; "
                 f"NCCL needs one process per GPU (two ranks cannot share a device)") from e
 
+    def make_engine(self):
+        return StreamEngine(self)
+
     def _stream(self):
         return self._cupy.cuda.get_current_stream().ptr
 
@@ -83,58 +137,72 @@ class NCCLCommunicator(Communicator):
             if time.monotonic() > deadline:
                 self.comm.abort()
                 raise CommunicationError(
-                    f"{self.describe()} NCCL {op} did not complete within {self.timeout_s:g} s; "
-                    f"another rank never reached it")
+                    f"{self.describe()} NCCL {op} (in Executor.run #{guard.steps()}) did not "
+                    f"complete within {self.timeout_s:g} s; another rank never reached it")
             time.sleep(0.0001)
         self.comm.check_async_error()
 
-    def _record(self, result, op):
+    def _blocking(self, op: str, label: str, *args):
+        result = self.launch(op, *args)
         guard.note_collective()  # issued just before: counted once it is on the stream
         event = self._cupy.cuda.Event(disable_timing=True)
         event.record()
-        return _StreamRequest(self, event, result, op)
+        self._wait_event(event, label)
+        return result
 
     def _op(self, reduction: str) -> int:
         # NCCL_SUM, NCCL_MAX, NCCL_MIN, NCCL_PROD
         return getattr(self._nccl, "NCCL_" + check_reduction(reduction).upper())
 
-    def iallreduce(self, array, reduction: str = "sum") -> Request:
-        self.comm.allReduce(array.data.ptr, array.data.ptr, array.size,
-                            _nccl_dtype(self._nccl, array.dtype), self._op(reduction),
-                            self._stream())
-        return self._record(array, "allreduce")
+    def launch(self, op: str, array=None, *args):
+        """Enqueue collective `op` on the current stream; returns its result array (complete
+        once the stream reaches it)."""
+        nccl, stream = self._nccl, self._stream()
+        if op == "barrier":
+            array = self._cupy.zeros(1, dtype=self._cupy.float32)
+            op, args = "allreduce", ("sum",)
+        dtype = _nccl_dtype(nccl, array.dtype)
+        if op == "allreduce":
+            self.comm.allReduce(array.data.ptr, array.data.ptr, array.size, dtype,
+                                self._op(args[0]), stream)
+            return array
+        if op == "reduce":
+            root, reduction = args
+            self.comm.reduce(array.data.ptr, array.data.ptr, array.size, dtype,
+                             self._op(reduction), root, stream)
+            return array
+        if op == "broadcast":
+            self.comm.bcast(array.data.ptr, array.size, dtype, args[0], stream)
+            return array
+        if op == "allgather":
+            out = self._cupy.empty((self.size,) + array.shape, dtype=array.dtype)
+            self.comm.allGather(array.data.ptr, out.data.ptr, array.size, dtype, stream)
+            return out
+        if op == "reduce_scatter":
+            if array.size % self.size:
+                raise CommunicationError(
+                    f"{self.describe()} reduce_scatter of {array.size} elements over "
+                    f"{self.size} ranks: the size must be divisible by the number of ranks")
+            out = self._cupy.empty(array.size // self.size, dtype=array.dtype)
+            self.comm.reduceScatter(array.data.ptr, out.data.ptr, out.size, dtype,
+                                    nccl.NCCL_SUM, stream)
+            return out
+        raise CommunicationError(f"unknown collective {op!r}")
 
     def allreduce(self, array, reduction: str = "sum"):
-        return self.iallreduce(array, reduction).wait()
+        return self._blocking("allreduce", "allreduce", array, reduction)
 
     def reduce(self, array, root: int, reduction: str = "sum"):
-        self.comm.reduce(array.data.ptr, array.data.ptr, array.size,
-                         _nccl_dtype(self._nccl, array.dtype), self._op(reduction), root,
-                         self._stream())
-        return self._record(array, f"reduce(root={root})").wait()
+        return self._blocking("reduce", f"reduce(root={root})", array, root, reduction)
 
     def broadcast(self, array, root: int):
-        self.comm.bcast(array.data.ptr, array.size, _nccl_dtype(self._nccl, array.dtype), root,
-                        self._stream())
-        return self._record(array, f"broadcast(root={root})").wait()
+        return self._blocking("broadcast", f"broadcast(root={root})", array, root)
 
     def allgather(self, array):
-        out = self._cupy.empty((self.size,) + array.shape, dtype=array.dtype)
-        self.comm.allGather(array.data.ptr, out.data.ptr, array.size,
-                            _nccl_dtype(self._nccl, array.dtype), self._stream())
-        return self._record(out, "allgather").wait()
+        return self._blocking("allgather", "allgather", array)
 
     def reduce_scatter(self, array):
-        if array.size % self.size:
-            raise CommunicationError(
-                f"{self.describe()} reduce_scatter of {array.size} elements over {self.size} "
-                f"ranks: the size must be divisible by the number of ranks")
-        out = self._cupy.empty(array.size // self.size, dtype=array.dtype)
-        self.comm.reduceScatter(array.data.ptr, out.data.ptr, out.size,
-                                _nccl_dtype(self._nccl, array.dtype), self._nccl.NCCL_SUM,
-                                self._stream())
-        return self._record(out, "reduce_scatter").wait()
+        return self._blocking("reduce_scatter", "reduce_scatter", array)
 
     def barrier(self):
-        token = self._cupy.zeros(1, dtype=self._cupy.float32)
-        self.allreduce(token)
+        self._blocking("barrier", "barrier")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Communicator
+from .base import Communicator, register_backend
 
 
 def _to_host(array):
@@ -18,10 +18,18 @@ def _back(device_array, host):
     return device_array
 
 
+@register_backend("staged")
 class HostStagedCommunicator(Communicator):
     def __init__(self, mpi):
         self.mpi = mpi
         self.rank, self.size = mpi.rank, mpi.size
+
+    def make_engine(self):
+        """Collectives run at once on the caller's thread: the host copies block it anyway,
+        and a thread of their own would not be on this process's CUDA device."""
+        from .progress import ImmediateEngine
+
+        return ImmediateEngine(self)
 
     def allreduce(self, array, reduction="sum"):
         return _back(array, self.mpi.allreduce(_to_host(array), reduction))
@@ -46,6 +54,8 @@ class HostStagedCommunicator(Communicator):
 
     def untimed(self, op: str):
         fast = self.mpi.untimed(op)
+        if op == "barrier":
+            return fast
         if op in ("reduce_scatter", "allgather"):  # a new array, not the input filled in
             return lambda array: _like(array, fast(_to_host(array)))
 

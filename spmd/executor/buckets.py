@@ -2,9 +2,9 @@
 
 Each fused c_allreduce_sum of a plan gets one flat buffer, allocated on first use and reused
 every step, with a view per gradient. The kernel that produces a gradient last is offered its
-view as an `out=` buffer (attrs["_out"]); kernels that can write there (mul_grad's weight
-gradient: almost all the bytes of an MLP) save the packing copy. The views are valid until the
-same plan's next run, so fetched gradients are copied out.
+view as an `out=` buffer (its KernelContext's `out(xp, slot)`); kernels that can write there
+(mul_grad's weight gradient: almost all the bytes of an MLP) save the packing copy. The views
+are valid until the same plan's next run, so fetched gradients are copied out.
 """
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def attach_buckets(steps, block):
             if all(all(d >= 0 for d in block.vars[n].shape) for n in names):
                 bucket = Bucket([tuple(block.vars[n].shape) for n in names],
                                 block.vars[names[0]].dtype)
-                step.attrs["_bucket"] = bucket
+                step.ctx.bucket = bucket
                 for i, n in enumerate(names):
                     writer = last_writer.get(n)
                     if writer is not None:
                         producer, slot = writer
-                        producer.attrs.setdefault("_out", {})[slot] = bucket.view(i)
+                        producer.ctx.outputs[slot] = bucket.view(i)
         for slot, names, dup in step.outs:
             for n in names:
                 last_writer[n] = None if dup or len(names) > 1 else (step, slot)

@@ -1,9 +1,12 @@
 """Executor: runs a Program (or a CompiledProgram) on one place over a Scope."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import guard
+from ..comm.factory import world_communicator
 from ..core.places import CPUPlace, Place, array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
@@ -11,7 +14,6 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from ..flags import revision as flags_revision
 from .allocator import tune_allocator
-from .comm_context import world_context
 from .fetch import as_fetched
 from .plan import Plan
 
@@ -113,9 +115,13 @@ class Executor:
         entry = self._plans.get(key)
         if entry is None or entry[0] != stamp:
             entry = (stamp, Plan(program, feed_names, fetch_names, self._rng(program),
-                                 comm=world_context(self.place)))
+                                 comm=functools.partial(world_communicator, self._device_id()),
+                                 place=self.place))
             self._plans[key] = entry
         return entry[1]
+
+    def _device_id(self) -> int | None:
+        return self.place.device_id if self.place.is_gpu else None
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
             fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,

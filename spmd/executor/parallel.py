@@ -13,8 +13,8 @@ import weakref
 
 import numpy as np
 
-from ..comm.base import SelfCommunicator
-from ..comm.local import HierarchicalCommunicator, LocalGroup
+from ..comm.factory import create_communicator, is_world_communicator, world_communicator
+from ..comm.local import LocalGroup
 from ..comm.topology import detect
 from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
@@ -25,7 +25,6 @@ from ..ops.registry import get_op_def
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
 from ..passes.strategy import ExecutionStrategy, warn_unacted
-from .comm_context import CommContext, is_world_context, world_context
 from .feed import merge_fetches, split_feed
 from .fetch import as_fetched
 from .fingerprint import check_same_program
@@ -33,11 +32,11 @@ from .plan import Plan
 from .sharded_state import ShardedState
 
 
-def _shut_down(pool, contexts):
+def _shut_down(pool, comms):
     if pool is not None:
         pool.shutdown(wait=False)
-    for ctx in contexts:
-        ctx.close()
+    for comm in comms:
+        comm.close()
 
 
 def _place_optimizer_state(scope, rank: int, layout, sharded: ShardedState):
@@ -106,11 +105,11 @@ class DataParallelRunner:
                     f"{self.tag} share_vars_from: the program it names runs on "
                     f"{len(share_from.places)} place(s) but this one on {nplaces}; give both "
                     f"with_data_parallel calls the same places")
-            self.scopes, self.contexts = share_from.scopes, share_from.contexts
+            self.scopes, self.comms = share_from.scopes, share_from.comms
             self._group = share_from._group
         else:
             self.scopes = [scope] + [Scope() for _ in range(nplaces - 1)]
-            self._group, self.contexts = self._make_contexts()
+            self._group, self.comms = self._make_communicators()
         self._share_from = share_from
         seed = program.random_seed
         self._rngs = [np.random.default_rng([seed, r]) if seed else np.random.default_rng()
@@ -139,11 +138,11 @@ class DataParallelRunner:
             "this program has collectives, which every place must join" if any(
                 get_op_def(op.type).collective for op in ops) else None)
         # the place threads and communication threads end with the runner; never the
-        # process's shared world context, which other programs' steps may be using (a garbage
-        # collection at a different moment on each rank would cross their collectives)
-        contexts = [] if share_from is not None else [
-            ctx for ctx in self.contexts if not is_world_context(ctx)]
-        weakref.finalize(self, _shut_down, self._pool, contexts)
+        # process's shared world communicator, which other programs' steps may be using (a
+        # garbage collection at a different moment on each rank would cross their collectives)
+        owned = [] if share_from is not None else [
+            comm for comm in self.comms if not is_world_communicator(comm)]
+        weakref.finalize(self, _shut_down, self._pool, owned)
 
     @property
     def sharded_state(self) -> ShardedState | None:
@@ -163,21 +162,21 @@ class DataParallelRunner:
                 f"{self.tag} trainer_id={strategy.trainer_id} but this process is MPI rank "
                 f"{self.topology.rank}; pass trainer_id=<MPI rank>")
 
-    def _make_contexts(self):
-        nplaces = len(self.places)
+    def _make_communicators(self):
+        """(the in-process group of places or None, one communicator per place)."""
+        nplaces, place = len(self.places), self.places[0]
+        device = place.device_id if place.is_gpu else None
         if nplaces == 1:
             if self.topology.size == 1:
-                return None, [CommContext(SelfCommunicator)]
-            return None, [world_context(self.places[0])]
+                return None, [create_communicator("self")]
+            return None, [world_communicator(device)]
         group = LocalGroup(nplaces)
         # the cross-process communicator is made here, on the main thread, once
-        outer = world_context(self.places[0]).comm if self.topology.size > 1 else None
-
-        def maker(i):
-            local = group.communicator(i)
-            return lambda: HierarchicalCommunicator(local, outer) if outer else local
-
-        return group, [CommContext(maker(i), name=f"spmd-comm-{i}") for i in range(nplaces)]
+        outer = world_communicator(device) if self.topology.size > 1 else None
+        comms = [create_communicator("local", group=group, index=i) for i in range(nplaces)]
+        if outer is not None:
+            comms = [create_communicator("hierarchical", local=c, outer=outer) for c in comms]
+        return group, comms
 
     # -- first run -----------------------------------------------------------------------------
     def _initialize(self):
@@ -216,8 +215,8 @@ class DataParallelRunner:
                     f"across the ranks by a Reduce-mode CompiledProgram; run the startup program "
                     f"into a fresh scope for another data-parallel program")
             bcast = broadcast_program(self.program, state)
-            self._run_on_places(lambda i: Plan(bcast, [], [], None, self.contexts[i],
-                                               tag=self.tag)
+            self._run_on_places(lambda i: Plan(bcast, [], [], None, self.comms[i],
+                                               tag=self.tag, place=self.places[i])
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))
         if self.layout is not None:
             self._sharded_state = ShardedState(self.program, self.layout, self.scopes,
@@ -258,8 +257,8 @@ class DataParallelRunner:
         revision, plans = self._plans.get(key, (None, None))
         if revision != flags_revision():  # new, or a flag set in code since (check_nan_inf)
             plans = [Plan(self.program, list(shards[0]), fetch_names, self._rngs[i],
-                          comm=self.contexts[i], rank=self.ranks[i], tag=self.tag,
-                          update_rng=self._update_rngs[i])
+                          comm=self.comms[i], rank=self.ranks[i], tag=self.tag,
+                          update_rng=self._update_rngs[i], place=self.places[i])
                      for i in range(len(self.places))]
             self._plans[key] = (flags_revision(), plans)
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None

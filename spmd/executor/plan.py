@@ -6,7 +6,10 @@ scope only after every op succeeded, so a failed run leaves the scope as it was.
 """
 from __future__ import annotations
 
+import types
+
 from .. import profiler as _profiler
+from ..comm.base import SelfCommunicator
 from ..core.operator import OpRole
 from ..core.variable import Parameter, Variable
 from ..errors import (
@@ -17,7 +20,8 @@ from ..errors import (
     PreconditionError,
 )
 from ..flags import flags
-from ..kernels.registry import get_kernel
+from ..kernels.context import KernelContext
+from ..kernels.registry import get_kernel, takes_context
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
@@ -27,10 +31,6 @@ from .numeric_check import check_feeds, checking
 # there (the per-rank generators serve the forward pass: dropout differs per shard)
 _UPDATE_ROLES = frozenset({OpRole.OPTIMIZE, OpRole.LR_SCHED, OpRole.AVERAGE})
 
-# host ops whose output names the process: they get "[rank r/n] " (or "") as attrs["_rank_tag"]
-_RANK_TAGGED_OPS = frozenset({"print"})
-
-
 def _rank_tag() -> str:
     from ..comm.topology import detect  # cached after the first call of the process
 
@@ -39,11 +39,19 @@ def _rank_tag() -> str:
 
 
 class Step:
-    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where")
+    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx")
 
-    def __init__(self, fn, ins, outs, attrs, want, frees, where):
+    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx):
         self.fn, self.ins, self.outs, self.attrs = fn, ins, outs, attrs
-        self.want, self.frees, self.where = want, frees, where
+        self.want, self.frees, self.where, self.ctx = want, frees, where, ctx
+
+
+def _with_context(fn, ctx):
+    """A kernel that takes a KernelContext, bound to `ctx`: the step loop calls every kernel
+    alike."""
+    def run(xp, ins, attrs, want):
+        return fn(xp, ins, attrs, want, ctx)
+    return run
 
 
 def _bindings(slots: dict, opdef_slots: dict):
@@ -60,12 +68,15 @@ class Plan:
     """
 
     def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag="",
-                 update_rng=None):
+                 update_rng=None, place=None):
+        """`comm`: the communicator the collectives use, or a function making it on first use
+        (a program without collectives never touches MPI)."""
         block = program.global_block()
         self.tag = f"{tag} " if tag else ""  # "[rank r/n] " in multi-process runs
         self._run_event = "Executor::Run" if rank is None else "ParallelExecutor::Run"
         self.block = block
-        self.comm = comm
+        self._comm = None if callable(comm) else comm
+        self._comm_source = comm if callable(comm) else None
         self.fetch_names = list(fetch_names)
         for n in self.fetch_names:
             block.var(n)  # raises NotFoundError naming the variable
@@ -105,19 +116,19 @@ class Plan:
         self.steps = []
         self.has_collectives = False
         self.check_nan_inf = flags().check_nan_inf
+        rank_tag = self.tag or _rank_tag  # looked up only by the ops that print it
         numeric_tag = (self.tag or _rank_tag()) if self.check_nan_inf else ""
         for k, (i, op) in enumerate(ops):
             opdef = get_op_def(op.type)
-            attrs = dict(op.attrs)
-            if opdef.random:  # an update's draws (Dpsgd's noise) are the same on every rank
-                attrs["_rng"] = (update_rng if update_rng is not None
-                                 and op.role in _UPDATE_ROLES else rng)
-            if opdef.collective:
-                attrs["_comm"] = comm
-                self.has_collectives = True
-            if op.type in _RANK_TAGGED_OPS:
-                attrs["_rank_tag"] = _rank_tag()
+            attrs = types.MappingProxyType(dict(op.attrs))  # nothing is written at run time
+            # an update's draws (Dpsgd's noise) are the same on every rank
+            ctx = KernelContext(update_rng if update_rng is not None
+                                and op.role in _UPDATE_ROLES else rng,
+                                self._plan_comm, place, rank_tag)
+            self.has_collectives = self.has_collectives or opdef.collective
             fn = get_kernel(op.type)
+            if takes_context(op.type):
+                fn = _with_context(fn, ctx)
             # a collective queued on the communication thread fills its outputs later: they
             # are checked as the outputs of the c_sync_comm_stream that waits for them
             queued = opdef.collective and not attrs.get("use_calc_stream", True)
@@ -126,7 +137,7 @@ class Plan:
             self.steps.append(Step(fn, _bindings(op.inputs, opdef.input_slots),
                                    _bindings(op.outputs, opdef.output_slots), attrs,
                                    frozenset(op.outputs), tuple(frees_at.get(k, ())),
-                                   (i, op)))
+                                   (i, op), ctx))
         if self.has_collectives:
             attach_buckets(self.steps, block)
         # program index of the first collective: a run that fails at an op before it issued
@@ -136,6 +147,16 @@ class Plan:
         # whether the latest run reached a collective (so it may have started on other ranks);
         # after a failure, False means this run issued none: the caller may retry the step
         self.started_collectives = False
+
+    @property
+    def comm(self):
+        """The communicator this plan's collectives use (made on first use)."""
+        if self._comm is None:
+            self._comm = self._comm_source() if self._comm_source else SelfCommunicator()
+        return self._comm
+
+    def _plan_comm(self):
+        return self.comm
 
     def checked_feed(self, feed: dict, xp) -> dict:
         """`feed` checked (names, dtypes, shapes, an empty batch; NaN/Inf under
@@ -264,7 +285,7 @@ def _timer(fn, name: str, rec, thread):
 def _timed(steps, rec, thread) -> list:
     """`steps` with each kernel wrapped to record an event named after its op type."""
     return [Step(_timer(s.fn, s.where[1].type, rec, thread), s.ins, s.outs, s.attrs, s.want,
-                 s.frees, s.where) for s in steps]
+                 s.frees, s.where, s.ctx) for s in steps]
 
 
 def _zeros_spec(var: Variable):

@@ -112,7 +112,7 @@ def _safe_to_fork() -> bool:
 
 def _status_recorder(status_file: str):
     def record(code: int, sig: int, error: str | None) -> None:
-        from ..run import append_event
+        from ..status_file import append_event
 
         if error:
             append_event(status_file, "error", error)
@@ -197,10 +197,20 @@ def note_exit_code(code: int) -> None:
         _shared.slots[st.EXIT_CODE] = code
 
 
+_steps = 0  # Executor.run calls of this process, supervised or not
+
+
 def note_step() -> None:
     """Count an Executor.run (the runs both sides reached, in a departure message)."""
+    global _steps
+    _steps += 1
     if _shared is not None:
         _shared.slots[st.STEPS] += 1
+
+
+def steps() -> int:
+    """How many Executor.run calls this process started (named when a collective times out)."""
+    return _steps
 
 
 def let_the_reporter_speak() -> None:

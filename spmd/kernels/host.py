@@ -82,8 +82,8 @@ def _format(array, attrs) -> str:
     return "\n".join(lines)
 
 
-@kernel("print")
-def print_(xp, ins, attrs, want):
+@kernel("print", context=True)
+def print_(xp, ins, attrs, want, ctx):
     x = ins["In"]
     phase = attrs["print_phase"]
     shown = phase == "BOTH" or (phase == "FORWARD") == attrs["is_forward"]
@@ -91,7 +91,7 @@ def print_(xp, ins, attrs, want):
     count = _printed.get(key, 0)
     if shown and (attrs["first_n"] < 0 or count < attrs["first_n"]):
         _printed[key] = count + 1
-        rank = attrs.get("_rank_tag", "")  # the plan's "[rank r/n] " in multi-process jobs
+        rank = ctx.tag  # "[rank r/n] " in multi-process jobs
         place = "CPUPlace" if isinstance(x, np.ndarray) else "CUDAPlace"
         print(f"{rank}{int(time.time())}\t{attrs['message']}\tThe place is:{place}\n"
               f"{_format(x, attrs)}", flush=True)

@@ -115,11 +115,11 @@ def _nce_probability(xp, ins, attrs, classes):
     return ins["CustomDistProbs"].reshape(-1).astype(np.float64)[classes]
 
 
-def _nce_negatives(attrs, ins, shape):
+def _nce_negatives(attrs, ctx, ins, shape):
     """Negative class ids drawn by the op's sampler (numpy, on the host)."""
     if attrs["custom_neg_classes"]:
         return np.broadcast_to(np.asarray(attrs["custom_neg_classes"], np.int64), shape)
-    rng = np.random.default_rng(attrs["seed"]) if attrs["seed"] else attrs["_rng"]
+    rng = np.random.default_rng(attrs["seed"]) if attrs["seed"] else ctx.rng
     k = attrs["num_total_classes"]
     if attrs["sampler"] == 0:
         return rng.integers(0, k, size=shape)
@@ -129,8 +129,8 @@ def _nce_negatives(attrs, ins, shape):
     return rng.choice(k, size=shape, p=probs / probs.sum())
 
 
-@kernel("nce")
-def nce(xp, ins, attrs, want):
+@kernel("nce", context=True)
+def nce(xp, ins, attrs, want, ctx):
     x, label, w, bias = ins["Input"], ins["Label"], ins["Weight"], ins.get("Bias")
     n, n_true = label.shape
     k = attrs["num_total_classes"]
@@ -139,7 +139,7 @@ def nce(xp, ins, attrs, want):
         raise InvalidArgumentError(
             f"nce: Label holds class {int(lab.min() if lab.min() < 0 else lab.max())}, "
             f"expected ids in [0, {k}) (num_total_classes)")
-    neg = _nce_negatives(attrs, ins, (n, attrs["num_neg_samples"]))
+    neg = _nce_negatives(attrs, ctx, ins, (n, attrs["num_neg_samples"]))
     samples = xp.asarray(np.concatenate([lab, neg], axis=1))
     z = xp.einsum("nd,nsd->ns", x, w[samples])
     if bias is not None:
@@ -199,11 +199,11 @@ def _log_uniform_unique(rng, k: int, s: int):
     return np.fromiter(seen, np.int64, count=s), tries
 
 
-def _draw_samples(attrs, labels, k: int):
+def _draw_samples(attrs, ctx, labels, k: int):
     """(samples [N, NT + S], probabilities) of fluid's sample_logits with its own sampler:
     the true labels first, then S distinct log-uniform negatives shared by the batch."""
     s = attrs["num_samples"]
-    rng = np.random.default_rng(attrs["seed"]) if attrs["seed"] else attrs["_rng"]
+    rng = np.random.default_rng(attrs["seed"]) if attrs["seed"] else ctx.rng
     neg, tries = _log_uniform_unique(rng, k, s)
     samples = np.concatenate([labels, np.broadcast_to(neg, (labels.shape[0], s))], axis=1)
     p = _log_uniform_p(np, samples, k)
@@ -214,14 +214,14 @@ def _draw_samples(attrs, labels, k: int):
     return samples, -np.expm1(tries * np.log1p(-p))
 
 
-@kernel("sample_logits")
-def sample_logits(xp, ins, attrs, want):
+@kernel("sample_logits", context=True)
+def sample_logits(xp, ins, attrs, want, ctx):
     logits, labels = ins["Logits"], ins["Labels"]
     nt = labels.shape[1]
     if attrs["use_customized_samples"]:
         samples, probs = ins["CustomizedSamples"], ins["CustomizedProbabilities"]
     else:
-        s, p = _draw_samples(attrs, _host(labels).astype(np.int64), logits.shape[1])
+        s, p = _draw_samples(attrs, ctx, _host(labels).astype(np.int64), logits.shape[1])
         samples, probs = xp.asarray(s), xp.asarray(p.astype(logits.dtype))
     picked = xp.take_along_axis(logits, samples, axis=1) - xp.log(probs)
     if attrs["remove_accidental_hits"]:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .registry import kernel, out_buffer
+from .registry import kernel
 
 # -- sum, scale, mul ---------------------------------------------------------------------------
 
@@ -59,8 +59,8 @@ def mul(xp, ins, attrs, want):
     return {"Out": out.reshape(x.shape[:xk] + y.shape[yk:])}
 
 
-@kernel("mul_grad")
-def mul_grad(xp, ins, attrs, want):
+@kernel("mul_grad", context=True)
+def mul_grad(xp, ins, attrs, want, ctx):
     x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
     xk, yk = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
     x2, y2 = _as_matrix(x, xk), _as_matrix(y, yk)
@@ -69,7 +69,7 @@ def mul_grad(xp, ins, attrs, want):
     if "X@GRAD" in want:
         res["X@GRAD"] = (d2 @ y2.T).reshape(x.shape)
     if "Y@GRAD" in want:
-        out = out_buffer(xp, attrs, "Y@GRAD")
+        out = ctx.out(xp, "Y@GRAD")
         if out is not None:  # straight into its slot of a gradient bucket
             xp.matmul(x2.T, d2, out=out.reshape(y2.shape))
             res["Y@GRAD"] = out

@@ -288,8 +288,8 @@ def _dropout_factor(xp, mask, attrs, dtype):
     return factor
 
 
-@kernel("dropout")
-def dropout(xp, ins, attrs, want):
+@kernel("dropout", context=True)
+def dropout(xp, ins, attrs, want, ctx):
     x = ins["X"]
     p = attrs["dropout_prob"]
     if attrs["is_test"]:
@@ -303,7 +303,7 @@ def dropout(xp, ins, attrs, want):
         # the op's own seed: every run draws the same mask (fluid's fix_seed)
         rng = np.random.default_rng(attrs["seed"])
     else:
-        rng = attrs["_rng"]
+        rng = ctx.rng
     keep = rng.random(x.shape, dtype=np.float32) >= p
     mask = xp.asarray(keep.astype(np.uint8))
     return {"Out": x * _dropout_factor(xp, mask, attrs, x.dtype), "Mask": mask}

@@ -9,11 +9,11 @@ from .registry import kernel
 from .tensor import ints_of, shape_arg
 
 
-def _draw_rng(attrs, key="seed"):
+def _draw_rng(attrs, ctx, key="seed"):
     """The op's own generator when it has a seed (same seed, same values on every run),
-    else the program's."""
+    else the run's (ctx.rng)."""
     seed = attrs[key]
-    return np.random.default_rng(seed) if seed else attrs["_rng"]
+    return np.random.default_rng(seed) if seed else ctx.rng
 
 
 def _batch_like_shape(ins, attrs):
@@ -22,8 +22,8 @@ def _batch_like_shape(ins, attrs):
     return shape
 
 
-def _uniform(attrs, shape):
-    values = _draw_rng(attrs).uniform(attrs["min"], attrs["max"], size=shape)
+def _uniform(attrs, ctx, shape):
+    values = _draw_rng(attrs, ctx).uniform(attrs["min"], attrs["max"], size=shape)
     values = values.astype(attrs["dtype"])
     num, step = attrs["diag_num"], attrs["diag_step"]
     if num > 0:
@@ -32,36 +32,36 @@ def _uniform(attrs, shape):
     return values
 
 
-@kernel("uniform_random")
-def uniform_random(xp, ins, attrs, want):
-    return {"Out": xp.asarray(_uniform(attrs, shape_arg(ins, attrs)))}
+@kernel("uniform_random", context=True)
+def uniform_random(xp, ins, attrs, want, ctx):
+    return {"Out": xp.asarray(_uniform(attrs, ctx, shape_arg(ins, attrs)))}
 
 
-@kernel("uniform_random_batch_size_like")
-def uniform_random_batch_size_like(xp, ins, attrs, want):
-    return {"Out": xp.asarray(_uniform(attrs, _batch_like_shape(ins, attrs)))}
+@kernel("uniform_random_batch_size_like", context=True)
+def uniform_random_batch_size_like(xp, ins, attrs, want, ctx):
+    return {"Out": xp.asarray(_uniform(attrs, ctx, _batch_like_shape(ins, attrs)))}
 
 
-def _gaussian(attrs, shape):
-    values = _draw_rng(attrs).normal(attrs["mean"], attrs["std"], size=shape)
+def _gaussian(attrs, ctx, shape):
+    values = _draw_rng(attrs, ctx).normal(attrs["mean"], attrs["std"], size=shape)
     return values.astype(attrs["dtype"])
 
 
-@kernel("gaussian_random")
-def gaussian_random(xp, ins, attrs, want):
-    return {"Out": xp.asarray(_gaussian(attrs, shape_arg(ins, attrs)))}
+@kernel("gaussian_random", context=True)
+def gaussian_random(xp, ins, attrs, want, ctx):
+    return {"Out": xp.asarray(_gaussian(attrs, ctx, shape_arg(ins, attrs)))}
 
 
-@kernel("gaussian_random_batch_size_like")
-def gaussian_random_batch_size_like(xp, ins, attrs, want):
-    return {"Out": xp.asarray(_gaussian(attrs, _batch_like_shape(ins, attrs)))}
+@kernel("gaussian_random_batch_size_like", context=True)
+def gaussian_random_batch_size_like(xp, ins, attrs, want, ctx):
+    return {"Out": xp.asarray(_gaussian(attrs, ctx, _batch_like_shape(ins, attrs)))}
 
 
-@kernel("truncated_gaussian_random")
-def truncated_gaussian_random(xp, ins, attrs, want):
+@kernel("truncated_gaussian_random", context=True)
+def truncated_gaussian_random(xp, ins, attrs, want, ctx):
     # a standard normal redrawn wherever it falls outside +-2 (about 4.6% per round), then
     # scaled: the same distribution as fluid's inverse-CDF sampling of the truncated normal
-    rng = _draw_rng(attrs)
+    rng = _draw_rng(attrs, ctx)
     z = rng.standard_normal(size=attrs["shape"])
     bad = np.abs(z) > 2.0
     while bad.any():
@@ -71,20 +71,20 @@ def truncated_gaussian_random(xp, ins, attrs, want):
     return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
 
 
-@kernel("randint")
-def randint(xp, ins, attrs, want):
-    values = _draw_rng(attrs).integers(attrs["low"], attrs["high"], size=shape_arg(ins, attrs))
+@kernel("randint", context=True)
+def randint(xp, ins, attrs, want, ctx):
+    values = _draw_rng(attrs, ctx).integers(attrs["low"], attrs["high"], size=shape_arg(ins, attrs))
     return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
 
 
-@kernel("randperm")
-def randperm(xp, ins, attrs, want):
-    values = _draw_rng(attrs).permutation(attrs["n"])
+@kernel("randperm", context=True)
+def randperm(xp, ins, attrs, want, ctx):
+    values = _draw_rng(attrs, ctx).permutation(attrs["n"])
     return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
 
 
-@kernel("random_crop")
-def random_crop(xp, ins, attrs, want):
+@kernel("random_crop", context=True)
+def random_crop(xp, ins, attrs, want, ctx):
     """Each instance (the leading dims) gets its own random window of `shape` in the trailing
     dims. With a Seed tensor the windows come from that seed, and SeedOut carries the next one,
     so a persistable seed variable makes the sequence of crops reproducible."""
@@ -95,7 +95,7 @@ def random_crop(xp, ins, attrs, want):
         res["SeedOut"] = xp.asarray(
             np.asarray([rng.integers(1, 2 ** 31)], dtype=ins["Seed"].dtype))
     else:
-        rng = _draw_rng(attrs, "startup_seed")
+        rng = _draw_rng(attrs, ctx, "startup_seed")
     k = x.ndim - len(shape)
     if k < 0 or any(d < s for d, s in zip(x.shape[k:], shape)):
         raise InvalidArgumentError(
@@ -110,13 +110,13 @@ def random_crop(xp, ins, attrs, want):
     return res
 
 
-@kernel("sampling_id")
-def sampling_id(xp, ins, attrs, want):
+@kernel("sampling_id", context=True)
+def sampling_id(xp, ins, attrs, want, ctx):
     """One id per row of X: the first column where the running sum of the row exceeds a
     uniform draw in [min, max) (X's rows are probabilities)."""
     x = ins["X"]
     host = x.get() if hasattr(x, "get") else np.asarray(x)
-    r = _draw_rng(attrs).uniform(attrs["min"], attrs["max"], size=(host.shape[0], 1))
+    r = _draw_rng(attrs, ctx).uniform(attrs["min"], attrs["max"], size=(host.shape[0], 1))
     above = np.cumsum(host, axis=1) > r
     # a row whose sum never exceeds the draw takes its last column, as fluid does
     ids = np.where(above.any(axis=1), above.argmax(axis=1), host.shape[1] - 1)

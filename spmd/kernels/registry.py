@@ -3,9 +3,11 @@
 Every kernel has the signature `kernel(xp, ins, attrs, want) -> dict`:
 - `ins`: input slot -> array (a list of arrays for duplicable slots); optional slots that are not
   bound are absent, so use `ins.get("Bias")`.
-- `attrs`: the op's validated attributes (random ops also get `attrs["_rng"]`, a numpy Generator).
+- `attrs`: the op's validated attributes, a read-only mapping;
 - `want`: frozenset of the output slots the op binds; grad kernels skip work for the others.
 It returns output slot -> array (list for duplicable slots). Kernels never modify their inputs.
+A kernel registered with `context=True` also gets a fifth argument, its `KernelContext`
+(context.py): random draws, the communicator, preallocated outputs and scratch buffers.
 """
 from __future__ import annotations
 
@@ -14,28 +16,20 @@ from collections.abc import Callable
 from ..errors import NotFoundError
 
 KERNELS: dict[str, Callable] = {}
+TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
 
 
-def out_buffer(xp, attrs, slot: str):
-    """The preallocated array the plan wants output `slot` written into, or None.
-
-    The plan offers one for a gradient that a fused collective will reduce: writing it in place
-    saves packing it into the bucket (spmd/executor/buckets.py). A kernel that uses it returns
-    that very array as the output."""
-    target = attrs.get("_out")
-    if target is None or slot not in target:
-        return None
-    return target[slot](xp)
-
-
-def kernel(*types: str):
-    """Register the decorated function as the kernel of each op type in `types`."""
+def kernel(*types: str, context: bool = False):
+    """Register the decorated function as the kernel of each op type in `types`; with
+    `context=True` it is called with the op's KernelContext as a fifth argument."""
 
     def register(fn):
         for t in types:
             if t in KERNELS:
                 raise ValueError(f"kernel for op '{t}' is registered twice")
             KERNELS[t] = fn
+            if context:
+                TAKES_CONTEXT.add(t)
         return fn
 
     return register
@@ -49,3 +43,29 @@ def get_kernel(type: str) -> Callable:
             f"no kernel for op '{type}': the op is defined but has no kernel in spmd/kernels "
             f"({len(KERNELS)} kernels exist)"
         ) from None
+
+
+def takes_context(type: str) -> bool:
+    """Whether op `type`'s kernel is called with a KernelContext."""
+    return type in TAKES_CONTEXT
+
+
+def run_kernel(type: str, xp, ins: dict, attrs: dict, want, ctx=None) -> dict:
+    """Call op `type`'s kernel once, outside a plan (tests, tools); a kernel that takes a
+    KernelContext gets `ctx`, or a fresh one (no communicator, numpy's default generator).
+
+    >>> import numpy as np
+    >>> run_kernel("scale", np, {"X": np.ones(2)},
+    ...            {"scale": 2.0, "bias": 0.0, "bias_after_scale": True}, {"Out"})["Out"]
+    array([2., 2.])
+    """
+    fn = get_kernel(type)
+    if not takes_context(type):
+        return fn(xp, ins, attrs, want)
+    if ctx is None:
+        import numpy as np
+
+        from .context import KernelContext
+
+        ctx = KernelContext(rng=np.random.default_rng())
+    return fn(xp, ins, attrs, want, ctx)

@@ -1,6 +1,7 @@
 """Kernels: sync_batch_norm and its gradient. Per-channel sums are taken locally, then summed
-over the data-parallel world through attrs["_comm"] (inline: the normalization needs them at
-once), so the statistics and the input gradient are those of the whole global batch.
+over the data-parallel world through the KernelContext's communicator (at once: the
+normalization needs them), so the statistics and the input gradient are those of the whole
+global batch.
 
 Two passes (the sum, then the sum of squared deviations from the global mean) rather than
 E[x^2] - E[x]^2, which loses digits to cancellation: the result then matches one process on
@@ -21,7 +22,7 @@ def _world_sum(xp, comm, *parts):
     """Each part (per-channel vectors or scalars) summed over every place of every rank."""
     flat = [xp.asarray(p, dtype="float64").reshape(-1) for p in parts]
     buf = xp.concatenate(flat)
-    comm.allreduce(buf, inline=True)
+    buf = comm.iallreduce(buf, overlap=False).wait()
     out, start = [], 0
     for p in flat:
         out.append(buf[start:start + p.size])
@@ -34,8 +35,8 @@ def _uses_batch_stats(attrs) -> bool:
                 or attrs["use_global_stats"])
 
 
-@kernel("sync_batch_norm")
-def sync_batch_norm(xp, ins, attrs, want):
+@kernel("sync_batch_norm", context=True)
+def sync_batch_norm(xp, ins, attrs, want, ctx):
     x, scale, bias = ins["X"], ins["Scale"], ins["Bias"]
     mean_in, var_in = ins["Mean"], ins["Variance"]
     axes, cshape = _channel_view(x, attrs["data_layout"])
@@ -45,7 +46,7 @@ def sync_batch_norm(xp, ins, attrs, want):
         mean, var = mean_in, var_in
         res["MeanOut"], res["VarianceOut"] = mean_in.copy(), var_in.copy()
     else:
-        comm = attrs["_comm"]
+        comm = ctx.comm
         local_count = x.size // mean_in.size
         total, count = _world_sum(xp, comm, x.sum(axis=axes, dtype="float64"), [local_count])
         mean = total / count[0]
@@ -65,8 +66,8 @@ def sync_batch_norm(xp, ins, attrs, want):
     return res
 
 
-@kernel("sync_batch_norm_grad")
-def sync_batch_norm_grad(xp, ins, attrs, want):
+@kernel("sync_batch_norm_grad", context=True)
+def sync_batch_norm_grad(xp, ins, attrs, want, ctx):
     """Scale@GRAD and Bias@GRAD stay this place's sums (the data-parallel allreduce adds them up
     like any parameter gradient); X@GRAD needs the world's sums and count."""
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
@@ -83,7 +84,7 @@ def sync_batch_norm_grad(xp, ins, attrs, want):
     if "X@GRAD" in want:
         k = (scale * inv_std).reshape(cshape)
         if batch_stats:
-            g_bias, g_scale, count = _world_sum(xp, attrs["_comm"], dbias, dscale,
+            g_bias, g_scale, count = _world_sum(xp, ctx.comm, dbias, dscale,
                                                 [x.size // scale.size])
             dx = k * (dy - (g_bias.reshape(cshape) + xhat * g_scale.reshape(cshape))
                       / count[0])

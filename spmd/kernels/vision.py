@@ -87,10 +87,10 @@ def _axis_terms(method, size, out, align_corners, align_mode):
 
 
 @_plan("bilinear_interp", "nearest_interp", "trilinear_interp")
-def _interp_plan(xp, shape, attrs, ins):
+def _interp_plan(xp, shape, attrs, ins, op_type):
     n, c, sp = shape[0], shape[1], shape[2:]
     out = _runtime_out_size(ins, attrs, sp)
-    method = "nearest" if attrs["_type"] == "nearest_interp" else "linear"
+    method = "nearest" if op_type == "nearest_interp" else "linear"
     axes = [_axis_terms(method, sp[i], out[i], attrs["align_corners"], attrs["align_mode"])
             for i in range(len(sp))]
     base = (np.arange(n * c) * math.prod(sp)).reshape(-1, *[1] * len(sp))
@@ -116,7 +116,7 @@ def _perm_terms(xp, shape, src):
 
 
 @_plan("pixel_shuffle")
-def _pixel_shuffle_plan(xp, shape, attrs, ins):
+def _pixel_shuffle_plan(xp, shape, attrs, ins, op_type):
     n, c, h, w = shape
     r = attrs["upscale_factor"]
     src = np.arange(math.prod(shape)).reshape(n, c // (r * r), r, r, h, w)
@@ -125,7 +125,7 @@ def _pixel_shuffle_plan(xp, shape, attrs, ins):
 
 
 @_plan("shuffle_channel")
-def _shuffle_channel_plan(xp, shape, attrs, ins):
+def _shuffle_channel_plan(xp, shape, attrs, ins, op_type):
     n, c, h, w = shape
     g = attrs["group"]
     src = np.arange(math.prod(shape)).reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4)
@@ -133,7 +133,7 @@ def _shuffle_channel_plan(xp, shape, attrs, ins):
 
 
 @_plan("space_to_depth")
-def _space_to_depth_plan(xp, shape, attrs, ins):
+def _space_to_depth_plan(xp, shape, attrs, ins, op_type):
     """fluid's (darknet reorg) order: input element (b, k, j, i) lands at flat position
     w2 + W*bs*(h2 + H*bs*(c2 + C/bs^2*b)), c2 = k mod C/bs^2, block offset k div C/bs^2."""
     n, c, h, w = shape
@@ -150,7 +150,7 @@ def _space_to_depth_plan(xp, shape, attrs, ins):
 
 
 @_plan("temporal_shift")
-def _temporal_shift_plan(xp, shape, attrs, ins):
+def _temporal_shift_plan(xp, shape, attrs, ins, op_type):
     """Frames of each segment of seg_num: the first C*ratio channels read the previous frame,
     the next C*ratio the next frame, the rest their own; past the segment's ends reads zero."""
     nt, c, h, w = shape
@@ -167,7 +167,7 @@ def _temporal_shift_plan(xp, shape, attrs, ins):
 
 
 @_plan("unfold")
-def _unfold_plan(xp, shape, attrs, ins):
+def _unfold_plan(xp, shape, attrs, ins, op_type):
     n, c, h, w = shape
     (kh, kw), (sh, sw) = attrs["kernel_sizes"], attrs["strides"]
     pt, pl, pb, pr = attrs["paddings"]
@@ -197,16 +197,14 @@ def _register(op_type):
     slot = _OUT_SLOT.get(op_type, "Out")
 
     def forward(xp, ins, attrs, want):
-        attrs = {**attrs, "_type": op_type}
         x = xp.ascontiguousarray(_channel_first(xp, ins["X"], attrs, True))
-        out_shape, terms = _PLANS[op_type](xp, x.shape, attrs, ins)
+        out_shape, terms = _PLANS[op_type](xp, x.shape, attrs, ins, op_type)
         return {slot: _channel_first(xp, _gather(xp, x, terms, out_shape), attrs, False)}
 
     def backward(xp, ins, attrs, want):
-        attrs = {**attrs, "_type": op_type}
         x = _channel_first(xp, ins["X"], attrs, True)
         dy = xp.ascontiguousarray(_channel_first(xp, ins[slot + "@GRAD"], attrs, True))
-        _, terms = _PLANS[op_type](xp, x.shape, attrs, ins)
+        _, terms = _PLANS[op_type](xp, x.shape, attrs, ins, op_type)
         return {"X@GRAD": _channel_first(xp, _scatter(xp, x.shape, dy, terms), attrs, False)}
 
     kernel(op_type)(forward)

@@ -7,7 +7,7 @@ import re
 
 from launch_helpers import MPIEXEC, PYTHON, launcher, run
 
-from spmd.run import read_status
+from spmd.status_file import read_status
 
 EPOCHS = 3
 

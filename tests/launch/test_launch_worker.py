@@ -10,7 +10,8 @@ import time
 from launch_helpers import PYTHON, ROOT, SCRIPTS, base_env, run
 
 from launch.report import Outcome, clean_stack, format_report
-from spmd.run import STACK_SIGNAL, WorkerStatus, append_event, read_status, stack_path
+from spmd.run import STACK_SIGNAL, stack_path
+from spmd.status_file import WorkerStatus, append_event, read_status
 
 SLEEPER = str(SCRIPTS / "sleeper.py")
 
@@ -146,7 +147,7 @@ def test_report_reads_a_collective_just_entered_from_the_stack(tmp_path):
             '  File "train.py", line 47 in main\n')
     comm_thread = ('Thread 0x2 (most recent call first):\n'
                    '  File "/x/spmd/comm/mpi.py", line 170 in broadcast\n'
-                   '  File "/x/spmd/executor/comm_context.py", line 80 in _loop\n'
+                   '  File "/x/spmd/comm/progress.py", line 80 in _loop\n'
                    'Current thread 0x1 (most recent call first):\n'
                    '  File "/x/spmd/executor/plan.py", line 120 in run\n')
     sleeping = 'Current thread 0x1 (most recent call first):\n  File "t.py", line 3 in f\n'

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from spmd.comm.local import LocalGroup
-from spmd.executor.comm_context import CommContext
+from spmd.kernels.context import KernelContext
 from spmd.kernels.registry import get_kernel
 
 SHAPES = [(3, 2), (5,), (2, 2), (1,), (4, 3)]
@@ -17,16 +17,16 @@ OWNERS = [2, 0, 2, 1, 0]  # rank 2 owns 10 elements, rank 0 owns 17, rank 1 owns
 N = 3
 
 
-def on_places(fn, overlap=False):
+def on_places(fn):
+    """fn(place, its KernelContext) on N in-process places at once."""
     group = LocalGroup(N, timeout_s=10)
-    contexts = [CommContext(lambda i=i: group.communicator(i), overlap=overlap)
-                for i in range(N)]
+    comms = [group.communicator(i) for i in range(N)]
     try:
         with concurrent.futures.ThreadPoolExecutor(N) as pool:
-            return list(pool.map(lambda i: fn(i, contexts[i]), range(N)))
+            return list(pool.map(lambda i: fn(i, KernelContext(comm=comms[i])), range(N)))
     finally:
-        for ctx in contexts:
-            ctx.close()
+        for comm in comms:
+            comm.close()
 
 
 def pieces(rank: int, dtype="float64"):
@@ -51,11 +51,11 @@ def test_reduce_scatter_owned_gives_each_owner_the_sum_of_its_pieces(dtype, inli
         return [arrays[s] if a < 0 else arrays[s][a:b] for s, a, b in zip(sources, starts, ends)]
 
     def step(rank, ctx):
-        out = kernel(np, {"X": pieces(rank, dtype)}, {**attrs, "_comm": ctx}, None)["Out"]
-        ctx.wait_all()
+        out = kernel(np, {"X": pieces(rank, dtype)}, attrs, None, ctx)["Out"]
+        ctx.comm.wait_all()
         return out
 
-    outs = on_places(step, overlap=True)
+    outs = on_places(step)
     total = cut([sum(pieces(r, dtype)[k] for r in range(N)) for k in range(len(SHAPES))])
     for rank in range(N):
         mine = cut(pieces(rank, dtype))
@@ -69,8 +69,8 @@ def test_reduce_scatter_owned_gives_each_owner_the_sum_of_its_pieces(dtype, inli
 def test_allgather_owned_gives_every_rank_each_owners_pieces():
     kernel = get_kernel("c_allgather_owned")
     # each rank holds its updates of the pieces it owns, and stale values of the others
-    outs = on_places(lambda r, ctx: kernel(np, {"X": pieces(r)},
-                                           {"owners": OWNERS, "_comm": ctx}, None)["Out"])
+    outs = on_places(lambda r, ctx: kernel(np, {"X": pieces(r)}, {"owners": OWNERS}, None,
+                                           ctx)["Out"])
     for rank in range(N):
         for k, owner in enumerate(OWNERS):
             np.testing.assert_array_equal(outs[rank][k], pieces(owner)[k])
@@ -79,8 +79,7 @@ def test_allgather_owned_gives_every_rank_each_owners_pieces():
 def test_owners_must_name_every_piece():
     kernel = get_kernel("c_allgather_owned")
     with pytest.raises(ValueError, match="owners names 2 ranks for 5 pieces"):
-        on_places(lambda r, ctx: kernel(np, {"X": pieces(r)},
-                                        {"owners": [0, 1], "_comm": ctx}, None))
+        on_places(lambda r, ctx: kernel(np, {"X": pieces(r)}, {"owners": [0, 1]}, None, ctx))
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["no-overlap", "comm-thread"])
@@ -94,14 +93,14 @@ def test_allreduce_and_reduce_kernels_of_each_reduction(reduction, overlap):
     reduce = get_kernel(f"c_reduce_{reduction}")
 
     def step(rank, ctx):
-        every = allreduce(np, {"X": pieces(rank)}, {"use_calc_stream": False, "_comm": ctx},
-                          None)["Out"]
-        ctx.wait_all()
-        root = reduce(np, {"X": pieces(rank)},
-                      {"use_calc_stream": True, "root_id": 1, "_comm": ctx}, None)["Out"]
+        every = allreduce(np, {"X": pieces(rank)}, {"use_calc_stream": not overlap}, None,
+                          ctx)["Out"]
+        ctx.comm.wait_all()
+        root = reduce(np, {"X": pieces(rank)}, {"use_calc_stream": True, "root_id": 1}, None,
+                      ctx)["Out"]
         return every, root
 
-    outs = on_places(step, overlap=overlap)
+    outs = on_places(step)
     want = [ufunc.reduce([pieces(r)[k] for r in range(N)]) for k in range(len(SHAPES))]
     for rank in range(N):
         for k in range(len(SHAPES)):

@@ -135,7 +135,7 @@ def test_data_norm_slot_input_gradient_is_fluids(scaled):
     """Under slot_dim, X's gradient is dy * scales (* scale_w); fluid zeroes the empty slots'
     entries only when it scales and shifts (finite differences cannot check it: an empty
     slot's first value sits on the jump at 0)."""
-    from spmd.kernels import get_kernel
+    from spmd.kernels.registry import run_kernel
     from spmd.ops import get_op_def
 
     given = {"slot_dim": 2, "enable_scale_and_shift": scaled}
@@ -144,9 +144,9 @@ def test_data_norm_slot_input_gradient_is_fluids(scaled):
     if scaled:
         ins.update({"scale_w": rand(4), "bias": rand(4)})
     check_op(OpCase("data_norm", dict(ins), data_norm_ref, attrs=given, grad=[]))
-    fwd = get_kernel("data_norm")(np, ins, attrs, frozenset(["Y", "Means", "Scales"]))
+    fwd = run_kernel("data_norm", np, ins, attrs, frozenset(["Y", "Means", "Scales"]))
     dy = rand(4, 4)
-    got = get_kernel("data_norm_grad")(np, {**ins, "Means": fwd["Means"],
+    got = run_kernel("data_norm_grad", np, {**ins, "Means": fwd["Means"],
                                             "Scales": fwd["Scales"], "Y@GRAD": dy}, attrs,
                                        frozenset(["X@GRAD"]))
     want = dy * fwd["Scales"]

@@ -90,16 +90,16 @@ def test_clip_by_norm_reference_really_clips():
 
 
 def test_update_kernels_leave_inputs_unchanged():
-    from spmd.kernels import get_kernel
+    from spmd.kernels.registry import run_kernel
     from spmd.ops import get_op_def
 
     ins = _adam_inputs()
     before = {k: v.copy() for k, v in ins.items()}
     attrs = get_op_def("adam").validate_attrs({}, "adam")
-    get_kernel("adam")(np, ins, attrs, frozenset(get_op_def("adam").output_slots))
+    run_kernel("adam", np, ins, attrs, frozenset(get_op_def("adam").output_slots))
     mom = {"Param": rand(3), "Grad": rand(3), "Velocity": rand(3), "LearningRate": LR}
     mom_before = {k: v.copy() for k, v in mom.items()}
-    get_kernel("momentum")(np, mom, {"mu": 0.9, "use_nesterov": True}, frozenset())
+    run_kernel("momentum", np, mom, {"mu": 0.9, "use_nesterov": True}, frozenset())
     for k in ins:
         np.testing.assert_array_equal(ins[k], before[k], err_msg=k)
     for k in mom:
@@ -247,15 +247,15 @@ def test_adaptive_update_op_forward(case):
 
 def test_lars_and_lamb_keep_the_rate_when_a_norm_is_zero():
     """fluid: local_lr = lr (lars) and trust ratio 1 (lamb) when a norm is 0."""
-    from spmd.kernels import get_kernel
+    from spmd.kernels.registry import run_kernel
 
     zero, g = np.zeros((2, 2)), rand(2, 2)
-    out = get_kernel("lars_momentum")(np, {"Param": zero, "Grad": g, "Velocity": zero,
+    out = run_kernel("lars_momentum", np, {"Param": zero, "Grad": g, "Velocity": zero,
                                            "LearningRate": LR},
                                       {"mu": 0.9, "lars_coeff": 0.001,
                                        "lars_weight_decay": 0.0005}, frozenset())
     np.testing.assert_allclose(out["VelocityOut"], LR[0] * g)
-    out = get_kernel("lamb")(np, {"Param": zero, "Grad": g, "LearningRate": LR,
+    out = run_kernel("lamb", np, {"Param": zero, "Grad": g, "LearningRate": LR,
                                   "Moment1": zero, "Moment2": zero, "Beta1Pow": LR,
                                   "Beta2Pow": LR},
                              {"weight_decay": 0.0, "beta1": 0.9, "beta2": 0.999,

@@ -12,9 +12,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "dist" / "m
 from dp_models import batches, build, params, shard  # noqa: E402
 
 import spmd.fluid as fluid  # noqa: E402
+from spmd.comm.factory import world_communicator  # noqa: E402
 from spmd.comm.mpi import MPICommunicator  # noqa: E402
 from spmd.comm.topology import detect, select_gpu  # noqa: E402
-from spmd.executor.comm_context import world_context  # noqa: E402
 
 cupy = pytest.importorskip("cupy")
 pytestmark = pytest.mark.mpi(min_size=1)
@@ -26,7 +26,7 @@ def my_gpu() -> int:
 
 def test_collectives_on_gpu_arrays():
     t = detect()
-    comm = world_context(fluid.CUDAPlace(my_gpu())).comm
+    comm = world_communicator(my_gpu())
     shared = t.size > cupy.cuda.runtime.getDeviceCount()
     expected_kind = "HostStagedCommunicator" if shared else (
         "NCCLCommunicator" if t.size > 1 else "SelfCommunicator")

@@ -1,0 +1,78 @@
+"""Making communicators: `create_communicator(kind, ...)` for any registered backend, and
+`world_communicator(device_id)`, the process's one communicator over every process of the job
+(the nccl2-mode world), made on first use and shared by every program of the process.
+
+>>> create_communicator("self").size
+1
+"""
+from __future__ import annotations
+
+import threading
+
+from ..flags import flags
+from . import local, mpi, nccl, staged  # noqa: F401 - each registers its backend
+from .base import BACKENDS, Communicator, SelfCommunicator
+
+
+def create_communicator(kind: str, **options) -> Communicator:
+    """A communicator of backend `kind` ("self", "mpi", "nccl", "local", "hierarchical",
+    "staged", or one registered since); `options` are that backend's constructor's."""
+    cls = BACKENDS.get(kind)
+    if cls is None:
+        from ..errors import NotFoundError
+
+        raise NotFoundError(
+            f"no communicator backend '{kind}'; registered: {sorted(BACKENDS)}")
+    return cls(**options)
+
+
+_world: dict = {}
+_world_lock = threading.Lock()
+
+
+def world_communicator(device_id: int | None = None) -> Communicator:
+    """The communicator over all processes for host arrays (device_id None: MPI) or for GPU
+    `device_id` (NCCL; MPI staged through the host when ranks share a GPU); a world of one
+    when the process was not launched by MPI."""
+    key = "cpu" if device_id is None else device_id
+    # made once even when several place threads reach it together: making an MPI
+    # communicator is itself a collective, and two at once would cross their messages
+    with _world_lock:
+        comm = _world.get(key)
+        if comm is None:
+            comm = _world[key] = _make_world(device_id)
+    return comm
+
+
+def is_world_communicator(comm) -> bool:
+    """Whether `comm` is one of the process's shared world communicators (nobody closes
+    them: other programs' steps may be using them)."""
+    return any(comm is world for world in _world.values())
+
+
+def _make_world(device_id: int | None) -> Communicator:
+    from .topology import detect
+
+    if detect().size == 1:
+        return SelfCommunicator()
+    world = create_communicator("mpi")
+    if device_id is None:
+        world.track_arrivals()
+        return world
+    if _gpus_shared(device_id, world):
+        world.track_arrivals()
+        return create_communicator("staged", mpi=world)
+    return create_communicator("nccl", device_id=device_id, mpi_comm=world)
+
+
+def _gpus_shared(device_id: int, world) -> bool:
+    """NCCL needs one rank per GPU: when two ranks of a node use the same device (by PCI bus
+    id, so per-rank CUDA_VISIBLE_DEVICES count right), or SPMD_GPU_COMM=mpi, GPU arrays go
+    through MPI, staged in host memory. Decided for the whole job at once."""
+    import cupy
+
+    from .topology import same_key_on_a_node
+
+    # the flag goes into the collective too: every rank takes the same path whatever it sees
+    return same_key_on_a_node(world.comm, cupy.cuda.runtime.deviceGetPCIBusId(device_id),
+                              force=flags().gpu_comm == "mpi")

@@ -1,0 +1,284 @@
+"""Progress engines: where a communicator's async collectives run, and the one watchdog that
+owns their timeout.
+
+ThreadEngine (MPI, local threads, host-staged): one daemon thread per communicator runs the
+collectives in the order they were issued (the same on every rank, so ranks never disagree
+about which comes next), with the backend's fastest blocking calls, so communication overlaps
+the rest of the backward pass. A collective issued with `overlap=False` (nothing left to
+overlap: its result is needed now) runs on the caller's thread instead, after the ones before
+it, sparing two thread hand-offs. ImmediateEngine runs everything at once (a world of one).
+The NCCL engine (nccl.py) issues on a CUDA stream of its own and waits on events.
+
+The watchdog: a collective still running past the collective timeout is stuck inside a call
+that cannot be interrupted (MPI), so the watchdog writes which op, on which rank, in which
+Executor.run, and which ranks never arrived, and ends the job (MPI_Abort; under paddle-launch
+it records the error and exits, so the launcher can ask the other ranks where they wait).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import os
+import queue
+import sys
+import threading
+import time
+
+from .. import guard
+from ..errors import CommunicationError
+from ..flags import flags
+from .base import DoneHandle, Handle
+
+
+def status(event: str, detail: str = "", when: float | None = None) -> None:
+    """Tell paddle-launch (when it started this worker) which collective this rank waits in."""
+    path = flags().status_file
+    if path:
+        from ..status_file import append_event
+
+        append_event(path, event, detail, when=when)
+
+
+def timed_out(comm, op: str, timeout: float) -> None:
+    """A collective outlived the timeout: say so on stderr (the op, the rank, the step, the
+    ranks that never arrived) and end the job."""
+    missing = comm.missing() or "another rank never reached it"
+    message = (f"{comm.describe()} {op} (in Executor.run #{guard.steps()}) did not complete "
+               f"within {timeout:g} s: {missing} (crashed, hung, or runs a different program)")
+    sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if a step is "
+                     "legitimately slower.\n")
+    sys.stderr.flush()
+    _end_job(message)
+
+
+def departed(message: str) -> None:
+    """A peer left while this rank waits in a collective it never joined."""
+    guard.let_the_reporter_speak()
+    sys.stderr.write(message + "; ending the job.\n")
+    sys.stderr.flush()
+    _end_job(message)
+
+
+def _end_job(message: str) -> None:
+    """Under paddle-launch: record the error and exit, so the launcher can still ask the other
+    ranks for their stacks before it stops them. Otherwise MPI_Abort ends every rank."""
+    try:
+        if flags().status_file:
+            status("error", f"CommunicationError: {message}")
+        else:
+            guard.abort_job(1)
+    finally:
+        os._exit(1)
+
+
+class Watchdog:
+    """Watches the collective running on the caller's thread (overlap=False) of one
+    communicator; ends the job when it outlives the timeout, and records a long wait for the
+    launcher's report."""
+
+    def __init__(self, comm):
+        self._comm = comm
+        self.op: str | None = None
+        self.began = 0.0  # time.time() when the current op started
+        self.deadline = 0.0
+        self.stopped = False
+        threading.Thread(target=self._loop, name="spmd-comm-watchdog", daemon=True).start()
+
+    def run(self, op: str, call, *args):
+        """`call(*args)` on this thread, watched."""
+        self.deadline = time.monotonic() + flags().collective_timeout_s
+        self.began = time.time()
+        self.op = op
+        try:
+            return call(*args)
+        finally:
+            self.op = None
+
+    def _loop(self):
+        noted = None
+        while not self.stopped:
+            time.sleep(0.1 if guard.supervised() else 1.0)
+            op, began, deadline = self.op, self.began, self.deadline
+            gone = op is not None and guard.departure_message(op, self._comm.describe())
+            if gone:
+                departed(gone)
+            if op is None:
+                if noted is not None:
+                    status("done", noted)
+                noted = None
+                continue
+            if noted != op:
+                status("wait", op, when=began)
+                noted = op
+            if time.monotonic() > deadline:
+                timed_out(self._comm, op, flags().collective_timeout_s)
+
+
+class _Worker:
+    """One daemon thread running submitted calls in order. A daemon, so a collective stuck past
+    its timeout (the job is being torn down) never keeps the interpreter from exiting."""
+
+    def __init__(self, name: str):
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn, *args) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _loop(self):
+        while True:
+            future, fn, args = self._queue.get()
+            if fn is None:
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the waiter
+                future.set_exception(e)
+
+    def stop(self):
+        self._queue.put((None, None, None))
+
+
+def _call_into(call, out, *args):
+    out[...] = call(*args)
+    return out
+
+
+_IN_PLACE = frozenset({"allreduce", "reduce", "broadcast"})  # their result is their array
+
+
+class _QueuedHandle(Handle):
+    def __init__(self, engine: ThreadEngine, future, op: str, out):
+        self._engine, self._future, self.op, self.out = engine, future, op, out
+        self.waited = False
+
+    def wait(self):
+        return self._engine.wait(self)
+
+    def test(self) -> bool:
+        return self._future.done()
+
+
+class ThreadEngine:
+    """Runs one communicator's async collectives on a thread of their own (see module doc)."""
+
+    def __init__(self, comm, name: str = "spmd-comm"):
+        self._comm = comm
+        self._name = name
+        self._worker: _Worker | None = None
+        self._watchdog: Watchdog | None = None
+        self._pending: list[_QueuedHandle] = []
+        self._lock = threading.RLock()
+        self._fast: dict = {}  # op -> the backend's fastest blocking call, looked up once
+        self._timeout = flags().collective_timeout_s
+
+    def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
+              into=None) -> Handle:
+        """Start collective `op` (a blocking method's name) on `args`; with `into`, its result
+        is written into that array."""
+        call = self._fast.get(op)
+        if call is None:
+            call = self._fast[op] = self._comm.untimed(op)
+        if into is not None:
+            call = functools.partial(_call_into, call, into)
+        label = label or op
+        if not overlap:
+            if self._pending:
+                self.wait_all()  # the ones issued before go first, as on every rank
+            if self._watchdog is None:
+                self._watchdog = Watchdog(self._comm)
+            return DoneHandle(self._watchdog.run(label, call, *args))
+        with self._lock:
+            if self._worker is None:
+                self._worker = _Worker(self._name)
+            out = into if into is not None else args[0] if op in _IN_PLACE else None
+            handle = _QueuedHandle(self, self._worker.submit(call, *args), label, out)
+            self._pending.append(handle)
+        return handle
+
+    def wait(self, handle: _QueuedHandle):
+        """`handle`'s result, waiting at most the collective timeout (then the job ends: the
+        communication thread is stuck in a call that cannot be interrupted)."""
+        deadline = time.monotonic() + self._timeout
+        try:
+            result = _wait_noting(handle._future, handle.op, deadline, self._comm)
+        except concurrent.futures.TimeoutError:
+            timed_out(self._comm, handle.op, self._timeout)
+        finally:
+            handle.waited = True
+        return result
+
+    def wait_all(self) -> None:
+        """Wait for every collective issued so far; re-raise the first failure."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        error = None
+        for handle in pending:
+            if handle.waited:
+                continue
+            try:
+                self.wait(handle)
+            except Exception as e:  # noqa: BLE001 - keep waiting for the rest, then raise
+                error = error or e
+        if error is not None:
+            if isinstance(error, CommunicationError):
+                raise error
+            raise CommunicationError(
+                f"{self._comm.describe()} collective failed: {error}") from error
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        if self._watchdog is not None:
+            self._watchdog.stopped = True
+            self._watchdog = None
+
+
+def _wait_noting(future, op: str, deadline: float, comm):
+    """future.result() until `deadline`; a wait longer than 0.1 s is recorded for the launcher
+    (the op this rank is stuck in, if it never completes). A peer that left the job before
+    this collective ends the job (the thread in MPI cannot be interrupted)."""
+    try:
+        return future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+    except concurrent.futures.TimeoutError:
+        if time.monotonic() >= deadline:
+            raise
+    status("wait", op, when=time.time() - 0.1)
+    while True:
+        try:
+            result = future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+            break
+        except concurrent.futures.TimeoutError:
+            gone = guard.departure_message(op, comm.describe())
+            if gone:
+                departed(gone)
+            if time.monotonic() >= deadline:
+                raise
+    status("done", op)
+    return result
+
+
+class ImmediateEngine:
+    """Every collective runs at once on the caller's thread with the backend's own (timed)
+    blocking call: for a world of one, and for backends with nothing to overlap."""
+
+    def __init__(self, comm):
+        self._comm = comm
+
+    def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
+              into=None) -> Handle:
+        result = getattr(self._comm, op)(*args)
+        if into is not None:
+            into[...] = result
+            result = into
+        return DoneHandle(result)
+
+    def wait_all(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,70 @@
+"""KernelContext: the run-time state a kernel may need besides its inputs and attributes.
+
+A kernel registered with `@kernel(..., context=True)` is called as
+`fn(xp, ins, attrs, want, ctx)`; every other kernel as `fn(xp, ins, attrs, want)`. The plan
+makes one context per op when it compiles, so nothing is ever written into an op's attributes
+at run time (they are read-only mappings), and a kernel's persistent buffers live in its own
+context, not in state shared with other plans of the same program.
+
+>>> ctx = KernelContext(tag="[rank 0/2] ")
+>>> ctx.out(None, "Out") is None
+True
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import PreconditionError
+
+
+class KernelContext:
+    """What one op of one plan runs with.
+
+    - `rng`: the numpy Generator its random draws come from (per rank for the forward pass;
+      the same on every rank for updates);
+    - `comm`: the communicator its collectives use (resolved on first use, so a program that
+      never communicates never touches MPI);
+    - `out(xp, slot)`: a preallocated array the plan wants output `slot` written into (a view
+      of a fused gradient bucket), or None;
+    - `bucket`: the persistent fused buffer of a bucketed collective, or None;
+    - `scratch`: a dict for buffers the kernel keeps from one run to the next;
+    - `place`: where the plan runs; `tag`: "[rank r/n] " in multi-process jobs, else "".
+    """
+
+    __slots__ = ("rng", "place", "outputs", "bucket", "scratch", "_comm", "_comm_source",
+                 "_tag")
+
+    def __init__(self, rng=None, comm: Callable | object | None = None, place=None,
+                 tag: Callable | str = ""):
+        """`comm` and `tag` may be functions giving them on first use."""
+        self.rng = rng
+        self.place = place
+        self._tag = tag
+        self.outputs: dict = {}  # slot -> (xp -> preallocated array)
+        self.bucket = None
+        self.scratch: dict = {}
+        self._comm = None if callable(comm) else comm
+        self._comm_source = comm if callable(comm) else None
+
+    @property
+    def comm(self):
+        if self._comm is None:
+            if self._comm_source is None:
+                raise PreconditionError(
+                    "this op talks to other ranks but its plan was compiled without a "
+                    "communicator; run it through an Executor or a data-parallel "
+                    "CompiledProgram")
+            self._comm = self._comm_source()
+        return self._comm
+
+    @property
+    def tag(self) -> str:
+        if callable(self._tag):
+            self._tag = self._tag()
+        return self._tag
+
+    def out(self, xp, slot: str):
+        """The array output `slot` should be written into, or None (see the class doc). A
+        kernel that uses it returns that very array as the output."""
+        make = self.outputs.get(slot)
+        return None if make is None else make(xp)

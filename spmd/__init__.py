@@ -42,6 +42,7 @@ from .errors import InvalidArgumentError
 from .executor import Executor
 from .layers.paddle_tensor import *  # noqa: F401,F403 - paddle.mean, paddle.matmul, ...
 from .layers.paddle_tensor import __all__ as _tensor_names
+from .layers.nn_layers import get_default_dtype, set_default_dtype
 from .layers.param_attr import ParamAttr
 from .reader import batch
 
@@ -83,7 +84,8 @@ def set_device(device: str):
 
 
 __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Executor", "ParamAttr", "Parameter",
-           "batch", "compat", "dataset", "distributed", "metrics", "reader", "regularizer",
+           "batch", "compat", "dataset", "distributed", "get_default_dtype", "metrics",
+           "reader", "regularizer", "set_default_dtype",
            "Program",
            "Scope", "Variable", "disable_static", "enable_static", "fluid", "global_scope",
            "in_dynamic_mode", "is_compiled_with_cuda", "nn", "optimizer", "seed", "set_device",

@@ -25,6 +25,8 @@ paddle 2.x (spmd/static, and the top-level `spmd` imported as `paddle`):
                               TruncatedNormal, XavierUniform, XavierNormal, KaimingUniform,
                               KaimingNormal, calculate_gain)
     paddle.nn.functional      spmd.layers.functional (module)
+    paddle.nn.Layer, paddle.nn.SyncBatchNorm, paddle.set_default_dtype,
+    paddle.get_default_dtype  spmd.layers.nn_layers
     paddle.<fn>               spmd.layers.paddle_tensor.<fn>, for fn in its __all__ (mean,
                               sum, max, matmul, reshape, transpose, concat, split, flatten,
                               squeeze, unsqueeze, cast, add, subtract, multiply, divide,

@@ -147,7 +147,7 @@ def measure_rank(rounds, steps):
         exe.run(startup, scope=scope)
         prog = compiled(main, loss, reduce=mode == "Reduce")
         exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
-        state = prog._runner.program.optimizer_state  # Reduce mode: chunk state included
+        state = prog.data_parallel_program.optimizer_state  # Reduce mode: chunk state included
         held = [s for names_ in state.values() for s in names_ if scope.find_var(s) is not None]
         state_bytes[mode] = int(sum(np.array(scope.find_var(s).get_tensor()).nbytes
                                     for s in held))

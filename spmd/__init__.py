@@ -40,9 +40,9 @@ from .core import (
 )
 from .errors import InvalidArgumentError
 from .executor import Executor
+from .layers.nn_layers import get_default_dtype, set_default_dtype
 from .layers.paddle_tensor import *  # noqa: F401,F403 - paddle.mean, paddle.matmul, ...
 from .layers.paddle_tensor import __all__ as _tensor_names
-from .layers.nn_layers import get_default_dtype, set_default_dtype
 from .layers.param_attr import ParamAttr
 from .reader import batch
 

@@ -135,6 +135,17 @@ class Program:
         self._version += 1
 
     @property
+    def version(self) -> int:
+        """Bumped by every change to the program: compiled plans of an older version are
+        stale."""
+        return self._version
+
+    @property
+    def is_test(self) -> bool:
+        """Whether this is a clone for test (clone(for_test=True)): forward only."""
+        return self._is_test
+
+    @property
     def num_blocks(self) -> int:
         return len(self.blocks)
 

@@ -70,8 +70,6 @@ class Scope:
         self._parent = parent
         self._arrays: dict = {}
         self._kids: list[Scope] = []
-        # optimizer state a Reduce-mode program split across ranks: var -> its owner ranks
-        self._sharded: dict = {}
 
     def var(self, name: str) -> ScopeVar:
         return ScopeVar(self, name)
@@ -103,6 +101,10 @@ class Scope:
 
     def local_var_names(self) -> list[str]:
         return list(self._arrays)
+
+    def put(self, name: str, array) -> None:
+        """Store `array` (numpy or cupy, not copied) under `name` in this scope."""
+        self._arrays[name] = array
 
     def erase(self, names):
         for n in names:

@@ -63,7 +63,11 @@ class CompiledProgram:
         self._places = places
         return self
 
-    def _resolve_places(self, executor_place: Place) -> list[Place]:
+    def places_for(self, executor_place: Place) -> list[Place]:
+        """The places of this process a run on `executor_place` uses (one for a program
+        compiled without data parallelism)."""
+        if not self._data_parallel:
+            return [executor_place]
         if self._places is not None:
             places = [_as_place(p) for p in self._places]
             if not places:
@@ -73,22 +77,12 @@ class CompiledProgram:
             return [executor_place]  # one process per GPU
         return [CPUPlace()] * flags().cpu_num
 
-    def _optimizer_state_shards(self):
-        """For the save functions: (the scope it runs on, where each piece of Reduce-mode
-        optimizer state lives), or None when no state is split (not data parallel, AllReduce
-        mode, one device, or not run yet)."""
-        if self._runner is None:  # a program sharing a trained one's variables may save first
-            share = self._share_vars_from
-            return share._optimizer_state_shards() if share is not None else None
-        sharded = self._runner.sharded_state
-        return None if sharded is None else (self._runner.scopes[0], sharded)
-
-    def _run_compiled(self, executor, feed, fetch_names, scope, return_numpy, return_merged):
+    def runner(self, executor_place: Place, scope):
+        """What Executor.run runs: the data-parallel runner, compiled on the first call (on
+        `scope`, the scope of the first run); None for a program compiled without data
+        parallelism, which runs as it is."""
         if not self._data_parallel:
-            if not isinstance(feed, dict):
-                raise InvalidArgumentError(
-                    f"feed must be a dict name -> array, got {type(feed).__name__}")
-            return executor._run_program(self._program, feed, fetch_names, scope, return_numpy)
+            return None
         if self._runner is None:
             from .parallel import DataParallelRunner
 
@@ -104,9 +98,41 @@ class CompiledProgram:
                         "share_vars_from names a CompiledProgram that has not run yet: run the "
                         "training program once before the program that shares its variables")
             self._runner = DataParallelRunner(self._program, self._build_strategy,
-                                              self._loss_name, self._resolve_places(executor.place),
+                                              self._loss_name, self.places_for(executor_place),
                                               scope, share, self._exec_strategy)
-        return self._runner.run(scope, feed, fetch_names, return_numpy, return_merged)
+        return self._runner
+
+    # -- what a data-parallel program made of the program: None until its first run ----------
+    @property
+    def data_parallel_program(self) -> Program | None:
+        """The program every place runs (collectives inserted, Reduce-mode ops owned)."""
+        return None if self._runner is None else self._runner.program
+
+    @property
+    def place_scopes(self) -> list | None:
+        """The scope of each place of this process (the first is the scope of the run)."""
+        return None if self._runner is None else list(self._runner.scopes)
+
+    @property
+    def place_ranks(self) -> list | None:
+        """The global rank of each place of this process."""
+        return None if self._runner is None else list(self._runner.ranks)
+
+    @property
+    def state_sharding(self):
+        """Reduce mode: where each piece of optimizer state lives (a StateSharding), once the
+        first run split it; None otherwise."""
+        shards = self.optimizer_state_sharding()
+        return None if shards is None else shards[1]
+
+    def optimizer_state_sharding(self):
+        """For the save functions: (the scope it runs on, its StateSharding), or None when no
+        state is split (not data parallel, AllReduce mode, one device, or not run yet)."""
+        if self._runner is None:  # a program sharing a trained one's variables may save first
+            share = self._share_vars_from
+            return share.optimizer_state_sharding() if share is not None else None
+        sharding = self._runner.state_sharding
+        return None if sharding is None else (self._runner.scopes[0], sharding)
 
 
 def _check_type(value, kind, name):

@@ -12,10 +12,10 @@ from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
-from ..flags import revision as flags_revision
 from .allocator import tune_allocator
 from .fetch import as_fetched
 from .plan import Plan
+from .plan_cache import PlanCache
 
 
 def _fetch_name(item) -> str:
@@ -56,9 +56,19 @@ def _call_run_hooks(program, feed, scope, place):
 
 def _places_in_process(program, place) -> int:
     """How many places of this process one run of `program` feeds (each reads a batch)."""
-    if getattr(program, "_data_parallel", False):
-        return len(program._resolve_places(place))
-    return 1
+    places = getattr(program, "places_for", None)  # a CompiledProgram
+    return len(places(place)) if places is not None else 1
+
+
+def _compiled(program):
+    """The CompiledProgram `program` is or stands for (Paddle 2.x's fleet binds one to its
+    Program as `_graph`), or None."""
+    from .compiled import CompiledProgram
+
+    if isinstance(program, CompiledProgram):
+        return program
+    graph = getattr(program, "_graph", None)
+    return graph if isinstance(graph, CompiledProgram) else None
 
 
 class FetchedTensor:
@@ -92,11 +102,8 @@ class Executor:
                 f"Executor expects a place (fluid.CPUPlace() or fluid.CUDAPlace(i)), "
                 f"got {self.place!r}"
             )
-        # (program uid, feed names, fetch names) -> (program version, random seed, plan).
-        # Keyed on the program's uid, not id(): an id is reused once a program is freed. One
-        # entry per key, so a program edited in a loop does not accumulate stale plans.
         tune_allocator()
-        self._plans: dict = {}
+        self.plan_cache = PlanCache()  # every plan this executor compiled, data parallel too
         self._rngs: dict = {}
         self._closed = False
 
@@ -109,16 +116,11 @@ class Executor:
         return entry[1]
 
     def _plan(self, program: Program, feed_names, fetch_names) -> Plan:
-        key = (program._uid, tuple(sorted(feed_names)), tuple(fetch_names))
-        # a new seed needs a new generator; a flag set in code (FLAGS_check_nan_inf) a new plan
-        stamp = (program._version, program.random_seed, flags_revision())
-        entry = self._plans.get(key)
-        if entry is None or entry[0] != stamp:
-            entry = (stamp, Plan(program, feed_names, fetch_names, self._rng(program),
-                                 comm=functools.partial(world_communicator, self._device_id()),
-                                 place=self.place))
-            self._plans[key] = entry
-        return entry[1]
+        return self.plan_cache.get(
+            program, feed_names, fetch_names, None,
+            lambda: Plan(program, feed_names, fetch_names, self._rng(program),
+                         comm=functools.partial(world_communicator, self._device_id()),
+                         place=self.place))
 
     def _device_id(self) -> int | None:
         return self.place.device_id if self.place.is_gpu else None
@@ -138,9 +140,16 @@ class Executor:
             fetch_list = [fetch_list]
         fetch_names = [_fetch_name(f) for f in fetch_list]
         feed = _call_run_hooks(program, feed, scope, self.place)
-        if hasattr(program, "_run_compiled"):  # CompiledProgram
-            return program._run_compiled(self, feed, fetch_names, scope, return_numpy,
-                                         return_merged)
+        compiled = _compiled(program)
+        if compiled is not None:
+            runner = compiled.runner(self.place, scope)
+            if runner is not None:  # data parallel
+                return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
+                                  self.plan_cache)
+            program = compiled.program  # compiled for one place: the program as it is
+            if not isinstance(feed, dict):
+                raise InvalidArgumentError(
+                    f"feed must be a dict name -> array, got {type(feed).__name__}")
         if not isinstance(program, Program):
             raise InvalidArgumentError(
                 f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
@@ -163,5 +172,5 @@ class Executor:
 
     def close(self):
         """Drop compiled plans; the executor cannot run afterwards."""
-        self._plans.clear()
+        self.plan_cache.clear()
         self._closed = True

@@ -20,16 +20,15 @@ from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
-from ..flags import revision as flags_revision
 from ..ops.registry import get_op_def
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
+from ..passes.state_sharding import StateSharding, sharding_of
 from ..passes.strategy import ExecutionStrategy, warn_unacted
 from .feed import merge_fetches, split_feed
 from .fetch import as_fetched
 from .fingerprint import check_same_program
 from .plan import Plan
-from .sharded_state import ShardedState
 
 
 def _shut_down(pool, comms):
@@ -37,25 +36,6 @@ def _shut_down(pool, comms):
         pool.shutdown(wait=False)
     for comm in comms:
         comm.close()
-
-
-def _place_optimizer_state(scope, rank: int, layout, sharded: ShardedState):
-    """Reduce mode: keep only the optimizer state this rank owns, cutting a chunk's state from
-    the state the startup program made for the whole parameter."""
-    arrays = scope._arrays
-    for chunk, (whole, rows) in layout.state_source.items():
-        if layout.state_owner[chunk] == rank:
-            value = arrays.get(whole)
-            if value is None:
-                raise PreconditionError(
-                    f"optimizer state '{whole}' is not in the scope: a Reduce-mode "
-                    f"CompiledProgram already split it across the ranks in this scope (or the "
-                    f"startup program was not run); run the startup program into a fresh scope "
-                    f"for a new Reduce-mode program")
-            arrays[chunk] = value[rows[0]:rows[1]].copy() if rows else value.copy()
-    scope.erase({whole for whole, _ in layout.state_source.values()})
-    scope.erase([var for var, owner in layout.state_owner.items() if owner != rank])
-    scope._sharded.update(sharded.owners())
 
 
 def _state_comm(topology):
@@ -95,7 +75,7 @@ class DataParallelRunner:
                 f"GPU (launch one rank per GPU with mpirun / paddle-launch)")
         self.num_devices = nplaces * nprocs
         self._source = program  # as the user built it (whole optimizer state)
-        self.program, self.layout = build_data_parallel(
+        self.program, self.sharding = build_data_parallel(
             program, build_strategy, self.num_devices, _trained_loss(program, loss_name),
             flags().fuse_parameter_memory_size_mb)
         self.ranks = [self.topology.rank * nplaces + i for i in range(nplaces)]
@@ -117,10 +97,8 @@ class DataParallelRunner:
         # one generator per place for updates' random draws (Dpsgd's noise), seeded alike on
         # every rank and place on the first run, so that every rank updates alike
         self._update_rngs: list = []
-        self._plans: dict = {}
         self._initialized = False
         self._broken: str | None = None  # why this rank can no longer take part in steps
-        self._sharded_state: ShardedState | None = None  # Reduce mode, once initialized
         self._pool = (concurrent.futures.ThreadPoolExecutor(nplaces, "spmd-place")
                       if nplaces > 1 else None)
         owned = {n for op in self.program.global_block().ops if op.owner is not None
@@ -145,12 +123,12 @@ class DataParallelRunner:
         weakref.finalize(self, _shut_down, self._pool, owned)
 
     @property
-    def sharded_state(self) -> ShardedState | None:
+    def state_sharding(self) -> StateSharding | None:
         """Reduce mode, once the state is split: where each piece of optimizer state lives
         (the training program's, for a program sharing its variables)."""
         if self._share_from is not None:
-            return self._share_from.sharded_state
-        return self._sharded_state
+            return self._share_from.state_sharding
+        return self.sharding if self._initialized else None
 
     def _check_trainers(self, strategy, nprocs):
         if strategy.num_trainers not in (1, nprocs):
@@ -205,10 +183,11 @@ class DataParallelRunner:
         first = self.scopes[0]
         for other in self.scopes[1:]:
             for name in first.local_var_names():
-                other._arrays[name] = first._arrays[name].copy()
+                other.put(name, first.get(name).copy())
         if self.num_devices > 1:
             state = {n for names in self._source.optimizer_state.values() for n in names}
-            split = sorted(state & first._sharded.keys())
+            earlier = sharding_of(first)
+            split = sorted(state & earlier.owners().keys()) if earlier is not None else []
             if split:
                 raise PreconditionError(
                     f"{self.tag} optimizer state {split[:3]} in this scope was already split "
@@ -218,12 +197,12 @@ class DataParallelRunner:
             self._run_on_places(lambda i: Plan(bcast, [], [], None, self.comms[i],
                                                tag=self.tag, place=self.places[i])
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))
-        if self.layout is not None:
-            self._sharded_state = ShardedState(self.program, self.layout, self.scopes,
-                                               self.ranks, _state_comm(self.topology),
-                                               self.tag if self.topology.size > 1 else "")
+        if self.sharding is not None:
+            self.sharding.bind(self.program, self.scopes, self.ranks,
+                               _state_comm(self.topology),
+                               self.tag if self.topology.size > 1 else "")
             for scope, rank in zip(self.scopes, self.ranks):
-                _place_optimizer_state(scope, rank, self.layout, self._sharded_state)
+                self.sharding.place_state(scope, rank)
         self._initialized = True
 
     def _xp(self):
@@ -232,7 +211,10 @@ class DataParallelRunner:
         return array_module(self.places[0])
 
     # -- every run -----------------------------------------------------------------------------
-    def run(self, scope, feed, fetch_names, return_numpy: bool, return_merged: bool):
+    def run(self, scope, feed, fetch_names, return_numpy: bool, return_merged: bool,
+            plan_cache):
+        """One step on every place; the plans come from (and go into) `plan_cache`, the
+        executor's."""
         if self._broken is not None:
             raise PreconditionError(
                 f"{self.tag} this data-parallel program cannot run any more: {self._broken}. "
@@ -253,14 +235,14 @@ class DataParallelRunner:
                             replicated={n for n in _names(feed) if block.has_var(n)
                                         and block.vars[n].persistable},
                             every_place_because=self._every_place_because)
-        key = (tuple(sorted(shards[0])), tuple(fetch_names))
-        revision, plans = self._plans.get(key, (None, None))
-        if revision != flags_revision():  # new, or a flag set in code since (check_nan_inf)
-            plans = [Plan(self.program, list(shards[0]), fetch_names, self._rngs[i],
-                          comm=self.comms[i], rank=self.ranks[i], tag=self.tag,
-                          update_rng=self._update_rngs[i], place=self.places[i])
-                     for i in range(len(self.places))]
-            self._plans[key] = (flags_revision(), plans)
+        feed_names = list(shards[0])
+        plans = [plan_cache.get(self.program, feed_names, fetch_names, i,
+                                lambda i=i: Plan(self.program, feed_names, fetch_names,
+                                                 self._rngs[i], comm=self.comms[i],
+                                                 rank=self.ranks[i], tag=self.tag,
+                                                 update_rng=self._update_rngs[i],
+                                                 place=self.places[i]))
+                 for i in range(len(self.places))]
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
             return [None] * len(fetch_names)
         xp = self._xp()

@@ -41,7 +41,7 @@ class ParallelExecutor:
     def device_count(self) -> int:
         runner = self._compiled._runner
         return len(runner.places) if runner is not None else len(
-            self._compiled._resolve_places(self._place))
+            self._compiled.places_for(self._place))
 
     def drop_local_exe_scopes(self):
         """Accepted for fluid compatibility: temporaries are dropped after every step anyway."""

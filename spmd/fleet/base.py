@@ -149,7 +149,6 @@ def bind_compiled(program, compiled, run: bool):
     """Let `program` stand for `compiled`: saving it gathers Reduce-mode optimizer state; with
     `run`, `exe.run(program)` runs the data-parallel compiled program (Paddle 2.x's fleet keeps
     it as `program._graph` for the executor). Instance attributes: clones do not carry them."""
-    program._optimizer_state_shards = compiled._optimizer_state_shards
+    program.optimizer_state_sharding = compiled.optimizer_state_sharding
     if run:
         program._graph = compiled
-        program._run_compiled = compiled._run_compiled

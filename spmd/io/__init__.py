@@ -25,6 +25,7 @@ from ..core.scope import global_scope, host_array
 from ..core.variable import Parameter, Variable
 from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
 from ..passes.prune import prune
+from ..passes.state_sharding import sharding_of
 from .files import AtomicFiles, npz_writer, reading, text_writer, write_array
 from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_text
 
@@ -100,14 +101,14 @@ def _gather(vars: list[Variable], main_program=None) -> dict:
     Given a Reduce-mode data-parallel CompiledProgram, the optimizer state it split across the
     ranks is assembled whole first: a collective, so every rank must save."""
     scope, arrays = global_scope(), {}
-    shards = getattr(main_program, "_optimizer_state_shards", lambda: None)()
+    shards = getattr(main_program, "optimizer_state_sharding", lambda: None)()
     if shards is not None:
-        ran_on, sharded = shards
+        ran_on, sharding = shards
         if scope is not ran_on:
             raise InvalidArgumentError(
                 f"{_rank_tag()}the data-parallel program ran on another scope than the global "
                 f"scope this save reads; save inside fluid.scope_guard(<the scope of exe.run>)")
-        arrays.update(sharded.gather([v.name for v in vars]))
+        arrays.update(sharding.gather([v.name for v in vars]))
     for var in vars:
         if var.name in arrays:
             continue
@@ -119,7 +120,8 @@ def _gather(vars: list[Variable], main_program=None) -> dict:
 
 
 def _missing_error(scope, name: str) -> Exception:
-    owners = scope._sharded.get(name)
+    sharding = sharding_of(scope)
+    owners = sharding.owners().get(name) if sharding is not None else None
     if owners is not None:
         return PreconditionError(
             f"{_rank_tag()}cannot save '{name}': ReduceStrategy.Reduce keeps this optimizer "
@@ -140,7 +142,9 @@ def _rank_tag() -> str:
 
 def _refuse_sharded(vars: list[Variable]):
     """Loading state a Reduce-mode program has split would leave the split copies stale."""
-    sharded = [v.name for v in vars if v.name in global_scope()._sharded]
+    sharding = sharding_of(global_scope())
+    owners = sharding.owners() if sharding is not None else {}
+    sharded = [v.name for v in vars if v.name in owners]
     if sharded:
         raise PreconditionError(
             f"{_rank_tag()}cannot load {sharded[:3]}{'...' if len(sharded) > 3 else ''}: a "

@@ -26,7 +26,7 @@ class PassContext:
     num_devices: int  # every place of every process
     loss_name: str | None  # None: a program without a backward pass (a test program)
     bucket_mb: float = 32.0  # fused collectives' bucket size (FLAGS_fuse_parameter_memory_size)
-    layout: Any = None  # Reduce mode: where the optimizer state lives (a ReduceLayout)
+    sharding: Any = None  # Reduce mode: where the optimizer state lives (a StateSharding)
     collectives_added: bool = False  # set by a pass that inserted gradient collectives
 
     @property

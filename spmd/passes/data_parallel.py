@@ -7,14 +7,14 @@ from ..core.operator import OpRole
 from ..core.program import Program
 from ..errors import InvalidArgumentError
 from .common import PassContext, trained_params_grads
-from .reduce_mode import ReduceLayout
 from .registry import PASSES
+from .state_sharding import StateSharding
 from .strategy import BuildStrategy, check_endpoints
 
 
 def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: int,
                         loss_name: str | None, bucket_mb: float
-                        ) -> tuple[Program, ReduceLayout | None]:
+                        ) -> tuple[Program, StateSharding | None]:
     """Return (data-parallel copy of `program`, where optimizer state lives (Reduce mode only)).
 
     `num_devices` counts every place of every process. A program without a loss (a test
@@ -31,7 +31,7 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
     _check_losses(program, loss_name)
     ctx = PassContext(program, strategy, num_devices, loss_name, bucket_mb)
     PASSES.run(ctx)
-    return ctx.program, ctx.layout
+    return ctx.program, ctx.sharding
 
 
 def _check_losses(program: Program, loss_name: str | None):

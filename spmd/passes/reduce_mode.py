@@ -19,7 +19,7 @@ chunks of a parameter are concatenated back into it on every rank.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ..errors import InvalidArgumentError
 from .allreduce import buckets
 from .common import first_index, last_writer, make_op, place_after
 from .registry import register_pass
+from .state_sharding import StateSharding
 from .strategy import ReduceStrategy
 
 
@@ -42,16 +43,6 @@ class Shard:
 
     def name(self, var: str) -> str:
         return var if self.rows is None else f"{var}@SHARD{self.index}"
-
-
-@dataclass
-class ReduceLayout:
-    """What the runner needs to place optimizer state: owner rank of every state variable, and
-    how a chunk's state is cut from the state the startup program made for the whole."""
-
-    state_owner: dict = field(default_factory=dict)  # state var -> owner rank
-    state_source: dict = field(default_factory=dict)  # chunk state var -> (whole var, rows)
-    shards: dict = field(default_factory=dict)  # param -> [Shard]
 
 
 def _nbytes(var) -> int:
@@ -99,7 +90,7 @@ def assign_owners(params, nranks: int) -> dict[str, int]:
 
 
 def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
-                      fuse_all_reduce: bool = False, bucket_mb: float = 32.0) -> ReduceLayout:
+                      fuse_all_reduce: bool = False, bucket_mb: float = 32.0) -> StateSharding:
     """Rewrite `program` in place; returns where its optimizer state lives.
 
     With fuse_all_reduce (one dtype, and no op reading a gradient before the last one is
@@ -112,7 +103,7 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     block = program.global_block()
     shards = plan_shards([p for p, _ in params_grads], nranks,
                          _row_separable(program, params_grads))
-    layout = ReduceLayout(shards=shards)
+    layout = StateSharding(shards=shards)
     last = last_writer(block)
     fused = (fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
              and not _read_before_all_done(block, params_grads, last))
@@ -157,9 +148,9 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
                when=lambda ctx: ctx.strategy.reduce_strategy == ReduceStrategy.Reduce
                and ctx.aggregates_gradients())
 def reduce_mode_pass(ctx) -> None:
-    """ReduceStrategy.Reduce on several devices: apply_reduce_mode; ctx.layout says where the
+    """ReduceStrategy.Reduce on several devices: apply_reduce_mode; ctx.sharding says where the
     optimizer state lives."""
-    ctx.layout = apply_reduce_mode(ctx.program, ctx.params_grads(), ctx.num_devices,
+    ctx.sharding = apply_reduce_mode(ctx.program, ctx.params_grads(), ctx.num_devices,
                                    ctx.strategy.fuse_broadcast_ops,
                                    ctx.strategy.fuse_all_reduce_ops, ctx.bucket_mb)
     ctx.collectives_added = True

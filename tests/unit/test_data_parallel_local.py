@@ -230,14 +230,14 @@ def test_k_places_equal_one_place_on_the_whole_batch(mode, fuse, opt, k):
     for name, value in want.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-10, atol=1e-12, err_msg=name)
         assert not np.array_equal(got[name], initial[name]), f"{name} was not trained"
-    runner = compiled._runner
-    assert len(runner.scopes) == k and runner.scopes[0] is dp_scope
+    assert len(compiled.place_scopes) == k and compiled.place_scopes[0] is dp_scope
     if mode == "Reduce":  # the large weights are cut into chunks: those are checked too
-        cut = {p for p, shards in runner.layout.shards.items() if shards[0].rows is not None}
+        cut = {p for p, shards in compiled.state_sharding.shards.items()
+               if shards[0].rows is not None}
         assert cut == {"fc_0.w_0", "fc_1.w_0"}
     else:
-        assert runner.layout is None
-    for scope in runner.scopes[1:]:
+        assert compiled.state_sharding is None
+    for scope in compiled.place_scopes[1:]:
         for name, value in params(scope, main).items():
             np.testing.assert_array_equal(value, got[name], err_msg=name)
 
@@ -304,7 +304,7 @@ def test_share_vars_from_needs_the_training_program_to_run_first():
         exe.run(train, feed=step, fetch_list=[loss], scope=scope)
     current = params(scope, main)
     (got,) = exe.run(test, feed=feed, fetch_list=[loss.name], scope=scope)
-    assert test._runner.scopes is train._runner.scopes
+    assert all(a is b for a, b in zip(test.place_scopes, train.place_scopes))  # shared
     pred = forward(current, feed["x"])
     half = BATCH // 2
     want = [np.mean((pred[:half] - feed["y"][:half]) ** 2),
@@ -358,7 +358,6 @@ def test_parallel_executor_runs_on_cpu_num_places(monkeypatch):
     (first,) = pe.run([loss.name], feed=data[0])
     (second,) = pe.run(fetch_list=[loss.name], feed_dict=data[1])
     assert first.shape == second.shape == (2,)
-    assert pe.device_count == 2 and len(pe._compiled._runner.places) == 2
     for name, value in params(ref_scope, main).items():
         np.testing.assert_allclose(params(scope, main)[name], value, rtol=1e-10, atol=1e-12,
                                    err_msg=name)
@@ -467,17 +466,17 @@ def test_reduce_mode_keeps_each_places_optimizer_state_on_its_owner(k):
     exe = fluid.Executor(fluid.CPUPlace())
     for feed in batches(2):
         exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
-    runner = compiled._runner
-    layout = runner.layout
-    block = runner.program.global_block()
-    assert runner.ranks == list(range(k))
+    layout = compiled.state_sharding  # where each piece of optimizer state lives
+    block = compiled.data_parallel_program.global_block()
+    assert compiled.place_ranks == list(range(k))
     assert set(layout.state_owner.values()) == set(range(k))
     assert {p for p, shards in layout.shards.items() if shards[0].rows is not None}
     all_state = set(layout.state_owner)
-    assert all_state == {s for names in runner.program.optimizer_state.values() for s in names}
+    dp_state = compiled.data_parallel_program.optimizer_state
+    assert all_state == {s for names in dp_state.values() for s in names}
     whole_state = {s for names in main.optimizer_state.values() for s in names}
     held = []
-    for rank, place_scope in zip(runner.ranks, runner.scopes):
+    for rank, place_scope in zip(compiled.place_ranks, compiled.place_scopes):
         mine = {s for s, owner in layout.state_owner.items() if owner == rank}
         # exactly its own state: no other rank's, and no whole state of a cut parameter
         held.append(set(place_scope.local_var_names()) & (all_state | whole_state))
@@ -497,8 +496,8 @@ def test_reduce_mode_keeps_each_places_optimizer_state_on_its_owner(k):
         for j in range(i + 1, k):
             assert held[i].isdisjoint(held[j])
     assert set().union(*held) == all_state
-    first = params(runner.scopes[0], main)
-    for place_scope in runner.scopes[1:]:
+    first = params(compiled.place_scopes[0], main)
+    for place_scope in compiled.place_scopes[1:]:
         for name, value in params(place_scope, main).items():
             np.testing.assert_array_equal(value, first[name], err_msg=name)
 
@@ -531,10 +530,9 @@ def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k):
         np.testing.assert_allclose(params(dp_scope, main)[name], value, rtol=1e-10,
                                    atol=1e-12, err_msg=name)
     # and every piece of state is the one place's state, or its rows of it
-    runner = compiled._runner
-    layout = runner.layout
+    layout = compiled.state_sharding  # where each piece of optimizer state lives
     assert any(rows is not None for _, rows in layout.state_source.values())
-    scope_of = dict(zip(runner.ranks, runner.scopes))
+    scope_of = dict(zip(compiled.place_ranks, compiled.place_scopes))
     for var, owner in layout.state_owner.items():
         whole, rows = layout.state_source.get(var, (var, None))
         want = np.array(ref_scope.find_var(whole).get_tensor())

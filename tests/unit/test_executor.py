@@ -162,7 +162,7 @@ def test_plan_is_reused_across_runs(plan_count):
     for _ in range(3):
         exe.run(main, feed={"x": x_value()}, fetch_list=["out"], scope=scope)
     assert len(plan_count) == 1
-    assert exe._plan(main, ["x"], ["out"]) is plan_count[0]
+    assert exe.plan_cache.find(main, ["x"], ["out"]) is plan_count[0]
     exe.run(main, feed={"x": x_value()}, fetch_list=["loss"], scope=scope)
     exe.run(main, feed={"x": x_value()}, fetch_list=["out"], scope=scope)
     assert len(plan_count) == 2  # one more fetch list, one more plan; the first still cached
@@ -180,7 +180,7 @@ def test_plan_is_rebuilt_when_the_program_changes(plan_count):
     main.global_block().append_op("relu", {"X": "out"}, {"Out": "r"})
     (r,) = exe.run(main, feed={"x": x}, fetch_list=["out"], scope=scope)
     assert len(plan_count) == 3
-    assert len(exe._plans) == 1  # stale versions are replaced, not accumulated
+    assert len(exe.plan_cache) == 1  # stale versions are replaced, not accumulated
     main.random_seed = 5
     exe.run(main, feed={"x": x}, fetch_list=["out"], scope=scope)
     assert len(plan_count) == 4  # a new seed needs a new generator

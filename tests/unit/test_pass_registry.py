@@ -92,7 +92,7 @@ def test_a_pass_in_a_new_module_registers_itself(tmp_path, monkeypatch):
         @REGISTRY.register("extra", order=7, fields=("sync_batch_norm",),
                            when=lambda ctx: True)
         def extra(ctx):
-            ctx.layout = "extra ran"
+            ctx.sharding = "extra ran"
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
@@ -101,7 +101,7 @@ def test_a_pass_in_a_new_module_registers_itself(tmp_path, monkeypatch):
         assert more_passes.REGISTRY.get("extra").fields == ("sync_batch_norm",)
         ctx = context()
         assert more_passes.REGISTRY.run(ctx) == ["extra"]
-        assert ctx.layout == "extra ran"
+        assert ctx.sharding == "extra ran"
     finally:
         for name in ("more_passes", "more_passes.extra"):
             sys.modules.pop(name, None)
@@ -138,7 +138,7 @@ def test_the_strategy_picks_the_gradient_pass(reduce):
     gradients = "reduce_mode" if reduce else "allreduce"
     assert PASSES.run(ctx) == ["scale_loss_grad", "sync_batch_norm", gradients,
                                "finish_collectives"]
-    assert (ctx.layout is not None) == reduce
+    assert (ctx.sharding is not None) == reduce
     one_device = PassContext(main.clone(), strategy, 1, loss.name)
     assert PASSES.run(one_device) == ["scale_loss_grad"]
 

@@ -22,8 +22,9 @@ from spmd.passes.common import (
     trained_params_grads,
 )
 from spmd.passes.data_parallel import build_data_parallel
-from spmd.passes.reduce_mode import ReduceLayout, apply_reduce_mode, assign_owners, plan_shards
+from spmd.passes.reduce_mode import apply_reduce_mode, assign_owners, plan_shards
 from spmd.passes.scale_loss_grad import scale_loss_grad
+from spmd.passes.state_sharding import StateSharding
 from spmd.passes.strategy import BuildStrategy, GradientScaleStrategy, ReduceStrategy
 
 COLLECTIVES = ("c_allreduce_sum", "c_reduce_sum", "c_broadcast", "c_reduce_scatter_owned")
@@ -811,7 +812,7 @@ def test_apply_reduce_mode_directly_returns_the_layout():
     pairs = trained_params_grads(program)
     params = [p for p, _ in pairs]
     layout = apply_reduce_mode(program, pairs, 2, fuse_broadcast=False)
-    assert isinstance(layout, ReduceLayout)
+    assert isinstance(layout, StateSharding)
     assert layout.shards == plan_shards(params, 2)
     whole = {name: s[0].owner for name, s in layout.shards.items() if s[0].rows is None}
     assert assign_owners(params, 2) == whole and len(whole) < len(pairs)

@@ -118,7 +118,7 @@ def test_clone_for_test_keeps_forward_ops_only():
     assert [op.type for op in ops] == ["mul", "elementwise_add", "relu", "scale", "mean"]
     assert all(op.role is OpRole.FORWARD for op in ops)
     assert not any("@GRAD" in n for n in test.global_block().vars)
-    assert test.grad_var_map == {} and test._is_test
+    assert test.grad_var_map == {} and test.is_test
     assert {p.name for p in test.all_parameters()} == {p.name for p in prog.all_parameters()}
     assert len(prog.global_block().ops) > len(ops)  # the original is untouched
     assert any(op.role is OpRole.BACKWARD for op in prog.global_block().ops)
@@ -240,11 +240,11 @@ def test_bad_slots_and_shapes_are_named():
 
 def test_redeclaring_a_variable_invalidates_compiled_plans():
     prog, block = _block_with_x()
-    version = prog._version
+    version = prog.version
     block.create_var(name="x", shape=(2, 3), dtype="float32")
-    assert prog._version == version  # nothing changed
+    assert prog.version == version  # nothing changed
     block.create_var(name="x", persistable=True)
-    assert prog._version > version and block.var("x").persistable
+    assert prog.version > version and block.var("x").persistable
 
 
 # -- roles -------------------------------------------------------------------------------------

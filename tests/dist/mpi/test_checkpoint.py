@@ -186,7 +186,7 @@ def test_a_reduce_mode_save_on_rank_0_alone_fails_and_says_why(mpi_tmp_path):
         pytest.skip("needs another rank that does not save")
     main, _, _, scope, exe, compiled = data_parallel("Reduce", 1)
     train(exe, compiled, scope, batches("float64", 1))
-    compiled._runner.sharded_state._comm.timeout_s = 2.0  # the job's timeout is 60 s here
+    compiled.state_sharding.timeout_s = 2.0  # the job's timeout is 60 s here
     if t.rank == 0:
         with fluid.scope_guard(scope):
             with pytest.raises(CommunicationError, match=r"\[rank 0/\d+\] saving the "

@@ -67,9 +67,8 @@ def test_n_ranks_equal_one_process(model, mode, fuse, opt, dtype, places):
         got = params(scope, main)
         everyone = mpi.allgather(digest(got))
         assert (everyone == everyone[0]).all(), "ranks hold different parameters"
-    runner = compiled._runner
-    for i in range(1, places):  # every local place holds the same values as place 0
-        assert (digest(params(runner.scopes[i], main)) == digest(got)).all()
+    for scope_i in compiled.place_scopes[1:]:  # every place holds the same values as place 0
+        assert (digest(params(scope_i, main)) == digest(got)).all()
     for name, value in want.items():  # relative to each tensor's scale
         tol = TOLERANCE[dtype]
         np.testing.assert_allclose(got[name], value, rtol=tol,
@@ -97,14 +96,14 @@ def test_reduce_mode_keeps_optimizer_state_on_owners_only():
     x, y = batches("float64", 1)[0]
     exe.run(compiled, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
             fetch_list=[loss], scope=scope)
-    runner = compiled._runner
-    state = runner.program.optimizer_state  # chunk state in place of a chunked param's whole
+    state = compiled.data_parallel_program.optimizer_state  # chunk state for a chunked param
     every = {s for names in state.values() for s in names}
     held = every & set(scope.local_var_names())
     if t.size == 1:
-        assert runner.layout is None and held == every
+        assert compiled.state_sharding is None and held == every
         return
-    assert held == {s for s, r in runner.layout.state_owner.items() if r == t.rank}
+    owner = compiled.state_sharding.state_owner
+    assert held == {s for s, r in owner.items() if r == t.rank}
     assert not set(main.optimizer_state["fc_0.w_0"]) & set(scope.local_var_names())  # chunked
     nbytes = sum(np.array(scope.find_var(s).get_tensor()).nbytes for s in held)
     mpi = MPICommunicator()

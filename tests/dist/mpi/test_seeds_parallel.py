@@ -89,8 +89,8 @@ def test_with_data_parallel_share_vars_from_places():
     """seed 002's with_data_parallel example: 2 CPU places per process, a test program sharing
     the training program's variables."""
     ns = run_isolated(port(paddle_api_examples("002")[1], CUDA))
-    runner = ns["compiled_test_prog"]._runner
-    assert runner.scopes is ns["compiled_train_prog"]._runner.scopes  # shared, not copied
+    shared = zip(ns["compiled_test_prog"].place_scopes, ns["compiled_train_prog"].place_scopes)
+    assert all(a is b for a, b in shared)  # shared, not copied
     assert ns["loss_data"].shape == (len(ns["parallel_places"]),)
     assert np.isfinite(ns["loss_data"]).all()
     same_on_every_rank(ns["_scope"], ["fc_0.w_0", "fc_0.b_0"])

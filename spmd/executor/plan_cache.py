@@ -1,0 +1,47 @@
+"""The one plan cache: compiled plans keyed by (program, feed names, fetch names, where).
+
+`where` tells plans of one program apart that run on different places of a data-parallel
+program (the place index); None for a plain program. An entry is rebuilt when the program
+changed (its version), its random seed changed (a new generator), or a flag was set in code
+since (FLAGS_check_nan_inf); it replaces the stale one, so a program edited in a loop does not
+accumulate plans. Keyed on the program's uid, not id(): an id is reused once a program is
+freed.
+
+>>> cache = PlanCache()
+>>> len(cache)
+0
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..flags import revision as flags_revision
+
+
+class PlanCache:
+    def __init__(self):
+        self._entries: dict = {}
+
+    @staticmethod
+    def _key(program, feed_names, fetch_names, where):
+        return (program._uid, tuple(sorted(feed_names)), tuple(fetch_names), where)
+
+    def get(self, program, feed_names, fetch_names, where, build: Callable):
+        """The plan for this key, made with `build()` when missing or stale."""
+        key = self._key(program, feed_names, fetch_names, where)
+        stamp = (program._version, program.random_seed, flags_revision())
+        entry = self._entries.get(key)
+        if entry is None or entry[0] != stamp:
+            entry = self._entries[key] = (stamp, build())
+        return entry[1]
+
+    def find(self, program, feed_names, fetch_names, where=None):
+        """The cached plan for this key (stale or not), or None."""
+        entry = self._entries.get(self._key(program, feed_names, fetch_names, where))
+        return None if entry is None else entry[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()

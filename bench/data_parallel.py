@@ -71,8 +71,10 @@ def measure_rank(rounds, steps):
     import spmd.fluid as fluid
     from spmd.comm.mpi import MPICommunicator
     from spmd.executor.buckets import Bucket
-    from spmd.kernels.collective import c_allreduce_sum
     from spmd.kernels.context import KernelContext
+    from spmd.kernels.registry import get_kernel
+
+    c_allreduce_sum = get_kernel("c_allreduce_sum")
 
     comm = MPI.COMM_WORLD
     rng = np.random.default_rng(comm.rank)

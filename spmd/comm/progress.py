@@ -78,6 +78,7 @@ class Watchdog:
 
     def __init__(self, comm):
         self._comm = comm
+        self._timeout = flags().collective_timeout_s  # read once: flags() costs ~20 us a call
         self.op: str | None = None
         self.began = 0.0  # time.time() when the current op started
         self.deadline = 0.0
@@ -86,7 +87,7 @@ class Watchdog:
 
     def run(self, op: str, call, *args):
         """`call(*args)` on this thread, watched."""
-        self.deadline = time.monotonic() + flags().collective_timeout_s
+        self.deadline = time.monotonic() + self._timeout
         self.began = time.time()
         self.op = op
         try:
@@ -111,7 +112,7 @@ class Watchdog:
                 status("wait", op, when=began)
                 noted = op
             if time.monotonic() > deadline:
-                timed_out(self._comm, op, flags().collective_timeout_s)
+                timed_out(self._comm, op, self._timeout)
 
 
 class _Worker:

@@ -36,6 +36,15 @@ def check_reduction(reduction: str) -> str:
     return reduction
 
 
+def check_divisible(comm, array) -> None:
+    """reduce_scatter's precondition, checked by each member before communicating (so every
+    member refuses alike, none left waiting): every rank keeps an equal slice."""
+    if array.size % comm.size:
+        raise CommunicationError(
+            f"{comm.describe()} reduce_scatter of {array.size} elements over {comm.size} "
+            f"ranks: the size must be divisible by the number of ranks")
+
+
 # kind -> Communicator class; each backend module registers its class (factory.py makes them)
 BACKENDS: dict[str, type] = {}
 
@@ -239,7 +248,8 @@ class SelfCommunicator(Communicator):
         return array.reshape((1,) + array.shape).copy()
 
     def reduce_scatter(self, array):
-        return array
+        # a new flat array, as every other backend gives (callers may write to it)
+        return array.reshape(-1).copy()
 
     def barrier(self):
         pass

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from ..errors import CommunicationError
-from .base import Communicator, check_reduction, register_backend
+from .base import Communicator, check_divisible, check_reduction, register_backend
 
 
 class LocalGroup:
@@ -108,6 +108,7 @@ class LocalCommunicator(Communicator):
         return self.group.exchange(self.rank, array, np.stack, "allgather").copy()
 
     def reduce_scatter(self, array):
+        check_divisible(self, array)  # as MPI does: a remainder would be dropped silently
         total = self.group.exchange(self.rank, array, _sum_in_order, "reduce_scatter")
         n = total.size // self.size
         return total.reshape(-1)[self.rank * n:(self.rank + 1) * n].copy()
@@ -163,6 +164,7 @@ class HierarchicalCommunicator(Communicator):
         return gathered.reshape((self.size,) + array.shape).copy()
 
     def reduce_scatter(self, array):
+        check_divisible(self, array)
         total = self._across(array, lambda a: self.outer.allreduce(_sum_in_order(a)),
                              "reduce_scatter")
         n = total.size // self.size

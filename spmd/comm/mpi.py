@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import guard
 from ..errors import CommunicationError
-from .base import Communicator, check_reduction, register_backend
+from .base import Communicator, check_divisible, check_reduction, register_backend
 
 _met = False
 
@@ -158,10 +158,7 @@ class MPICommunicator(Communicator):
 
     def reduce_scatter(self, array):
         _check_contiguous(array, "reduce_scatter")
-        if array.size % self.size:
-            raise CommunicationError(
-                f"{self.describe()} reduce_scatter of {array.size} elements over {self.size} "
-                f"ranks: the size must be divisible by the number of ranks")
+        check_divisible(self, array)
         out = np.empty(array.size // self.size, dtype=array.dtype)
         self._enter("reduce_scatter")
         self._wait(self.comm.Ireduce_scatter_block(array.reshape(-1), out, op=self._MPI.SUM),
@@ -202,6 +199,7 @@ class MPICommunicator(Communicator):
 
         def reduce_scatter(array):
             _check_contiguous(array, "reduce_scatter")
+            check_divisible(self, array)  # else MPI would scatter a truncated sum
             out = np.empty(array.size // self.size, dtype=array.dtype)
             self._enter("reduce_scatter")
             self.comm.Reduce_scatter_block(array.reshape(-1), out, op=MPI.SUM)

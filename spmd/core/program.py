@@ -15,14 +15,38 @@ _PROGRAM_UIDS = itertools.count()
 
 
 class Block:
-    """An ordered list of ops and the variables they use. spmd programs have one block."""
+    """An ordered list of ops and the variables they use. Block 0 is the program's global
+    block; a sub-block (a control-flow body, made by Program._create_block) has a parent and
+    may read its ancestors' variables."""
 
-    def __init__(self, program: Program, idx: int = 0):
+    def __init__(self, program: Program, idx: int = 0, parent_idx: int = -1):
         self.program = program
         self.idx = idx
-        self.parent_idx = -1
+        self.parent_idx = parent_idx
         self.vars: dict[str, Variable] = {}
         self.ops: list[Operator] = []
+
+    @property
+    def parent_block(self) -> Block | None:
+        return None if self.parent_idx < 0 else self.program.blocks[self.parent_idx]
+
+    def _find_var_recursive(self, name: str) -> Variable | None:
+        """`name` in this block or the nearest ancestor declaring it (fluid's name), or None."""
+        block = self
+        while block is not None:
+            if name in block.vars:
+                return block.vars[name]
+            block = block.parent_block
+        return None
+
+    def _var_recursive(self, name: str) -> Variable:
+        var = self._find_var_recursive(name)
+        if var is None:
+            if self.parent_idx < 0:
+                return self.var(name)  # raises, suggesting close names
+            raise NotFoundError(f"variable '{name}' is in neither block {self.idx} nor any "
+                                f"block enclosing it")
+        return var
 
     # -- variables ---------------------------------------------------------------------------
     def create_var(self, name: str | None = None, **kwargs) -> Variable:
@@ -126,6 +150,7 @@ class Program:
         self._version = 0  # bumped on every mutation; executors key their plan caches on it
         self._uid = next(_PROGRAM_UIDS)  # unlike id(), never reused after a program is freed
         self._is_test = False
+        self._current_block_idx = 0
         # callables hook(feed: dict, scope) that Executor.run calls before each run of this
         # program (or a CompiledProgram of it): a non-iterable reader adds the next batch to
         # the feed, a learning-rate scheduler writes its value. Clones carry the same hooks.
@@ -153,7 +178,22 @@ class Program:
         return self.blocks[0]
 
     def current_block(self) -> Block:
-        return self.blocks[0]
+        """The block layers append to: the global block, or the sub-block being built."""
+        return self.blocks[self._current_block_idx]
+
+    def _create_block(self, parent_idx: int | None = None) -> Block:
+        """A new sub-block of the current block (or of `parent_idx`), made current: the ops a
+        control-flow layer appends until `_rollback()` go into it (fluid's API)."""
+        parent = self._current_block_idx if parent_idx is None else parent_idx
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        self._current_block_idx = block.idx
+        self._bump()
+        return block
+
+    def _rollback(self) -> None:
+        """Make the current block's parent current again (the end of a control-flow body)."""
+        self._current_block_idx = max(self.current_block().parent_idx, 0)
 
     def block(self, idx: int) -> Block:
         return self.blocks[idx]
@@ -200,10 +240,12 @@ class Program:
 
     # -- serialization -----------------------------------------------------------------------
     def to_dict(self) -> dict:
-        block = self.global_block()
-        return {"version": 1, "random_seed": self.random_seed,
-                "vars": [v.to_dict() for v in block.vars.values()],
-                "ops": [op.to_dict() for op in block.ops],
+        """Version 2: one entry per block (version 1, one block's vars and ops at the top,
+        still loads)."""
+        blocks = [{"idx": b.idx, "parent_idx": b.parent_idx,
+                   "vars": [v.to_dict() for v in b.vars.values()],
+                   "ops": [op.to_dict() for op in b.ops]} for b in self.blocks]
+        return {"version": 2, "random_seed": self.random_seed, "blocks": blocks,
                 "grad_var_map": dict(self.grad_var_map),
                 "optimizer_state": {k: list(v) for k, v in self.optimizer_state.items()}}
 
@@ -212,20 +254,12 @@ class Program:
         """Rebuild a Program from `to_dict()`; ops are re-validated against their definitions."""
         prog = Program()
         prog.random_seed = data.get("random_seed", 0)
-        block = prog.global_block()
-        for v in data["vars"]:
-            v = dict(v)
-            name = v.pop("name")
-            if v.pop("parameter", False):
-                lr = v.pop("learning_rate", 1.0)
-                block.vars[name] = Parameter(block, name, learning_rate=lr, **v)
-            else:
-                block.vars[name] = Variable(block, name, **v)
-        for op in data["ops"]:
-            inputs = {k: list(v) for k, v in op["inputs"].items()}
-            outputs = {k: list(v) for k, v in op["outputs"].items()}
-            block.ops.append(Operator(block, op["type"], inputs, outputs, _validated_attrs(op),
-                                      OpRole(op["role"]), op.get("owner")))
+        blocks = data.get("blocks") or [{"idx": 0, "parent_idx": -1, "vars": data["vars"],
+                                         "ops": data["ops"]}]
+        for entry in blocks[1:]:
+            prog.blocks.append(Block(prog, entry["idx"], entry["parent_idx"]))
+        for entry, block in zip(blocks, prog.blocks):
+            _fill_block(block, entry)
         prog.grad_var_map = dict(data.get("grad_var_map", {}))
         prog.optimizer_state = {k: list(v) for k, v in data.get("optimizer_state", {}).items()}
         return prog
@@ -254,7 +288,7 @@ class Program:
         ranks may seed differently (dropout masks) and still run the same collectives."""
         d = self.to_dict()
         d.pop("random_seed", None)
-        for op in d["ops"]:
+        for op in (op for block in d["blocks"] for op in block["ops"]):
             op["attrs"] = {k: v for k, v in op["attrs"].items() if k not in ("op_callstack",)}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -267,16 +301,35 @@ class Program:
     __str__ = __repr__
 
 
+def _fill_block(block: Block, entry: dict) -> None:
+    """`block`'s vars and ops from its `to_dict()` entry; ops re-validated."""
+    for v in entry["vars"]:
+        v = dict(v)
+        name = v.pop("name")
+        if v.pop("parameter", False):
+            lr = v.pop("learning_rate", 1.0)
+            block.vars[name] = Parameter(block, name, learning_rate=lr, **v)
+        else:
+            block.vars[name] = Variable(block, name, **v)
+    for op in entry["ops"]:
+        inputs = {k: list(v) for k, v in op["inputs"].items()}
+        outputs = {k: list(v) for k, v in op["outputs"].items()}
+        block.ops.append(Operator(block, op["type"], inputs, outputs, _validated_attrs(op),
+                                  OpRole(op["role"]), op.get("owner")))
+
+
 def _unserializable(data: dict) -> str:
     """Name the op attribute that JSON cannot hold (numpy arrays, objects)."""
-    for i, op in enumerate(data["ops"]):
-        for name, value in op["attrs"].items():
-            try:
-                json.dumps(value)
-            except TypeError:
-                return (f"op #{i} '{op['type']}': attribute '{name}' holds a "
-                        f"{type(value).__name__}, which cannot be serialized; give it as a "
-                        f"number, a string, a bool or a list of those")
+    for block in data["blocks"]:
+        for i, op in enumerate(block["ops"]):
+            for name, value in op["attrs"].items():
+                try:
+                    json.dumps(value)
+                except TypeError:
+                    return (f"block {block['idx']} op #{i} '{op['type']}': attribute "
+                            f"'{name}' holds a {type(value).__name__}, which cannot be "
+                            f"serialized; give it as a number, a string, a bool or a list of "
+                            f"those")
     return "the program holds a value that cannot be serialized to JSON"
 
 

@@ -3,11 +3,33 @@
 process of the MPI job."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..core.places import CPUPlace, CUDAPlace, Place
 from ..core.program import Program
 from ..errors import InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..passes.strategy import BuildStrategy, ExecutionStrategy
+
+# How a CompiledProgram runs, by the kind of distribution it was compiled for: kind -> a
+# function (compiled, executor place, scope) -> its runner, whose run(scope, feed, fetch_names,
+# return_numpy, return_merged, plan_cache) Executor.run calls every step. "data_parallel" is
+# SPMD (with_data_parallel: every rank the same program). A kind with several roles
+# (parameter-server mode: trainers and pservers, each with its own program) registers its own
+# runner, which holds the program of each role and runs this process's.
+RUNNERS: dict[str, Callable] = {}
+
+
+def register_runner(kind: str):
+    """Decorator: the function making the runner of CompiledPrograms of `kind`."""
+
+    def register(make):
+        if kind in RUNNERS:
+            raise ValueError(f"a runner for '{kind}' is registered twice")
+        RUNNERS[kind] = make
+        return make
+
+    return register
 
 
 class CompiledProgram:
@@ -26,6 +48,7 @@ class CompiledProgram:
         self._build_strategy = _check_type(build_strategy, BuildStrategy, "build_strategy")
         self._exec_strategy = ExecutionStrategy()
         self._data_parallel = False
+        self.distribution: str | None = None  # a RUNNERS kind; None: runs as a plain program
         self._loss_name = None
         self._share_vars_from = None
         self._places = None
@@ -54,6 +77,7 @@ class CompiledProgram:
             raise InvalidArgumentError(
                 f"share_vars_from must be a CompiledProgram, got {type(share_vars_from).__name__}")
         self._data_parallel = True
+        self.distribution = "data_parallel"
         self._loss_name = loss_name.name if hasattr(loss_name, "name") else loss_name
         if build_strategy is not None:
             self._build_strategy = _check_type(build_strategy, BuildStrategy, "build_strategy")
@@ -78,28 +102,18 @@ class CompiledProgram:
         return [CPUPlace()] * flags().cpu_num
 
     def runner(self, executor_place: Place, scope):
-        """What Executor.run runs: the data-parallel runner, compiled on the first call (on
-        `scope`, the scope of the first run); None for a program compiled without data
-        parallelism, which runs as it is."""
-        if not self._data_parallel:
+        """What Executor.run runs: the runner of this program's kind of distribution (RUNNERS),
+        made on the first call, on `scope` (the scope of the first run); None for a program
+        compiled without distribution, which runs as it is."""
+        if self.distribution is None:
             return None
         if self._runner is None:
-            from .parallel import DataParallelRunner
-
-            share = None
-            if self._share_vars_from is not None:
-                if not self._share_vars_from._data_parallel:
-                    raise InvalidArgumentError(
-                        "share_vars_from names a CompiledProgram that is not data parallel: "
-                        "call with_data_parallel on it too")
-                share = self._share_vars_from._runner
-                if share is None:
-                    raise PreconditionError(
-                        "share_vars_from names a CompiledProgram that has not run yet: run the "
-                        "training program once before the program that shares its variables")
-            self._runner = DataParallelRunner(self._program, self._build_strategy,
-                                              self._loss_name, self.places_for(executor_place),
-                                              scope, share, self._exec_strategy)
+            make = RUNNERS.get(self.distribution)
+            if make is None:
+                raise InvalidArgumentError(
+                    f"no runner for a CompiledProgram of kind '{self.distribution}'; "
+                    f"registered: {sorted(RUNNERS)}")
+            self._runner = make(self, executor_place, scope)
         return self._runner
 
     # -- what a data-parallel program made of the program: None until its first run ----------
@@ -133,6 +147,26 @@ class CompiledProgram:
             return share.optimizer_state_sharding() if share is not None else None
         sharding = self._runner.state_sharding
         return None if sharding is None else (self._runner.scopes[0], sharding)
+
+
+@register_runner("data_parallel")
+def _data_parallel_runner(compiled: CompiledProgram, executor_place: Place, scope):
+    from .parallel import DataParallelRunner
+
+    share = None
+    if compiled._share_vars_from is not None:
+        if not compiled._share_vars_from._data_parallel:
+            raise InvalidArgumentError(
+                "share_vars_from names a CompiledProgram that is not data parallel: "
+                "call with_data_parallel on it too")
+        share = compiled._share_vars_from._runner
+        if share is None:
+            raise PreconditionError(
+                "share_vars_from names a CompiledProgram that has not run yet: run the "
+                "training program once before the program that shares its variables")
+    return DataParallelRunner(compiled.program, compiled._build_strategy, compiled._loss_name,
+                              compiled.places_for(executor_place), scope, share,
+                              compiled._exec_strategy)
 
 
 def _check_type(value, kind, name):

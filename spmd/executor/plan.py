@@ -68,10 +68,14 @@ class Plan:
     """
 
     def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag="",
-                 update_rng=None, place=None):
+                 update_rng=None, place=None, block_index: int = 0):
         """`comm`: the communicator the collectives use, or a function making it on first use
-        (a program without collectives never touches MPI)."""
-        block = program.global_block()
+        (a program without collectives never touches MPI). `block_index`: the block it runs;
+        a sub-block's plan is run with `run_in` on values its caller gives (`sub_plan`)."""
+        block = program.block(block_index)
+        var = block._var_recursive  # a sub-block reads its ancestors' variables
+        self._made_with = (program, rng, comm, rank, tag, update_rng, place)
+        self._sub_plans: dict[int, Plan] = {}
         self.tag = f"{tag} " if tag else ""  # "[rank r/n] " in multi-process runs
         self._run_event = "Executor::Run" if rank is None else "ParallelExecutor::Run"
         self.block = block
@@ -79,7 +83,7 @@ class Plan:
         self._comm_source = comm if callable(comm) else None
         self.fetch_names = list(fetch_names)
         for n in self.fetch_names:
-            block.var(n)  # raises NotFoundError naming the variable
+            var(n)  # raises NotFoundError naming the variable
         ops = [(i, op) for i, op in enumerate(block.ops)
                if rank is None or op.owner is None or op.owner == rank]
         foreign = {n for op in block.ops if rank is not None and op.owner not in (None, rank)
@@ -91,7 +95,7 @@ class Plan:
         for k, (_, op) in enumerate(ops):
             for n in op.input_arg_names:
                 if n not in written and n not in reads_before_write and n not in zero_reads:
-                    if n in foreign and not block.vars[n].persistable:
+                    if n in foreign and not var(n).persistable:
                         zero_reads.append(n)
                     else:
                         reads_before_write.append(n)
@@ -99,20 +103,22 @@ class Plan:
             for n in op.output_arg_names:
                 written.add(n)
                 last_use[n] = max(last_use.get(n, k), k)
-        self.zero_reads = [_zeros_spec(block.vars[n]) for n in zero_reads]
+        self.zero_reads = [_zeros_spec(var(n)) for n in zero_reads]
         feed_set = set(feed_names)
-        self._needed_feeds = [n for n in reads_before_write if block.vars[n].is_data
-                              and not block.vars[n].persistable]
+        self._needed_feeds = [n for n in reads_before_write if var(n).is_data
+                              and not var(n).persistable]
         self.scope_reads = [n for n in reads_before_write if n not in feed_set]
         self.fetch_from_scope = [n for n in self.fetch_names
                                  if n not in written and n not in feed_set]
         self._from_scope = self.scope_reads + self.fetch_from_scope  # read every run
         keep = set(self.fetch_names) | {n for n, v in block.vars.items() if v.persistable}
+        if block_index:  # a sub-block frees only its own temporaries, never its caller's values
+            keep |= {n for n in last_use if n not in block.vars}
         frees_at: dict[int, list[str]] = {}
         for n, k in last_use.items():
             if n not in keep:
                 frees_at.setdefault(k, []).append(n)
-        self.persist_writes = sorted(n for n in written if block.vars[n].persistable)
+        self.persist_writes = sorted(n for n in written if var(n).persistable)
         self.steps = []
         self.has_collectives = False
         self.check_nan_inf = flags().check_nan_inf
@@ -124,7 +130,7 @@ class Plan:
             # an update's draws (Dpsgd's noise) are the same on every rank
             ctx = KernelContext(update_rng if update_rng is not None
                                 and op.role in _UPDATE_ROLES else rng,
-                                self._plan_comm, place, rank_tag)
+                                self._plan_comm, place, rank_tag, self.run_block)
             self.has_collectives = self.has_collectives or opdef.collective
             fn = get_kernel(op.type)
             if takes_context(op.type):
@@ -147,6 +153,29 @@ class Plan:
         # whether the latest run reached a collective (so it may have started on other ranks);
         # after a failure, False means this run issued none: the caller may retry the step
         self.started_collectives = False
+
+    def sub_plan(self, block_index: int) -> Plan:
+        """The plan of sub-block `block_index` of the same program, made once, with this
+        plan's generators, communicator, rank and place (a control-flow op runs its body
+        with it)."""
+        plan = self._sub_plans.get(block_index)
+        if plan is None:
+            program, rng, comm, rank, tag, update_rng, place = self._made_with
+            plan = self._sub_plans[block_index] = Plan(
+                program, [], [], rng, self._comm or comm, rank, tag, update_rng, place,
+                block_index)
+        return plan
+
+    def run_block(self, block_index: int, env: dict, xp) -> dict:
+        """Run sub-block `block_index` on `env` (name -> array: everything the block reads
+        from outside it); its writes land in `env`, which is returned."""
+        return self.sub_plan(block_index).run_in(env, xp)
+
+    def run_in(self, env: dict, xp) -> dict:
+        """Run this plan's ops on `env` in place (no feed, no scope, nothing committed): how a
+        sub-block runs. A value it reads that `env` lacks fails naming the op."""
+        self._execute(self.steps, env, xp)
+        return env
 
     @property
     def comm(self):
@@ -179,7 +208,7 @@ class Plan:
         for n in self._from_scope:
             value = scope.get(n)
             if value is None:
-                raise _uninitialized(self.block.vars[n])
+                raise _uninitialized(self.block._var_recursive(n))
             env[n] = value
         return env
 

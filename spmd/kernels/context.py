@@ -28,18 +28,21 @@ class KernelContext:
       of a fused gradient bucket), or None;
     - `bucket`: the persistent fused buffer of a bucketed collective, or None;
     - `scratch`: a dict for buffers the kernel keeps from one run to the next;
-    - `place`: where the plan runs; `tag`: "[rank r/n] " in multi-process jobs, else "".
+    - `place`: where the plan runs; `tag`: "[rank r/n] " in multi-process jobs, else "";
+    - `run_block(block_index, env, xp)`: run a sub-block of the program on `env` (name ->
+      array: what the block reads from outside it; its writes land there): control flow.
     """
 
     __slots__ = ("rng", "place", "outputs", "bucket", "scratch", "_comm", "_comm_source",
-                 "_tag")
+                 "_tag", "_run_block")
 
     def __init__(self, rng=None, comm: Callable | object | None = None, place=None,
-                 tag: Callable | str = ""):
+                 tag: Callable | str = "", run_block: Callable | None = None):
         """`comm` and `tag` may be functions giving them on first use."""
         self.rng = rng
         self.place = place
         self._tag = tag
+        self._run_block = run_block
         self.outputs: dict = {}  # slot -> (xp -> preallocated array)
         self.bucket = None
         self.scratch: dict = {}
@@ -56,6 +59,13 @@ class KernelContext:
                     "CompiledProgram")
             self._comm = self._comm_source()
         return self._comm
+
+    def run_block(self, block_index: int, env: dict, xp) -> dict:
+        if self._run_block is None:
+            raise PreconditionError(
+                f"this op runs block {block_index} of its program, but it was called outside "
+                f"a plan; run it through an Executor")
+        return self._run_block(block_index, env, xp)
 
     @property
     def tag(self) -> str:

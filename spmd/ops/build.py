@@ -49,15 +49,15 @@ def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, r
     attrs = opdef.validate_attrs(attrs, where)
     for names in ins.values():
         for n in names:
-            if not block.has_var(n):
+            if block._find_var_recursive(n) is None:  # a sub-block reads its ancestors' vars
                 raise InvalidArgumentError(f"{where}: input variable '{n}' is not in the block")
     for names in outs.values():
         for n in names:
-            if not block.has_var(n):
+            if block._find_var_recursive(n) is None:
                 block.create_var(name=n, shape=(), dtype="float32")
 
     def info(n):
-        v = block.vars[n]
+        v = block._var_recursive(n)
         return VarInfo(n, v.shape, v.dtype)
 
     ctx = InferContext(opdef, {s: [info(n) for n in ns] for s, ns in ins.items()},
@@ -66,6 +66,6 @@ def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, r
     for slot, entries in ctx.results.items():
         for n, entry in zip(outs[slot], entries):
             if entry is not None:
-                var = block.vars[n]
+                var = block._var_recursive(n)
                 var.shape, var.dtype = entry[0], entry[1]
     return Operator(block, type, ins, outs, attrs, role)

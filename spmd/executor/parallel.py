@@ -118,9 +118,9 @@ class DataParallelRunner:
         # the place threads and communication threads end with the runner; never the
         # process's shared world communicator, which other programs' steps may be using (a
         # garbage collection at a different moment on each rank would cross their collectives)
-        owned = [] if share_from is not None else [
+        closing = [] if share_from is not None else [
             comm for comm in self.comms if not is_world_communicator(comm)]
-        weakref.finalize(self, _shut_down, self._pool, owned)
+        weakref.finalize(self, _shut_down, self._pool, closing)
 
     @property
     def state_sharding(self) -> StateSharding | None:

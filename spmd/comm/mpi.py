@@ -199,7 +199,7 @@ class MPICommunicator(Communicator):
 
         def reduce_scatter(array):
             _check_contiguous(array, "reduce_scatter")
-            check_divisible(self, array)  # else MPI would scatter a truncated sum
+            check_divisible(self, array)  # as the timed form: mpi4py would raise a ValueError
             out = np.empty(array.size // self.size, dtype=array.dtype)
             self._enter("reduce_scatter")
             self.comm.Reduce_scatter_block(array.reshape(-1), out, op=MPI.SUM)

@@ -81,7 +81,8 @@ def test_fleet_v1_equals_compiled_program_path(tmp_path):
     assert (tmp_path / "ckpt").is_dir() and (tmp_path / "infer").is_dir()
 
 
-def test_fleet_v1_collective_mode_runs_the_main_program_data_parallel():
+def test_fleet_v1_collective_mode_runs_the_main_program_data_parallel(monkeypatch):
+    monkeypatch.setenv("CPU_NUM", "2")  # two places: a data-parallel run fetches a loss each
     want, _ = reference()
     strategy = DistributedStrategy()
     strategy.mode = "collective"
@@ -89,7 +90,8 @@ def test_fleet_v1_collective_mode_runs_the_main_program_data_parallel():
     main, startup, loss = fleet_v1(strategy)
     assert fleet.main_program is main  # as fluid 1.8: the Program, so it clones for test
     assert fleet.main_program.clone(for_test=True).global_block().ops
-    scope, _, _ = train(main, startup, loss)
+    scope, _, losses = train(main, startup, loss)
+    assert all(np.shape(step) == (2,) for step in losses), losses  # ran on both places
     for name, value in params(scope, main).items():
         np.testing.assert_allclose(value, want[name], rtol=1e-12)
 
@@ -132,9 +134,10 @@ def test_role_makers():
         fleet_v1(role=role_maker.UserDefinedCollectiveRoleMaker(0, ["a:1", "b:2"]))
 
 
-def test_paddle_distributed_fleet_static():
+def test_paddle_distributed_fleet_static(monkeypatch):
     from spmd.distributed import fleet as fleet2
 
+    monkeypatch.setenv("CPU_NUM", "2")  # two places: a data-parallel run fetches a loss each
     want, _ = reference()
     fleet2.init(is_collective=True)
     assert (fleet2.worker_index(), fleet2.worker_num()) == (0, 1)
@@ -148,7 +151,8 @@ def test_paddle_distributed_fleet_static():
         opt = fleet2.distributed_optimizer(fluid.optimizer.Momentum(0.1, 0.9), strategy)
         opt.minimize(loss)
     assert isinstance(fleet2.main_program, fluid.CompiledProgram)
-    scope, _, _ = train(main, startup, loss)  # the main program itself: data parallel
+    scope, _, losses = train(main, startup, loss)  # the main program itself: data parallel
+    assert all(np.shape(step) == (2,) for step in losses), losses  # ran on both places
     for name, value in params(scope, main).items():
         np.testing.assert_allclose(value, want[name], rtol=1e-12)
     strategy.lamb = True

@@ -1,4 +1,4 @@
-"""Kernels: parameter update ops (sgd, momentum, adam) and the helpers optimizers use.
+"""Kernels: parameter update ops (sgd, momentum, adam, nadam) and the helpers optimizers use.
 
 Update kernels return new arrays and never write into their inputs: the executor binds
 ParamOut to the Param variable's name, so the new array replaces the old one in the scope.
@@ -85,6 +85,41 @@ def adam(xp, ins, attrs, want):
 def _as(value, dtype):
     """A numpy/cupy scalar or 0-d array in `dtype`."""
     return value.astype(dtype) if hasattr(value, "astype") else dtype.type(value)
+
+
+@kernel("nadam")
+def nadam(xp, ins, attrs, want):
+    """Paddle 2.6+'s NAdamKernel (phi/kernels/impl/nadam_kernel_impl.h), in its order of
+    operations, every state array shaped like the parameter and updated elementwise:
+
+        decay_pow = decay_pow * 0.96;  beta2_pow = beta2_pow * beta2
+        mu_t      = beta1 * (1 - 0.5 * decay_pow**psi)
+        mu_next   = beta1 * (1 - 0.5 * decay_pow**psi * 0.96**psi)
+        mu_prod   = mu_prod * mu_t
+        m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g * g
+        m1_hat = mu_next * m1 / (1 - mu_prod * mu_next) + (1 - mu_t) * g / (1 - mu_prod)
+        p = p - lr * m1_hat / (sqrt(m2 / (1 - beta2_pow)) + epsilon)
+
+    with psi = momentum_decay; decay_pow, beta2_pow and mu_prod start at 1.
+    """
+    p, g = ins["param"], ins["grad"]
+    dt = p.dtype
+    one, half, rho = dt.type(1), dt.type(0.5), dt.type(0.96)
+    beta1, beta2 = dt.type(attrs["beta1"]), dt.type(attrs["beta2"])
+    eps, psi = dt.type(attrs["epsilon"]), dt.type(attrs["momentum_decay"])
+    decay_pow = ins["momentum_decay_pow"] * rho
+    beta2_pow = ins["beta2_pow"] * beta2
+    decay = half * decay_pow ** psi
+    mu_t = beta1 * (one - decay)
+    mu_next = beta1 * (one - decay * rho ** psi)
+    mu_prod = ins["mu_product"] * mu_t
+    m1 = beta1 * ins["moment1"] + (one - beta1) * g
+    m2 = beta2 * ins["moment2"] + (one - beta2) * g * g
+    m1_hat = mu_next * m1 / (one - mu_prod * mu_next) + (one - mu_t) * g / (one - mu_prod)
+    m2_hat = m2 / (one - beta2_pow)
+    p_out = p - _scalar(ins["learning_rate"], dt) * m1_hat / (xp.sqrt(m2_hat) + eps)
+    return {"param_out": p_out, "momentum_decay_pow_out": decay_pow, "beta2_pow_out": beta2_pow,
+            "mu_product_out": mu_prod, "moment1_out": m1, "moment2_out": m2}
 
 
 @kernel("sign")

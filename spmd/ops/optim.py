@@ -1,4 +1,4 @@
-"""Op definitions: parameter update ops (sgd, momentum, adam) and the helpers optimizers use
+"""Op definitions: parameter update ops (sgd, momentum, adam, nadam) and the helpers optimizers use
 (sign for L1 decay, clip_by_norm for GradientClipByNorm). The adaptive update ops are in
 optim_adaptive.py, the step counter and learning-rate schedule ops in optim_schedule.py.
 
@@ -58,6 +58,37 @@ def _adam(ctx):
     ctx.set_output_like("Moment2Out", "Moment2")
     ctx.set_output_like("Beta1PowOut", "Beta1Pow")
     ctx.set_output_like("Beta2PowOut", "Beta2Pow")
+
+
+_NADAM_STATE = {"param_out": "param", "momentum_decay_pow_out": "momentum_decay_pow",
+                "beta2_pow_out": "beta2_pow", "mu_product_out": "mu_product",
+                "moment1_out": "moment1", "moment2_out": "moment2"}
+
+
+@define_op("nadam",
+           inputs=["param", "grad", "learning_rate", "momentum_decay_pow", "beta2_pow",
+                   "mu_product", "moment1", "moment2"],
+           outputs=list(_NADAM_STATE), grad=None,
+           attrs={"beta1": ("float", 0.9), "beta2": ("float", 0.999),
+                  "epsilon": ("float", 1e-8), "momentum_decay": ("float", 0.004),
+                  "multi_precision": ("bool", False)})
+def _nadam(ctx):
+    """Paddle 2.6+'s nadam op, with its lower-case slot names (the legacy static IR of 3.3.1).
+    Every state input, the powers and mu_product included, has the parameter's shape (Paddle
+    keeps them per element), so the update is elementwise; see spmd/kernels/optim.py."""
+    for slot in ("grad", "momentum_decay_pow", "beta2_pow", "mu_product", "moment1",
+                 "moment2"):
+        _check_same_shape(ctx, slot, ref="param")
+    _check_scalar(ctx, "learning_rate")
+    for name in ("beta1", "beta2"):
+        beta = ctx.attr(name)
+        ctx.check(0.0 <= beta < 1.0, f"attribute {name} must be in [0, 1), got {beta}")
+    for name in ("epsilon", "momentum_decay"):
+        ctx.check(ctx.attr(name) >= 0.0, f"attribute {name} must be >= 0, got {ctx.attr(name)}")
+    ctx.check(not ctx.attr("multi_precision"),
+              "attribute multi_precision must be False: spmd keeps no master weights")
+    for out, inp in _NADAM_STATE.items():
+        ctx.set_output_like(out, inp)
 
 
 def _sign_grad(op, g):

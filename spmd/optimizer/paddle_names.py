@@ -1,5 +1,5 @@
 """The paddle 2.x names: paddle.optimizer.{SGD, Momentum, Adam, AdamW, Adagrad, RMSProp,
-Adadelta, Adamax}, paddle.regularizer.{L1Decay, L2Decay}, paddle.nn.{ClipGradByValue,
+Adadelta, Adamax, NAdam}, paddle.regularizer.{L1Decay, L2Decay}, paddle.nn.{ClipGradByValue,
 ClipGradByNorm, ClipGradByGlobalNorm}.
 
 They build the same ops as the fluid optimizers; only the constructor arguments differ:
@@ -13,15 +13,21 @@ from __future__ import annotations
 import numbers
 
 from ..errors import InvalidArgumentError
-from .adaptive import AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, RMSPropOptimizer
+from .adaptive import (
+    AdadeltaOptimizer,
+    AdagradOptimizer,
+    AdamaxOptimizer,
+    RMSPropOptimizer,
+    _floats,
+)
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from .common import tmp_var
 from .optimizer import AdamOptimizer, MomentumOptimizer, Optimizer, SGDOptimizer
 from .regularizer import L1Decay, L2Decay, WeightDecayRegularizer
 
 __all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "ClipGradByGlobalNorm",
-           "ClipGradByNorm", "ClipGradByValue", "L1Decay", "L2Decay", "Momentum", "Optimizer",
-           "RMSProp"]
+           "ClipGradByNorm", "ClipGradByValue", "L1Decay", "L2Decay", "Momentum", "NAdam",
+           "Optimizer", "RMSProp"]
 
 REQUIRED_LR = object()  # paddle 2.x: learning_rate has no default for these
 
@@ -191,3 +197,55 @@ class AdamW(Adam):
                             outputs={"Out": [decayed]})
             block.append_op("assign", inputs={"X": [decayed]}, outputs={"Out": [param]})
         return super()._append_optimize_op(block, param, grad)
+
+
+class NAdam(_Paddle2Minimize, Optimizer):
+    """paddle.optimizer.NAdam (Paddle 2.6+): Adam with Nesterov momentum (Dozat), through
+    Paddle's nadam op (formulas in spmd/kernels/optim.py). Per parameter it keeps five
+    accumulators shaped like the parameter, with Paddle's names: momentum_decay_pow, beta2_pow
+    and mu_product (starting at 1), moment1 and moment2 (starting at 0). A float weight_decay
+    is L2Decay added to the gradient, as in Paddle.
+
+    >>> opt = NAdam(learning_rate=0.002, beta1=0.9, beta2=0.999, momentum_decay=0.004)
+    >>> # opt.minimize(avg_loss)
+    """
+
+    type = "nadam"
+    # (accumulator, initial value) in Paddle's order of creation
+    _accs = (("momentum_decay_pow", 1.0), ("beta2_pow", 1.0), ("mu_product", 1.0),
+             ("moment1", 0.0), ("moment2", 0.0))
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 momentum_decay=0.004, parameters=None, weight_decay=None, grad_clip=None,
+                 name=None):
+        super().__init__(learning_rate, parameter_list=parameters,
+                         regularization=_weight_decay(weight_decay, "NAdam"),
+                         grad_clip=grad_clip, name=name)
+        self._beta1, self._beta2, self._epsilon, self._momentum_decay = _floats(
+            "NAdam", beta1=beta1, beta2=beta2, epsilon=epsilon, momentum_decay=momentum_decay)
+        if isinstance(learning_rate, numbers.Real) and learning_rate < 0:
+            raise InvalidArgumentError(f"NAdam: learning_rate must be >= 0, got {learning_rate}")
+        for arg, value in (("beta1", self._beta1), ("beta2", self._beta2)):
+            if not 0.0 <= value < 1.0:
+                raise InvalidArgumentError(f"NAdam: {arg} must be in [0, 1), got {value}")
+        for arg, value in (("epsilon", self._epsilon), ("momentum_decay", self._momentum_decay)):
+            if value < 0.0:
+                raise InvalidArgumentError(f"NAdam: {arg} must be >= 0, got {value}")
+
+    def _create_accumulators(self, main, startup, parameters):
+        for p in parameters:
+            for acc, fill in self._accs:
+                self._add_accumulator(main, startup, acc, p, fill_value=fill)
+
+    def _append_optimize_op(self, block, param, grad):
+        inputs = {"param": [param], "grad": [grad],
+                  "learning_rate": [self._create_param_lr(block, param)]}
+        outputs = {"param_out": [param]}
+        for acc, _ in self._accs:
+            var = self._get_accumulator(block.program, acc, param)
+            inputs[acc] = [var]
+            outputs[acc + "_out"] = [var]
+        return block.append_op(
+            "nadam", inputs=inputs, outputs=outputs,
+            attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
+                   "momentum_decay": self._momentum_decay, "multi_precision": False})

@@ -32,6 +32,7 @@ OPTIMIZERS = {
     "lars": lambda: OPT.LarsMomentum(0.5, momentum=0.9),
     "adamw": lambda: paddle.optimizer.AdamW(0.05, weight_decay=0.1,
                                             grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
+    "nadam": lambda: paddle.optimizer.NAdam(0.05, weight_decay=1e-3, momentum_decay=0.01),
     "lookahead": lambda: OPT.LookaheadOptimizer(OPT.Momentum(0.1, 0.9), alpha=0.5, k=2),
     "decay_schedule": lambda: OPT.SGD(fluid.layers.exponential_decay(0.2, 1, 0.5),
                                     grad_clip=fluid.clip.GradientClipByNorm(0.5)),

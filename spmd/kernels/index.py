@@ -219,6 +219,28 @@ def where_index(xp, ins, attrs, want):
     return {"Out": xp.argwhere(ins["Condition"]).astype(np.int64)}
 
 
+@kernel("where")
+def where(xp, ins, attrs, want):
+    cond, x, y = ins["Condition"], ins["X"], ins["Y"]
+    if not cond.shape == x.shape == y.shape:  # unknown (-1) dims fed with different sizes
+        raise InvalidArgumentError(
+            f"where: Condition {list(cond.shape)}, X {list(x.shape)} and Y {list(y.shape)} "
+            f"must have the same shape (paddle.where broadcasts them first)")
+    return {"Out": xp.where(cond, x, y)}
+
+
+@kernel("where_grad")
+def where_grad(xp, ins, attrs, want):
+    cond, dout = ins["Condition"], ins["Out@GRAD"]
+    zero = xp.zeros((), dtype=dout.dtype)
+    res = {}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = xp.where(cond, dout, zero)
+    if "Y@GRAD" in want:
+        res["Y@GRAD"] = xp.where(cond, zero, dout)
+    return res
+
+
 def _unique(x):
     """Unique values in order of first appearance (fluid's order), the index of each input
     element among them and how often each occurs."""

@@ -10,7 +10,9 @@ import math
 
 import numpy as np
 
+from ..core.variable import Variable
 from ..errors import InvalidArgumentError
+from . import index as _index
 from . import math_ops as _m
 from . import nn as _nn
 from . import tensor as _t
@@ -21,8 +23,8 @@ __all__ = [
     "add", "cast", "clip", "concat", "create_global_var", "create_parameter", "divide", "exp",
     "flatten", "full", "gather", "log", "matmul", "max", "maximum", "mean", "minimum",
     "multiply", "ones", "ones_like", "pow", "reshape", "scale", "slice", "split", "sqrt",
-    "square", "squeeze", "subtract", "sum", "tanh", "topk", "transpose", "unsqueeze", "zeros",
-    "zeros_like",
+    "square", "squeeze", "subtract", "sum", "tanh", "topk", "transpose", "unsqueeze", "where",
+    "zeros", "zeros_like",
 ]
 
 exp, log, sqrt, square, tanh = _m.exp, _m.log, _m.sqrt, _m.square, _m.tanh
@@ -192,3 +194,53 @@ def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002
     if not largest:
         raise InvalidArgumentError("topk: largest=False is not supported")
     return _nn.topk(x, k, name=name)
+
+
+def where(condition, x=None, y=None, name=None):
+    """Elements of `x` where `condition` is True, else of `y` (paddle.where).
+
+    `condition` is bool; `x` and `y` are Variables of one dtype or Python numbers (a number
+    takes the other operand's dtype; two numbers give int64 if both are ints, else float32, as
+    paddle.to_tensor makes them). The three broadcast numpy-style to one shape, as paddle 2.x
+    does it in a static program (adding zeros), and the `where` op runs on that shape.
+    Gradients flow to `x` and `y` (summed over broadcast dims). With neither `x` nor `y` it is
+    `nonzero(condition, as_tuple=True)`.
+
+    >>> # x: [N, 3] float32; keep the positive entries, zero the others
+    >>> # out = paddle.where(x > 0, x, 0.0)
+    >>> # out = paddle.where(mask, x, paddle.zeros_like(x))   # mask: [N, 1] bool broadcasts
+    """
+    if x is None and y is None:
+        return _index.nonzero(condition, as_tuple=True)
+    if x is None or y is None:
+        raise InvalidArgumentError("where: give both x and y, or neither")
+    check_variable(condition, "condition", "where", dtypes={"bool"})
+    x, y = _where_operand(x, y, "x"), _where_operand(y, x, "y")
+    if x.dtype != y.dtype:
+        raise InvalidArgumentError(
+            f"where: x ({x.name}) is {x.dtype} but y ({y.name}) is {y.dtype}: cast one of them")
+    if not (list(condition.shape) == list(x.shape) == list(y.shape)):
+        # paddle 2.x's static broadcast: add zeros shaped like all three to each of them
+        zeros = add(add(zeros_like(x), zeros_like(y)), cast(zeros_like(condition), x.dtype))
+        condition = cast(add(cast(condition, x.dtype), zeros), "bool")
+        x, y = add(x, zeros), add(y, zeros)
+    helper = LayerHelper("where", name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("where", {"Condition": [condition], "X": [x], "Y": [y]}, {"Out": [out]})
+    return out
+
+
+def _where_operand(value, other, arg: str):
+    """`value` as a Variable: a Python number becomes a [1] tensor of `other`'s dtype."""
+    if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+        return check_variable(value, arg, "where")
+    if isinstance(other, Variable):
+        dtype = other.dtype
+    else:
+        dtype = "int64" if isinstance(value, (int, np.integer)) and isinstance(
+            other, (int, np.integer)) else "float32"
+    if not dtype.startswith("float") and not float(value).is_integer():
+        raise InvalidArgumentError(
+            f"where: {arg}={value!r} is not a whole number but the other operand is {dtype}: "
+            f"cast that operand to a float dtype first")
+    return _t.fill_constant([1], dtype, value)

@@ -114,6 +114,25 @@ def _where_index(ctx):
     ctx.set_output("Out", (-1, len(cond.shape)), "int64")
 
 
+@define_op("where", inputs=["Condition", "X", "Y"], outputs=["Out"],
+           no_grad_inputs=("Condition",), grad_uses=("Condition", "X", "Y"))
+def _where(ctx):
+    """Out = X where Condition else Y. As in fluid 1.8 the three have one shape (paddle.where
+    broadcasts them before the op); X@GRAD / Y@GRAD are Out@GRAD where Condition holds / not."""
+    cond, x, y = ctx.input("Condition"), ctx.input("X"), ctx.input("Y")
+    ctx.check(cond.dtype == "bool",
+              f"Condition '{cond.name}' is {cond.dtype}; where takes a bool Condition (use a "
+              f"comparison or cast(x, 'bool') first)")
+    ctx.check(x.dtype == y.dtype,
+              f"X '{x.name}' is {x.dtype} but Y '{y.name}' is {y.dtype}: cast one of them")
+    for other, what in ((cond, "Condition"), (y, "Y")):
+        same = len(other.shape) == len(x.shape) and all(
+            a == b or -1 in (a, b) for a, b in zip(other.shape, x.shape))
+        ctx.check(same, f"{what} {list(other.shape)} and X {list(x.shape)} must have the same "
+                        f"shape (paddle.where broadcasts them first)")
+    ctx.set_output("Out", x.shape, x.dtype)
+
+
 @define_op("unique", inputs=["X"], outputs=["Out", "Index"], grad=None,
            attrs={"dtype": ("dtype", "int32")})
 def _unique(ctx):

@@ -63,6 +63,7 @@ class MPICommunicator(Communicator):
         self._MPI = MPI
         self._board = None
         self._tracking = False
+        self.abandoned: list = []  # (request, its buffers) of collectives that timed out
         if track_arrivals:
             self.track_arrivals()
 
@@ -88,9 +89,19 @@ class MPICommunicator(Communicator):
     def missing(self) -> str:
         return self._board.missing() if self._board is not None else ""
 
-    def _wait(self, req, op: str):
+    def _wait(self, req, op: str, *buffers):
+        """Wait for `req` with the timeout. One that fails leaves the request posted (MPI has
+        no way to cancel a collective): a late rank may still complete it, writing into
+        `buffers`, so they are kept alive with it (`abandoned`) instead of freed."""
         if req.Test():
             return
+        try:
+            self._poll(req, op)
+        except CommunicationError:
+            self.abandoned.append((req, buffers))
+            raise
+
+    def _poll(self, req, op: str):
         deadline = time.monotonic() + self.timeout_s
         spin_until = time.monotonic() + 0.002  # short collectives finish within a spin
         # A wait this long goes into paddle-launch's status file (SPMD_STATUS_FILE), so a
@@ -128,7 +139,7 @@ class MPICommunicator(Communicator):
         _check_contiguous(array, "allreduce")
         op = self._op(reduction)
         self._enter("allreduce")
-        self._wait(self.comm.Iallreduce(self._MPI.IN_PLACE, array, op=op), "allreduce")
+        self._wait(self.comm.Iallreduce(self._MPI.IN_PLACE, array, op=op), "allreduce", array)
         return array
 
     def reduce(self, array, root: int, reduction: str = "sum"):
@@ -140,20 +151,20 @@ class MPICommunicator(Communicator):
             req = self.comm.Ireduce(MPI.IN_PLACE, array, op=op, root=root)
         else:
             req = self.comm.Ireduce(array, None, op=op, root=root)
-        self._wait(req, f"reduce(root={root})")
+        self._wait(req, f"reduce(root={root})", array)
         return array
 
     def broadcast(self, array, root: int):
         _check_contiguous(array, "broadcast")
         self._enter("broadcast")
-        self._wait(self.comm.Ibcast(array, root=root), f"broadcast(root={root})")
+        self._wait(self.comm.Ibcast(array, root=root), f"broadcast(root={root})", array)
         return array
 
     def allgather(self, array):
         _check_contiguous(array, "allgather")
         self._enter("allgather")
         out = np.empty((self.size,) + array.shape, dtype=array.dtype)
-        self._wait(self.comm.Iallgather(array, out), "allgather")
+        self._wait(self.comm.Iallgather(array, out), "allgather", array, out)
         return out
 
     def reduce_scatter(self, array):
@@ -162,7 +173,7 @@ class MPICommunicator(Communicator):
         out = np.empty(array.size // self.size, dtype=array.dtype)
         self._enter("reduce_scatter")
         self._wait(self.comm.Ireduce_scatter_block(array.reshape(-1), out, op=self._MPI.SUM),
-                   "reduce_scatter")
+                   "reduce_scatter", array, out)
         return out
 
     def barrier(self):

@@ -71,6 +71,22 @@ def _end_job(message: str) -> None:
         os._exit(1)
 
 
+# How much longer than the collective timeout the engine waits before it ends the job: a
+# backend that times out by itself (threads in a LocalGroup, MPI's polled waits) then raises
+# its CommunicationError first, and the job ends only for a call that cannot time out.
+GRACE_S = 2.0
+
+
+def timeout_of(comm) -> float:
+    """The communicator's own collective timeout (its `timeout_s`, or its group's), else
+    SPMD_COLLECTIVE_TIMEOUT."""
+    for owner in (comm, getattr(comm, "group", None), getattr(comm, "mpi", None)):
+        timeout = getattr(owner, "timeout_s", None)
+        if timeout is not None:
+            return timeout
+    return flags().collective_timeout_s
+
+
 class Watchdog:
     """Watches the collective running on the caller's thread (overlap=False) of one
     communicator; ends the job when it outlives the timeout, and records a long wait for the
@@ -78,7 +94,7 @@ class Watchdog:
 
     def __init__(self, comm):
         self._comm = comm
-        self._timeout = flags().collective_timeout_s  # read once: flags() costs ~20 us a call
+        self._timeout = timeout_of(comm) + GRACE_S  # read once: flags() costs ~20 us a call
         self.op: str | None = None
         self.began = 0.0  # time.time() when the current op started
         self.deadline = 0.0
@@ -112,7 +128,7 @@ class Watchdog:
                 status("wait", op, when=began)
                 noted = op
             if time.monotonic() > deadline:
-                timed_out(self._comm, op, self._timeout)
+                timed_out(self._comm, op, self._timeout - GRACE_S)
 
 
 class _Worker:
@@ -174,7 +190,7 @@ class ThreadEngine:
         self._pending: list[_QueuedHandle] = []
         self._lock = threading.RLock()
         self._fast: dict = {}  # op -> the backend's fastest blocking call, looked up once
-        self._timeout = flags().collective_timeout_s
+        self._timeout = timeout_of(comm) + GRACE_S
 
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
               into=None) -> Handle:
@@ -207,7 +223,7 @@ class ThreadEngine:
         try:
             result = _wait_noting(handle._future, handle.op, deadline, self._comm)
         except concurrent.futures.TimeoutError:
-            timed_out(self._comm, handle.op, self._timeout)
+            timed_out(self._comm, handle.op, self._timeout - GRACE_S)
         finally:
             handle.waited = True
         return result

@@ -55,7 +55,7 @@ def _nbytes(var) -> int:
 # reduce over the parameter.
 ROW_SEPARABLE = frozenset({
     "sgd", "momentum", "adam", "adagrad", "decayed_adagrad", "rmsprop", "adadelta", "adamax",
-    "ftrl", "scale", "sum", "assign", "cast", "sign", "clip",
+    "ftrl", "nadam", "scale", "sum", "assign", "cast", "sign", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
     "elementwise_max", "elementwise_min"})
 

@@ -248,6 +248,7 @@ def _tiny(make_opt, zero_loss=False):
     ("ftrl", lambda: fluid.optimizer.Ftrl(0.1), True),
     ("adadelta", lambda: fluid.optimizer.Adadelta(0.1), True),
     ("adamw", lambda: paddle.optimizer.AdamW(0.1), True),
+    ("nadam", lambda: paddle.optimizer.NAdam(0.1), True),
     ("lamb", lambda: fluid.optimizer.Lamb(0.1), False),
     ("lars", lambda: fluid.optimizer.LarsMomentum(0.1, 0.9), False),
 ])

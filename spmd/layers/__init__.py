@@ -32,7 +32,7 @@ paddle 2.x (spmd/static, and the top-level `spmd` imported as `paddle`):
                               squeeze, unsqueeze, cast, add, subtract, multiply, divide,
                               maximum, minimum, exp, log, sqrt, square, tanh, pow, clip, scale,
                               zeros, ones, full, zeros_like, ones_like, gather, slice, topk,
-                              create_parameter, create_global_var)
+                              where, create_parameter, create_global_var)
     paddle.metric.accuracy    spmd.layers.loss.accuracy
 
 >>> # import spmd.fluid as fluid

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from ..flags import flags
-from . import local, mpi, nccl, staged  # noqa: F401 - each registers its backend
+from . import local, mpi, mpi_persistent, nccl, staged  # noqa: F401 - each registers its backend
 from .base import BACKENDS, Communicator, SelfCommunicator
 
 

@@ -106,6 +106,14 @@ class MPIBackend(Backend):
         _join_late_over_mpi(comms[0], late, comms[0].rank)
 
 
+class PersistentMPIBackend(MPIBackend):
+    name = "mpi_persistent"
+
+    def make(self, timeout_s, track_arrivals=False):
+        return [create_communicator("mpi_persistent", comm=world().Dup(), timeout_s=timeout_s,
+                                    track_arrivals=track_arrivals)]
+
+
 class LocalBackend(Backend):
     """Places on threads of this process: each process is a world of its own."""
 
@@ -185,8 +193,8 @@ class NCCLBackend(Backend):
 
 
 # The one list of backends: every test runs over each (a skip says why one cannot run here).
-BACKENDS = [MPIBackend(), LocalBackend(), HierarchicalBackend(), StagedBackend(),
-            StagedBackend(gpu=True), SelfBackend(), NCCLBackend()]
+BACKENDS = [MPIBackend(), PersistentMPIBackend(), LocalBackend(), HierarchicalBackend(),
+            StagedBackend(), StagedBackend(gpu=True), SelfBackend(), NCCLBackend()]
 
 
 def on_members(comms: list, fn, group: LocalGroup | None = None) -> list:
@@ -390,6 +398,29 @@ def test_allreduce_and_reduce_in_place_with_every_reduction(case, dtype):
                     check.true(f"reduce {at} returns its array", out is a)
                     if comm.rank == root:
                         check.equal(f"reduce {at} to {root}", out, want)
+
+    case.check(body)
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_same_array_reduced_step_after_step(case, overlap):
+    """As a gradient bucket is, every step: one array refilled and allreduced again (in
+    blocking and async forms, with several reductions interleaved), right every time."""
+    size = case.size
+
+    def body(comm, check):
+        bucket = case.array(values(comm.rank, (37,), "float32"))
+        for step in range(4):
+            for reduction in ("sum", "max"):
+                bucket[...] = case.array(values(comm.rank, (37,), "float32", reduction, step))
+                want = reduced(size, (37,), "float32", reduction, step)
+                at = f"step {step} {reduction}"
+                if step % 2:
+                    out = comm.iallreduce(bucket, reduction, overlap=overlap).wait()
+                else:
+                    out = comm.allreduce(bucket, reduction)
+                check.true(f"{at}: the bucket itself", out is bucket)
+                check.equal(at, out, want)
 
     case.check(body)
 

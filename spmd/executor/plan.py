@@ -104,6 +104,7 @@ class Plan:
                 written.add(n)
                 last_use[n] = max(last_use.get(n, k), k)
         self.zero_reads = [_zeros_spec(var(n)) for n in zero_reads]
+        self._zeros = None  # (xp, name -> array), made on the first run
         feed_set = set(feed_names)
         self._needed_feeds = [n for n in reads_before_write if var(n).is_data
                               and not var(n).persistable]
@@ -203,14 +204,24 @@ class Plan:
         """The values the ops read first: checked feeds, stand-in zeros, scope values."""
         self.started_collectives = False
         env = dict(feed) if checked else self.checked_feed(feed, xp)
-        for name, shape, dtype in self.zero_reads:
-            env[name] = xp.zeros(shape, dtype=dtype)
+        if self.zero_reads:
+            env.update(self._stand_in_zeros(xp))
         for n in self._from_scope:
             value = scope.get(n)
             if value is None:
                 raise _uninitialized(self.block._var_recursive(n))
             env[n] = value
         return env
+
+    def _stand_in_zeros(self, xp) -> dict:
+        """The zeros standing in for values only other ranks compute, made once per array
+        module: kernels never modify their inputs, so one array serves every step (Reduce
+        mode reads a chunk per parameter this way, megabytes a step otherwise)."""
+        zeros = self._zeros
+        if zeros is None or zeros[0] is not xp:
+            zeros = self._zeros = (xp, {name: xp.zeros(shape, dtype=dtype)
+                                        for name, shape, dtype in self.zero_reads})
+        return zeros[1]
 
     def run(self, scope, feed: dict, xp, place, checked: bool = False):
         """Run once and return the fetches; `checked`: `feed` is `checked_feed`'s result."""

@@ -72,6 +72,10 @@ class Flags:
     gpu_comm: str
     """SPMD_GPU_COMM: "nccl" (default; one rank per GPU) or "mpi" (GPU arrays staged through
     host memory; chosen anyway when more ranks than GPUs share a node)."""
+    host_comm: str
+    """SPMD_HOST_COMM: the backend of the world communicator for host arrays: "mpi" (default)
+    or "mpi_persistent" (allreduce of a buffer reduced again and again, as gradient buckets
+    are, with MPI 4 persistent requests; spmd/comm/mpi_persistent.py)."""
     malloc_tune: bool
     """SPMD_MALLOC_TUNE: raise glibc's mmap/trim thresholds so step temporaries are reused
     (default on; 0 turns it off). See spmd/executor/allocator.py."""
@@ -120,6 +124,7 @@ def flags(env=None) -> Flags:
         selected_gpus=env.get("FLAGS_selected_gpus") or None,
         collective_timeout_s=_read_float(env, "SPMD_COLLECTIVE_TIMEOUT", 1800.0),
         gpu_comm=_read_choice(env, "SPMD_GPU_COMM", "nccl", ("nccl", "mpi")),
+        host_comm=_read_choice(env, "SPMD_HOST_COMM", "mpi", ("mpi", "mpi_persistent")),
         malloc_tune=_read_int(env, "SPMD_MALLOC_TUNE", 1, minimum=0) != 0,
         status_file=env.get("SPMD_STATUS_FILE") or None,
         worker_log=env.get("SPMD_WORKER_LOG") or None,

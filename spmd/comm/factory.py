@@ -55,10 +55,11 @@ def _make_world(device_id: int | None) -> Communicator:
 
     if detect().size == 1:
         return SelfCommunicator()
-    world = create_communicator("mpi")
     if device_id is None:
+        world = create_communicator(flags().host_comm)
         world.track_arrivals()
         return world
+    world = create_communicator("mpi")
     if _gpus_shared(device_id, world):
         world.track_arrivals()
         return create_communicator("staged", mpi=world)

@@ -221,12 +221,12 @@ class ThreadEngine:
         communication thread is stuck in a call that cannot be interrupted)."""
         deadline = time.monotonic() + self._timeout
         try:
-            result = _wait_noting(handle._future, handle.op, deadline, self._comm)
+            return _wait_noting(handle._future, handle.op, deadline, self._comm)
         except concurrent.futures.TimeoutError:
-            timed_out(self._comm, handle.op, self._timeout - GRACE_S)
+            timed_out(self._comm, handle.op, self._timeout - GRACE_S)  # ends the process
+            raise
         finally:
             handle.waited = True
-        return result
 
     def wait_all(self) -> None:
         """Wait for every collective issued so far; re-raise the first failure."""

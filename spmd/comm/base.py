@@ -24,6 +24,8 @@ from __future__ import annotations
 import abc
 
 from ..errors import CommunicationError
+from .handles import Handle, ThenHandle
+from .progress import ImmediateEngine, ThreadEngine
 
 # fluid's c_allreduce_{sum,max,min,prod}; every backend has all four (MPI, NCCL, numpy)
 REDUCTIONS = ("sum", "max", "min", "prod")
@@ -60,52 +62,6 @@ def register_backend(kind: str):
         return cls
 
     return register
-
-
-class Handle(abc.ABC):
-    """A collective issued on a progress engine.
-
-    `out` is where the result lands: the array an in-place collective works on, the `out=`
-    array given, a bucket's views. A kernel may hand it on at once; it holds the result once
-    the handle (or `wait_all`) has been waited for."""
-
-    out = None
-
-    @abc.abstractmethod
-    def wait(self):
-        """Block until the collective completed (at most the collective timeout) and return
-        its result array."""
-
-    @abc.abstractmethod
-    def test(self) -> bool:
-        """Whether the collective completed (its failure, if any, is raised by `wait`)."""
-
-
-class DoneHandle(Handle):
-    """A collective that already completed."""
-
-    def __init__(self, result):
-        self.out = result
-
-    def wait(self):
-        return self.out
-
-    def test(self) -> bool:
-        return True
-
-
-class ThenHandle(Handle):
-    """`handle`, whose `wait()` returns `result` instead (a bucket's per-array views)."""
-
-    def __init__(self, handle: Handle, result):
-        self._handle, self.out = handle, result
-
-    def wait(self):
-        self._handle.wait()
-        return self.out
-
-    def test(self) -> bool:
-        return self._handle.test()
 
 
 class Communicator(abc.ABC):
@@ -153,8 +109,6 @@ class Communicator(abc.ABC):
     def make_engine(self):
         """The progress engine for this backend: by default one thread running the fastest
         blocking calls in issue order (progress.ThreadEngine)."""
-        from .progress import ThreadEngine
-
         return ThreadEngine(self)
 
     def iallreduce(self, array, reduction: str = "sum", overlap: bool = True) -> Handle:
@@ -229,8 +183,6 @@ class SelfCommunicator(Communicator):
     """A world of one: every collective is the identity. No MPI library needed."""
 
     def make_engine(self):
-        from .progress import ImmediateEngine
-
         return ImmediateEngine(self)
 
     def allreduce(self, array, reduction="sum"):

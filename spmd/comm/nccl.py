@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import guard
 from ..errors import CommunicationError
-from .base import Communicator, Handle, check_reduction, register_backend
+from .base import Communicator, check_reduction, register_backend
+from .handles import Handle
 
 
 def _nccl_dtype(nccl, dtype) -> int:

@@ -27,7 +27,7 @@ import time
 from .. import guard
 from ..errors import CommunicationError
 from ..flags import flags
-from .base import DoneHandle, Handle
+from .handles import DoneHandle, Handle
 
 
 def status(event: str, detail: str = "", when: float | None = None) -> None:

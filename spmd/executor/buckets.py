@@ -34,16 +34,23 @@ class Bucket:
 
 
 def attach_buckets(steps, block):
-    """Give every fused c_allreduce_sum step a Bucket, and the last writer of each of its
-    gradients (a single-variable output slot) that gradient's view as its `out=` buffer."""
+    """Give every fused c_allreduce_sum step, and every flat c_reduce_scatter_owned step
+    (passes/reduce_flat.py: its bucket is its send buffer, padded to equal sections), a
+    Bucket, and the last writer of each of its gradients (a single-variable output slot) that
+    gradient's view as its `out=` buffer."""
     last_writer: dict[str, tuple] = {}
     for step in steps:
         _, op = step.where
-        if op.type == "c_allreduce_sum" and len(op.input("X")) > 1:
+        flat = op.type == "c_reduce_scatter_owned" and op.attrs.get("flat")
+        if (op.type == "c_allreduce_sum" and len(op.input("X")) > 1) or flat:
             names = op.input("X")
             if all(all(d >= 0 for d in block.vars[n].shape) for n in names):
-                bucket = Bucket([tuple(block.vars[n].shape) for n in names],
-                                block.vars[names[0]].dtype)
+                shapes = [tuple(block.vars[n].shape) for n in names]
+                if flat:  # the inputs end to end, padded to nranks equal sections
+                    total = sum(math.prod(shape) for shape in shapes)
+                    nranks = op.attrs["nranks"]
+                    shapes.append((-(-total // nranks) * nranks - total,))
+                bucket = Bucket(shapes, block.vars[names[0]].dtype)
                 step.ctx.bucket = bucket
                 for i, n in enumerate(names):
                     writer = last_writer.get(n)

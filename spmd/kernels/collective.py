@@ -76,18 +76,31 @@ def _padded(xp, ctx, size: int, dtype):
     return buf
 
 
+def _cut(x, a: int, b: int, flat: bool):
+    """A piece of an input: rows [a, b), elements [a, b) of it flattened, or all of it."""
+    if a < 0:
+        return x
+    return x.reshape(-1)[a:b] if flat else x[a:b]
+
+
 @kernel("c_reduce_scatter_owned", context=True)
 def c_reduce_scatter_owned(xp, ins, attrs, want, ctx):
-    owners, comm = attrs["owners"], ctx.comm
+    owners, comm, flat = attrs["owners"], ctx.comm, attrs["flat"]
     _check_one_dtype(ins["X"], "c_reduce_scatter_owned")
-    arrays = [x if a < 0 else x[a:b] for x, a, b in
-              ((ins["X"][src], a, b) for src, a, b in
-               zip(attrs["sources"], attrs["starts"], attrs["ends"]))]
+    arrays = [_cut(ins["X"][src], a, b, flat) for src, a, b in
+              zip(attrs["sources"], attrs["starts"], attrs["ends"])]
     offsets, section = _sections(arrays, owners, comm.size)
-    buf = _padded(xp, ctx, section * comm.size, arrays[0].dtype)
-    for a, owner, at in zip(arrays, owners, offsets):
-        start = owner * section + at
-        buf[start:start + a.size] = a.reshape(-1)
+    if ctx.bucket is not None:
+        # flat sections: the bucket, the inputs laid end to end, is the send buffer itself
+        buf, views = ctx.bucket.get(xp)
+        for x, view in zip(ins["X"], views):
+            if x is not view:  # its producer did not write it in place
+                view[...] = x
+    else:
+        buf = _padded(xp, ctx, section * comm.size, arrays[0].dtype)
+        for a, owner, at in zip(arrays, owners, offsets):
+            start = owner * section + at
+            buf[start:start + a.size] = a.reshape(-1)
     # overlapped unless nothing is left to overlap: `mine` is then filled by the
     # c_sync_comm_stream before the optimizer reads it (the buffer waits as long)
     overlap = not attrs["use_calc_stream"]
@@ -109,6 +122,37 @@ def c_allgather_owned(xp, ins, attrs, want, ctx):
     every = comm.iallgather(block, overlap=False).wait()
     return {"Out": [every[owner, at:at + a.size].reshape(a.shape)
                     for a, owner, at in zip(arrays, owners, offsets)]}
+
+
+@kernel("c_allgather_flat", context=True)
+def c_allgather_flat(xp, ins, attrs, want, ctx):
+    """Every owner's flat pieces gathered; each output is the next counts[j] pieces, which lie
+    end to end in the gathered sections, as one view shaped by dims (no concatenation)."""
+    arrays, owners, comm = ins["X"], attrs["owners"], ctx.comm
+    _check_one_dtype(arrays, "c_allgather_flat")
+    offsets, section = _sections(arrays, owners, comm.size)
+    block = _padded(xp, ctx, section, arrays[0].dtype)
+    for a, owner, at in zip(arrays, owners, offsets):
+        if owner == comm.rank:
+            block[at:at + a.size] = a.reshape(-1)
+    every = comm.iallgather(block, overlap=False).wait().reshape(-1)
+    outs, k, d, dims = [], 0, 0, attrs["dims"]
+    for count, ndim in zip(attrs["counts"], attrs["ndims"]):
+        first = owners[k] * section + offsets[k]
+        size = 0
+        for i in range(k, k + count):
+            if owners[i] * section + offsets[i] != first + size:
+                raise ValueError(f"c_allgather_flat: piece {i} does not follow piece {i - 1} "
+                                 f"in the sections; the pieces are not in section order")
+            size += arrays[i].size
+        outs.append(every[first:first + size].reshape(tuple(dims[d:d + ndim])))
+        k, d = k + count, d + ndim
+    return {"Out": outs}
+
+
+@kernel("flat_slice")
+def flat_slice(xp, ins, attrs, want):
+    return {"Out": ins["X"].reshape(-1)[attrs["start"]:attrs["end"]]}
 
 
 @kernel("c_sync_comm_stream", context=True)

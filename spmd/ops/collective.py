@@ -1,10 +1,12 @@
 """Op definitions: collectives inserted by the data-parallel passes and the nccl2 transpiler.
 
-Each moves arrays between ranks through the communicator the executor hands the kernel
-(attrs["_comm"]); none has a gradient. A collective with several variables is a fused bucket:
-the kernel packs them into one contiguous buffer and issues one call.
+Each moves arrays between ranks through its KernelContext's communicator; none has a
+gradient. A collective with several variables is a fused bucket: the kernel packs them into
+one contiguous buffer (or uses the plan's persistent bucket) and issues one call.
 """
 from __future__ import annotations
+
+import math
 
 from .registry import define_op
 
@@ -28,22 +30,30 @@ define_op("c_broadcast", inputs=["X*"], outputs=["Out*"], grad=None, collective=
 # c_reduce_scatter_owned: every rank gets the sum of its own pieces (the others pass through);
 # c_allgather_owned: every rank gets every owner's pieces.
 # Out[k] is rows [starts[k], ends[k]) of X[sources[k]] (the whole of it where starts[k] < 0):
-# the pieces of chunked gradients are cut while packing, with no copy of their own.
+# the pieces of chunked gradients are cut while packing, with no copy of their own. `flat`:
+# elements [starts[k], ends[k]) of it flattened, the inputs laid end to end being `nranks`
+# equal sections (passes/reduce_flat.py).
 @define_op("c_reduce_scatter_owned", inputs=["X*"], outputs=["Out*"], grad=None,
            collective=True, attrs={**_RING, "owners": ("ints", []),
                                    "sources": ("ints", []), "starts": ("ints", []),
-                                   "ends": ("ints", [])})
+                                   "ends": ("ints", []), "flat": ("bool", False),
+                                   "nranks": ("int", 0)})
 def _c_reduce_scatter_owned(ctx):
     xs, n = ctx.inputs("X"), ctx.num_outputs("Out")
     sources, starts, ends = ctx.attr("sources"), ctx.attr("starts"), ctx.attr("ends")
     ctx.check(len(ctx.attr("owners")) == n and len(sources) == n and len(starts) == n
               and len(ends) == n, f"owners, sources, starts and ends need one entry per "
                                   f"output ({n})")
+    flat = ctx.attr("flat")
     for k, (src, a, b) in enumerate(zip(sources, starts, ends)):
         ctx.check(0 <= src < len(xs), f"sources[{k}]={src} names no input")
         x = xs[src]
         shape = list(x.shape)
-        if a >= 0:
+        if a >= 0 and flat:
+            size = math.prod(shape)
+            ctx.check(0 <= a < b <= size, f"elements [{a}, {b}) of a {size}-element input")
+            shape = [b - a]
+        elif a >= 0:
             ctx.check(0 <= a < b <= shape[0], f"rows [{a}, {b}) of a {shape[0]}-row input")
             shape[0] = b - a
         ctx.set_output("Out", shape, x.dtype, index=k)
@@ -51,6 +61,20 @@ def _c_reduce_scatter_owned(ctx):
 
 define_op("c_allgather_owned", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
           attrs={"ring_id": ("int", 0), "owners": ("ints", [])})(_same_as_inputs)
+# Every owner's pieces (flat, in the order of passes/reduce_flat.py's sections) gathered and
+# returned as whole arrays: Out[j] is the next counts[j] pieces laid end to end, shaped by
+# dims / ndims. The outputs are declared already (the parameters): nothing to infer.
+@define_op("c_allgather_flat", inputs=["X*"], outputs=["Out*"], grad=None, collective=True,
+           attrs={"ring_id": ("int", 0), "owners": ("ints", []), "counts": ("ints", []),
+                  "dims": ("ints", []), "ndims": ("ints", [])})
+def _c_allgather_flat(ctx):
+    n, counts = ctx.num_outputs("Out"), ctx.attr("counts")
+    ctx.check(len(counts) == n == len(ctx.attr("ndims")) and sum(counts) ==
+              len(ctx.inputs("X")) == len(ctx.attr("owners")),
+              f"counts and ndims need one entry per output ({n}), owners one per input, and "
+              f"the counts must add up to the inputs")
+
+
 # Waits for every collective this rank has issued so far: placed before the first op that
 # reads a reduced gradient, so communication overlaps the rest of the backward pass.
 define_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
@@ -97,3 +121,14 @@ def _c_reducescatter(ctx):
 # compute stream here).
 define_op("c_sync_calc_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
           grad=None)(_same_as_inputs)
+
+
+# Elements [start, end) of X flattened, as a view (no copy): Reduce mode's flat piece of a
+# parameter (passes/reduce_flat.py); only the passes make it.
+@define_op("flat_slice", inputs=["X"], outputs=["Out"], grad=None,
+           attrs={"start": ("int", 0), "end": ("int", 0)})
+def _flat_slice(ctx):
+    x, a, b = ctx.input("X"), ctx.attr("start"), ctx.attr("end")
+    size = math.prod(x.shape)
+    ctx.check(0 <= a < b <= size, f"elements [{a}, {b}) of a {size}-element input")
+    ctx.set_output("Out", [b - a], x.dtype)

@@ -15,6 +15,9 @@ allowed to mix parameters is a `sum` of terms each computed on its owner only (g
 clipping's squared norms): other ranks read those terms as zeros (see executor/plan.py), and an
 allreduce of the sum completes it. At the end each owner broadcasts what it updated, and the
 chunks of a parameter are concatenated back into it on every rank.
+
+With fused gradients and every update elementwise (the usual case), owners hold equal flat
+sections of each bucket instead (reduce_flat.py): no packing, slicing or concatenation.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
 from .allreduce import buckets
 from .common import first_index, last_writer, make_op, place_after
+from .reduce_flat import flat_eligible, gather_flat, plan_flat_shards
 from .registry import register_pass
 from .state_sharding import StateSharding
 from .strategy import ReduceStrategy
@@ -34,15 +38,26 @@ from .strategy import ReduceStrategy
 
 @dataclass(frozen=True)
 class Shard:
-    """Rows [start, stop) of a parameter (rows None: all of it), owned by `owner`."""
+    """Rows [start, stop) of a parameter, or elements [start, stop) of it flattened (`flat`,
+    reduce_flat.py), owned by `owner`; neither: all of it."""
 
     param: str
     index: int
     rows: tuple | None
     owner: int
+    flat: tuple | None = None
+
+    @property
+    def cut(self) -> bool:
+        return self.rows is not None or self.flat is not None
+
+    @property
+    def span(self) -> tuple | None:
+        """(start, stop) of the rows or of the flat elements; None for a whole parameter."""
+        return self.rows if self.rows is not None else self.flat
 
     def name(self, var: str) -> str:
-        return var if self.rows is None else f"{var}@SHARD{self.index}"
+        return var if not self.cut else f"{var}@SHARD{self.index}"
 
 
 def _nbytes(var) -> int:
@@ -86,7 +101,7 @@ def plan_shards(params, nranks: int, splittable=None) -> dict[str, list[Shard]]:
 def assign_owners(params, nranks: int) -> dict[str, int]:
     """Owner of every parameter that is not cut into chunks."""
     return {name: s[0].owner for name, s in plan_shards(params, nranks).items()
-            if s[0].rows is None}
+            if not s[0].cut}
 
 
 def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
@@ -101,17 +116,21 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
     costs). Otherwise one reduce per gradient (or chunk) right after its last producer, and
     broadcasts."""
     block = program.global_block()
-    shards = plan_shards([p for p, _ in params_grads], nranks,
-                         _row_separable(program, params_grads))
-    layout = StateSharding(shards=shards)
+    splittable = _row_separable(program, params_grads)
     last = last_writer(block)
     fused = (fuse_all_reduce and len({p.dtype for p, _ in params_grads}) == 1
              and not _read_before_all_done(block, params_grads, last))
+    groups = buckets(params_grads, block, bucket_mb * 1024 * 1024) if fused else []
+    # fused, with every update elementwise: owners hold equal flat sections of each bucket
+    flat = fused and flat_eligible(program, params_grads, splittable)
+    shards = (plan_flat_shards(params_grads, groups, nranks) if flat else
+              plan_shards([p for p, _ in params_grads], nranks, splittable))
+    layout = StateSharding(shards=shards)
     after = defaultdict(list)
     reduced = []
     for p, g in params_grads:
         for s in shards[p.name]:
-            if s.rows is not None:
+            if s.cut:
                 _declare_chunk(block, g, s)
                 if not fused:  # the fused reduce-scatter cuts the rows while packing
                     after[last[g]].append(_slice(block, g, s, OpRole.BACKWARD, owner=None))
@@ -120,24 +139,25 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
                                               {"Out": [s.name(g)]}, {"root_id": s.owner},
                                               OpRole.COMMUNICATE))
             reduced.append(s.name(g))
-    if fused:
-        for bucket in buckets(params_grads, block, bucket_mb * 1024 * 1024):
-            members = set(bucket)
-            after[max(last[g] for g in bucket)].append(_reduce_scatter(
-                block, [(p, g) for p, g in params_grads if g in members], shards))
+    for bucket in groups:
+        members = set(bucket)
+        after[max(last[g] for g in bucket)].append(_reduce_scatter(
+            block, [(p, g) for p, g in params_grads if g in members], shards,
+            nranks if flat else 0))
     start = first_index(block, OpRole.OPTIMIZE) - 1
     after[start].append(make_op(block, "c_sync_comm_stream", {"X": reduced}, {"Out": reduced},
                                 {}, OpRole.COMMUNICATE))
     for p, _ in params_grads:  # each owner starts from its rows of the parameter
         for s in shards[p.name]:
-            if s.rows is not None:
+            if s.cut:
                 _declare_chunk(block, p.name, s)
                 after[start].append(_slice(block, p.name, s, OpRole.OPTIMIZE, owner=s.owner))
     removed = _assign_optimize_ops(program, params_grads, shards, layout, after)
     # right after the last update, so any later op that reads a parameter sees the new value
     last_update = max(i for i, op in enumerate(block.ops) if op.role is OpRole.OPTIMIZE)
-    after[last_update].extend(_gather_params(block, params_grads, shards, fuse_broadcast,
-                                             fused))
+    after[last_update].extend(
+        gather_flat(block, params_grads, groups, shards) if flat else
+        _gather_params(block, params_grads, shards, fuse_broadcast, fused))
     place_after(block, after)
     block.ops = [op for op in block.ops if id(op) not in removed]
     return layout
@@ -156,19 +176,21 @@ def reduce_mode_pass(ctx) -> None:
     ctx.collectives_added = True
 
 
-def _reduce_scatter(block, params_grads, shards):
-    """One fused reduce-scatter of these gradients: whole gradients in, their pieces out."""
-    pieces, owners, sources, rows = [], [], [], []
+def _reduce_scatter(block, params_grads, shards, flat_ranks: int = 0):
+    """One fused reduce-scatter of these gradients: whole gradients in, their pieces out
+    (flat_ranks: flat sections over that many ranks, reduce_flat.py)."""
+    pieces, owners, sources, spans = [], [], [], []
     for k, (p, g) in enumerate(params_grads):
         for s in shards[p.name]:
             pieces.append(s.name(g))
             owners.append(s.owner)
             sources.append(k)
-            rows.append(s.rows or (-1, -1))
+            spans.append(s.span or (-1, -1))
     return make_op(block, "c_reduce_scatter_owned", {"X": [g for _, g in params_grads]},
                    {"Out": pieces}, {"owners": owners, "sources": sources,
-                                     "starts": [a for a, _ in rows],
-                                     "ends": [b for _, b in rows]}, OpRole.COMMUNICATE)
+                                     "starts": [a for a, _ in spans],
+                                     "ends": [b for _, b in spans], "flat": bool(flat_ranks),
+                                     "nranks": flat_ranks}, OpRole.COMMUNICATE)
 
 
 def _read_before_all_done(block, params_grads, last) -> bool:
@@ -213,13 +235,16 @@ def _row_separable(program, params_grads) -> set[str]:
 
 def _declare_chunk(block, name: str, s: Shard, persistable=False):
     var = block.vars[name]
-    a, b = s.rows
-    block.create_var(name=s.name(name), shape=(b - a,) + tuple(var.shape[1:]), dtype=var.dtype,
-                     persistable=persistable)
+    a, b = s.span
+    shape = (b - a,) if s.flat is not None else (b - a,) + tuple(var.shape[1:])
+    block.create_var(name=s.name(name), shape=shape, dtype=var.dtype, persistable=persistable)
 
 
 def _slice(block, name, s: Shard, role, owner):
-    a, b = s.rows
+    a, b = s.span
+    if s.flat is not None:  # a view of the flattened parameter: no copy
+        return make_op(block, "flat_slice", {"X": [name]}, {"Out": [s.name(name)]},
+                       {"start": a, "end": b}, role, owner=owner)
     return make_op(block, "slice", {"Input": [name]}, {"Out": [s.name(name)]},
                    {"axes": [0], "starts": [a], "ends": [b]}, role, owner=owner)
 
@@ -238,7 +263,7 @@ def _assign_optimize_ops(program, params_grads, shards, layout, after) -> set:
             state_of[state] = p
     chunked = {}  # var -> its per-chunk names (the gradient, the parameter, chain values)
     for p, g in params_grads:
-        if shards[p.name][0].rows is not None:
+        if shards[p.name][0].cut:
             chunked[g] = [s.name(g) for s in shards[p.name]]
             chunked[p.name] = [s.name(p.name) for s in shards[p.name]]
     owned_outputs: set[str] = set()  # values only their owner computes (zeros elsewhere)
@@ -250,7 +275,7 @@ def _assign_optimize_ops(program, params_grads, shards, layout, after) -> set:
         if len(d) == 1:
             (pname,) = d
             pshards = shards[pname]
-            if pshards[0].rows is None:
+            if not pshards[0].cut:
                 op.owner = pshards[0].owner
                 owned_outputs.update(op.output_arg_names)
                 for n in op.input_arg_names + op.output_arg_names:
@@ -316,7 +341,9 @@ def _clone_for_chunk(block, op, s: Shard, pname, state_of, chunked, layout):
                 else:  # per-parameter scalars (Adam's beta powers): one copy per chunk
                     block.create_var(name=chunk, shape=var.shape, dtype=var.dtype,
                                      persistable=True)
-                layout.state_source[chunk] = (n, s.rows if whole_rows else None)
+                layout.state_source[chunk] = (n, s.span if whole_rows else None)
+                if whole_rows and s.flat is not None:
+                    layout.state_flat.add(chunk)
                 layout.state_owner[chunk] = s.owner
             return chunk
         return n
@@ -346,7 +373,7 @@ def _gather_params(block, params_grads, shards, fuse_broadcast, fused):
         batches = [([name], owner) for name, owner, _ in pieces]
     ops = [make_op(block, "c_broadcast", {"X": names}, {"Out": names}, {"root": root},
                    OpRole.COMMUNICATE) for names, root in batches]
-    chunks = [name for p, _ in params_grads if shards[p.name][0].rows is not None
+    chunks = [name for p, _ in params_grads if shards[p.name][0].cut
               for name in (s.name(p.name) for s in shards[p.name])]
     if chunks:  # the concats read what the broadcasts write
         ops.append(make_op(block, "c_sync_comm_stream", {"X": chunks}, {"Out": chunks}, {},
@@ -357,4 +384,4 @@ def _gather_params(block, params_grads, shards, fuse_broadcast, fused):
 def _concat_chunks(block, params_grads, shards) -> list:
     return [make_op(block, "concat", {"X": [s.name(p.name) for s in shards[p.name]]},
                     {"Out": [p.name]}, {"axis": 0}, OpRole.OPTIMIZE)
-            for p, _ in params_grads if shards[p.name][0].rows is not None]
+            for p, _ in params_grads if shards[p.name][0].cut]

@@ -40,6 +40,8 @@ class StateSharding:
     state_owner: dict = field(default_factory=dict)  # state var -> owner rank
     state_source: dict = field(default_factory=dict)  # chunk state var -> (whole var, rows)
     shards: dict = field(default_factory=dict)  # param -> [Shard] (reduce_mode.py)
+    # chunk state vars whose `rows` are elements of the whole flattened (reduce_flat.py)
+    state_flat: set = field(default_factory=set)
     # bound on the first run (bind): the places' scopes and global ranks, the communicator
     # over the processes (None in a world of one process), the "[rank r/n] " tag
     _bound: dict = field(default_factory=dict, compare=False, repr=False)
@@ -66,7 +68,10 @@ class StateSharding:
                         f"CompiledProgram already split it across the ranks in this scope (or "
                         f"the startup program was not run); run the startup program into a "
                         f"fresh scope for a new Reduce-mode program")
-                cut[chunk] = value[rows[0]:rows[1]].copy() if rows else value.copy()
+                if chunk in self.state_flat:
+                    cut[chunk] = value.reshape(-1)[rows[0]:rows[1]].copy()
+                else:
+                    cut[chunk] = value[rows[0]:rows[1]].copy() if rows else value.copy()
         for chunk, value in cut.items():
             scope.put(chunk, value)
         scope.erase({whole for whole, _ in self.state_source.values()})
@@ -122,7 +127,12 @@ class StateSharding:
                 pieces = bound["pieces"][whole]
                 if not pieces[0][3]:  # one whole variable, or identical per-chunk copies
                     pieces = pieces[:1]
-                out[whole] = _concat([self._fetch(var, owner) for _, var, owner, _ in pieces])
+                parts = [self._fetch(var, owner) for _, var, owner, _ in pieces]
+                if pieces[0][1] in self.state_flat:  # flat pieces: the whole, flattened
+                    shape = tuple(bound["block"].vars[whole].shape)
+                    out[whole] = np.concatenate(parts).reshape(shape)
+                else:
+                    out[whole] = _concat(parts)
         except CommunicationError as e:
             bound["broken"] = "a rank did not join"
             raise CommunicationError(

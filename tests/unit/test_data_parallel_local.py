@@ -231,10 +231,13 @@ def test_k_places_equal_one_place_on_the_whole_batch(mode, fuse, opt, k):
         np.testing.assert_allclose(got[name], value, rtol=1e-10, atol=1e-12, err_msg=name)
         assert not np.array_equal(got[name], initial[name]), f"{name} was not trained"
     assert len(compiled.place_scopes) == k and compiled.place_scopes[0] is dp_scope
-    if mode == "Reduce":  # the large weights are cut into chunks: those are checked too
-        cut = {p for p, shards in compiled.state_sharding.shards.items()
-               if shards[0].rows is not None}
-        assert cut == {"fc_0.w_0", "fc_1.w_0"}
+    if mode == "Reduce":  # parameters cut into pieces: those are checked too
+        shards = compiled.state_sharding.shards
+        cut = {p for p, pieces in shards.items() if pieces[0].cut}
+        if fuse:  # flat sections (passes/reduce_flat.py): pieces of flattened parameters
+            assert cut and all(s.flat is not None for p in cut for s in shards[p])
+        else:  # the large weights, by rows
+            assert cut == {"fc_0.w_0", "fc_1.w_0"}
     else:
         assert compiled.state_sharding is None
     for scope in compiled.place_scopes[1:]:
@@ -502,10 +505,12 @@ def test_reduce_mode_keeps_each_places_optimizer_state_on_its_owner(k):
             np.testing.assert_array_equal(value, first[name], err_msg=name)
 
 
+@pytest.mark.parametrize("fuse", [False, True], ids=["rows", "flat"])
 @pytest.mark.parametrize("k", [2, 3])
-def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k):
+def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k, fuse):
     """State that is not the startup program's default (as after loading a checkpoint) trains
-    on k places in Reduce mode exactly as on one: each owner starts from its rows of it."""
+    on k places in Reduce mode exactly as on one: each owner starts from its rows of it (its
+    flat elements, fused)."""
     main, startup, loss, _ = build("adam")
     ref_scope = started(startup)
     rng = np.random.default_rng(4)
@@ -522,7 +527,7 @@ def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k):
     dp_scope = copy_scope(ref_scope)
     exe = fluid.Executor(fluid.CPUPlace())
     compiled = fluid.CompiledProgram(main).with_data_parallel(
-        loss_name=loss.name, build_strategy=strategy("Reduce"), places=places(k))
+        loss_name=loss.name, build_strategy=strategy("Reduce", fuse), places=places(k))
     for feed in batches():
         exe.run(main, feed=feed, fetch_list=[loss], scope=ref_scope)
         exe.run(compiled, feed=feed, fetch_list=[loss], scope=dp_scope)
@@ -536,7 +541,9 @@ def test_reduce_mode_cuts_chunk_state_from_the_startup_state(k):
     for var, owner in layout.state_owner.items():
         whole, rows = layout.state_source.get(var, (var, None))
         want = np.array(ref_scope.find_var(whole).get_tensor())
-        if rows is not None:
+        if var in layout.state_flat:
+            want = want.reshape(-1)[rows[0]:rows[1]]
+        elif rows is not None:
             want = want[rows[0]:rows[1]]
         got = np.array(scope_of[owner].find_var(var).get_tensor())
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14, err_msg=var)

@@ -45,7 +45,7 @@ def test_reduce_scatter_owned_gives_each_owner_the_sum_of_its_pieces(dtype, inli
     starts, ends = [-1, -1, -1, -1, 0, 1], [-1, -1, -1, -1, 1, 4]
     owners = [2, 0, 2, 1, 1, 0]
     attrs = {"owners": owners, "sources": sources, "starts": starts, "ends": ends,
-             "use_calc_stream": inline}
+             "use_calc_stream": inline, "flat": False}
 
     def cut(arrays):
         return [arrays[s] if a < 0 else arrays[s][a:b] for s, a, b in zip(sources, starts, ends)]
@@ -107,3 +107,45 @@ def test_allreduce_and_reduce_kernels_of_each_reduction(reduction, overlap):
             np.testing.assert_array_equal(outs[rank][0][k], want[k])
     for k in range(len(SHAPES)):
         np.testing.assert_array_equal(outs[1][1][k], want[k])
+
+
+def test_flat_sections_reduce_to_their_owners_and_gather_back_whole():
+    """Reduce mode over flat sections (passes/reduce_flat.py): the inputs end to end cut into
+    N equal sections of elements (the last input crosses two of them); each owner gets the
+    sum of its section, and the all-gather of the owners' pieces gives every whole array."""
+    shapes = [(3, 2), (5,), (2, 4)]  # 19 elements: sections of 7 (the last padded by 2)
+    spans = [(-1, -1), (0, 1), (1, 5), (0, 3), (3, 8)]  # pieces, end to end
+    sources, owners = [0, 1, 1, 2, 2], [0, 0, 1, 1, 2]
+    attrs = {"owners": owners, "sources": sources, "starts": [a for a, _ in spans],
+             "ends": [b for _, b in spans], "use_calc_stream": True, "flat": True,
+             "nranks": N}
+
+    def inputs(rank):
+        rng = np.random.default_rng(rank)
+        return [rng.standard_normal(shape) for shape in shapes]
+
+    def piece(arrays, k):
+        a, b = spans[k]
+        x = arrays[sources[k]]
+        return x if a < 0 else x.reshape(-1)[a:b]
+
+    def step(rank, ctx):
+        mine = get_kernel("c_reduce_scatter_owned")(np, {"X": inputs(rank)}, attrs, None,
+                                                     ctx)["Out"]
+        # each owner's updated pieces (its reduced sum, doubled); the others pass stale values
+        updated = [2 * m if owner == rank else m for m, owner in zip(mine, owners)]
+        gathered = get_kernel("c_allgather_flat")(
+            np, {"X": updated}, {"owners": owners, "counts": [1, 2, 2],
+                                 "dims": [3, 2, 5, 2, 4], "ndims": [2, 1, 2]}, None, ctx)["Out"]
+        return mine, gathered
+
+    outs = on_places(step)
+    total = [sum(inputs(r)[k] for r in range(N)) for k in range(len(shapes))]
+    for rank in range(N):
+        mine, gathered = outs[rank]
+        for k, owner in enumerate(owners):
+            if owner == rank:
+                np.testing.assert_allclose(mine[k], piece(total, k), rtol=1e-12)
+        for got, want in zip(gathered, total):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, 2 * want, rtol=1e-12)

@@ -704,11 +704,73 @@ def test_reduce_mode_fused_broadcast_one_per_owner_and_dtype(mixed):
         ("concat", [name]) for name in chunked]
 
 
+def column_scaled(main):
+    """`main` with an update chain that broadcasts along an axis (the largest gradient times a
+    per-column scale): flat pieces could not run it, so fused Reduce mode keeps row chunks."""
+    block = main.global_block()
+    p, g = max(trained_params_grads(main), key=lambda pg: np.prod(pg[0].shape))
+    scale = block.create_var(name="column_scale", shape=[p.shape[1]], dtype=p.dtype,
+                             persistable=True)
+    block.append_op("elementwise_mul", {"X": [g], "Y": [scale.name]}, {"Out": ["scaled"]},
+                    {"axis": 1}, role=OpRole.OPTIMIZE)
+    return main
+
+
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
-def test_fused_reduce_mode_is_one_reduce_scatter_and_one_allgather(opt):
+def test_fused_reduce_mode_is_one_reduce_scatter_and_one_allgather_over_flat_sections(opt):
+    """Every update elementwise: the gradients, end to end in parameter order, are cut into n
+    equal sections of elements; one reduce-scatter of them, the owners update flat views of
+    their pieces, one all-gather gives the whole parameters back (no slice, no concat)."""
     n = 3
     main, _, loss = build(opt=opt, clip=True)
     program, layout = data_parallel(main, loss, n=n, reduce=True, fuse=True)
+    block = program.global_block()
+    pairs = trained_params_grads(main)
+    shards = layout.shards
+    pieces = [s for p, _ in pairs for s in shards[p.name]]
+    assert any(s.flat is not None for s in pieces) and all(s.rows is None for s in pieces)
+    for gone in ("c_reduce_sum", "c_broadcast", "concat", "slice", "c_allgather_owned"):
+        assert not ops_of(program, gone), gone
+    ((i, rs),) = ops_of(program, "c_reduce_scatter_owned")
+    assert rs.input("X") == [g for _, g in pairs]
+    assert rs.attr("flat") and rs.attr("nranks") == n
+    assert rs.output("Out") == [s.name(g) for p, g in pairs for s in shards[p.name]]
+    # owners 0..n-1 in order, each holding one section of ceil(total / n) elements
+    owners = rs.attr("owners")
+    assert owners == sorted(owners) == [s.owner for s in pieces]
+    total = sum(int(np.prod(p.shape)) for p, _ in pairs)
+    section = -(-total // n)
+    held = [0] * n
+    for name, owner in zip(rs.output("Out"), owners):
+        held[owner] += int(np.prod(block.vars[name].shape))
+    assert held == [section] * (n - 1) + [total - section * (n - 1)]
+    assert all(len(block.vars[s.name(g)].shape) == 1 for p, g in pairs
+               for s in shards[p.name] if s.cut)
+    # each owner reads flat views of its pieces of the parameters
+    views = {op.output("Out")[0]: op for _, op in ops_of(program, "flat_slice")}
+    assert set(views) == {s.name(p.name) for p, _ in pairs for s in shards[p.name] if s.cut}
+    for p, _ in pairs:
+        for s in shards[p.name]:
+            if s.cut:
+                op = views[s.name(p.name)]
+                assert op.owner == s.owner and (op.attr("start"), op.attr("end")) == s.flat
+    # parameters: one all-gather right after the last update, whole parameters out
+    ((k, ag),) = ops_of(program, "c_allgather_flat")
+    assert ag.input("X") == [s.name(p.name) for p, _ in pairs for s in shards[p.name]]
+    assert ag.output("Out") == [p.name for p, _ in pairs]
+    assert ag.attr("owners") == owners
+    assert ag.attr("counts") == [len(shards[p.name]) for p, _ in pairs]
+    last_update = max(j for j, op in enumerate(block.ops) if op.role is OpRole.OPTIMIZE)
+    assert i < min(j for j, op in enumerate(block.ops) if op.type in UPDATE_OPS)
+    assert k == last_update + 1
+    check_waits(block)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_fused_reduce_mode_keeps_row_chunks_where_an_update_broadcasts_along_an_axis(opt):
+    n = 3
+    main, _, loss = build(opt=opt, clip=True)
+    program, layout = data_parallel(column_scaled(main), loss, n=n, reduce=True, fuse=True)
     block = program.global_block()
     pairs = trained_params_grads(main)
     shards = layout.shards

@@ -86,8 +86,10 @@ class Communicator(abc.ABC):
         """`root`'s array to every rank."""
 
     @abc.abstractmethod
-    def allgather(self, array):
-        """Concatenation over ranks along a new leading axis: shape (size,) + array.shape."""
+    def allgather(self, array, out=None):
+        """Concatenation over ranks along a new leading axis: shape (size,) + array.shape.
+        With `out` (that shape, contiguous) the result is written there and `out` returned;
+        `array` may be `out[rank]` itself (gathered in place: MPI then moves no local copy)."""
 
     @abc.abstractmethod
     def reduce_scatter(self, array):
@@ -113,25 +115,26 @@ class Communicator(abc.ABC):
 
     def iallreduce(self, array, reduction: str = "sum", overlap: bool = True) -> Handle:
         check_reduction(reduction)
-        return self.engine.issue("allreduce", (array, reduction), overlap)
+        return self.engine.issue("allreduce", (array, reduction), overlap, lands_in=array)
 
     def ireduce(self, array, root: int, reduction: str = "sum", overlap: bool = True) -> Handle:
         check_reduction(reduction)
         return self.engine.issue("reduce", (array, root, reduction), overlap,
-                                 label=f"reduce(root={root})")
+                                 label=f"reduce(root={root})", lands_in=array)
 
     def ibroadcast(self, array, root: int, overlap: bool = True) -> Handle:
         return self.engine.issue("broadcast", (array, root), overlap,
-                                 label=f"broadcast(root={root})")
+                                 label=f"broadcast(root={root})", lands_in=array)
 
-    def iallgather(self, array, overlap: bool = True) -> Handle:
-        return self.engine.issue("allgather", (array,), overlap)
+    def iallgather(self, array, out=None, overlap: bool = True) -> Handle:
+        """See allgather for `out`."""
+        return self.engine.issue("allgather", (array, out), overlap, lands_in=out)
 
     def ireduce_scatter(self, array, out=None, overlap: bool = True) -> Handle:
         """With `out` (this rank's section, preallocated) the result is written there: a
         caller may hand `out` on before the collective completes. `array` must stay as it is
         until the handle completes."""
-        return self.engine.issue("reduce_scatter", (array,), overlap, into=out)
+        return self.engine.issue("reduce_scatter", (array,), overlap, into=out, lands_in=out)
 
     def ibarrier(self, overlap: bool = True) -> Handle:
         return self.engine.issue("barrier", (), overlap)
@@ -196,8 +199,8 @@ class SelfCommunicator(Communicator):
     def broadcast(self, array, root):
         return array
 
-    def allgather(self, array):
-        return array.reshape((1,) + array.shape).copy()
+    def allgather(self, array, out=None):
+        return gathered_into(out, array.reshape((1,) + array.shape))
 
     def reduce_scatter(self, array):
         # a new flat array, as every other backend gives (callers may write to it)
@@ -205,6 +208,16 @@ class SelfCommunicator(Communicator):
 
     def barrier(self):
         pass
+
+
+def gathered_into(out, gathered):
+    """`gathered` (an allgather's result) as the caller asked: written into `out` when given
+    (unless it already is `out`), else a new array."""
+    if out is None:
+        return gathered.copy()
+    if gathered is not out:
+        out[...] = gathered
+    return out
 
 
 def pack(arrays, bucket=None):

@@ -12,7 +12,13 @@ import threading
 import numpy as np
 
 from ..errors import CommunicationError
-from .base import Communicator, check_divisible, check_reduction, register_backend
+from .base import (
+    Communicator,
+    check_divisible,
+    check_reduction,
+    gathered_into,
+    register_backend,
+)
 
 
 class LocalGroup:
@@ -104,8 +110,8 @@ class LocalCommunicator(Communicator):
         array[...] = src
         return array
 
-    def allgather(self, array):
-        return self.group.exchange(self.rank, array, np.stack, "allgather").copy()
+    def allgather(self, array, out=None):
+        return gathered_into(out, self.group.exchange(self.rank, array, np.stack, "allgather"))
 
     def reduce_scatter(self, array):
         check_divisible(self, array)  # as MPI does: a remainder would be dropped silently
@@ -159,9 +165,9 @@ class HierarchicalCommunicator(Communicator):
         array[...] = src
         return array
 
-    def allgather(self, array):
+    def allgather(self, array, out=None):
         gathered = self._across(array, lambda a: self.outer.allgather(np.stack(a)), "allgather")
-        return gathered.reshape((self.size,) + array.shape).copy()
+        return gathered_into(out, gathered.reshape((self.size,) + array.shape))
 
     def reduce_scatter(self, array):
         check_divisible(self, array)

@@ -64,7 +64,7 @@ class StreamEngine:
         self._pending: list[_StreamHandle] = []
 
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
-              into=None) -> Handle:
+              into=None, lands_in=None) -> Handle:
         cuda = self.cupy.cuda
         ready = cuda.Event(disable_timing=True)
         ready.record(cuda.get_current_stream())
@@ -175,8 +175,9 @@ class NCCLCommunicator(Communicator):
         if op == "broadcast":
             self.comm.bcast(array.data.ptr, array.size, dtype, args[0], stream)
             return array
-        if op == "allgather":
-            out = self._cupy.empty((self.size,) + array.shape, dtype=array.dtype)
+        if op == "allgather":  # in place when `array` is out[rank] (NCCL allows it)
+            out = args[0] if args and args[0] is not None else self._cupy.empty(
+                (self.size,) + array.shape, dtype=array.dtype)
             self.comm.allGather(array.data.ptr, out.data.ptr, array.size, dtype, stream)
             return out
         if op == "reduce_scatter":
@@ -199,8 +200,8 @@ class NCCLCommunicator(Communicator):
     def broadcast(self, array, root: int):
         return self._blocking("broadcast", f"broadcast(root={root})", array, root)
 
-    def allgather(self, array):
-        return self._blocking("allgather", "allgather", array)
+    def allgather(self, array, out=None):
+        return self._blocking("allgather", "allgather", array, out)
 
     def reduce_scatter(self, array):
         return self._blocking("reduce_scatter", "reduce_scatter", array)

@@ -164,9 +164,6 @@ def _call_into(call, out, *args):
     return out
 
 
-_IN_PLACE = frozenset({"allreduce", "reduce", "broadcast"})  # their result is their array
-
-
 class _QueuedHandle(Handle):
     def __init__(self, engine: ThreadEngine, future, op: str, out):
         self._engine, self._future, self.op, self.out = engine, future, op, out
@@ -193,9 +190,10 @@ class ThreadEngine:
         self._timeout = timeout_of(comm) + GRACE_S
 
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
-              into=None) -> Handle:
+              into=None, lands_in=None) -> Handle:
         """Start collective `op` (a blocking method's name) on `args`; with `into`, its result
-        is written into that array."""
+        is written into that array. `lands_in`: the array the result will be in, when the
+        caller knows it (the handle's `out` before completion)."""
         call = self._fast.get(op)
         if call is None:
             call = self._fast[op] = self._comm.untimed(op)
@@ -211,8 +209,7 @@ class ThreadEngine:
         with self._lock:
             if self._worker is None:
                 self._worker = _Worker(self._name)
-            out = into if into is not None else args[0] if op in _IN_PLACE else None
-            handle = _QueuedHandle(self, self._worker.submit(call, *args), label, out)
+            handle = _QueuedHandle(self, self._worker.submit(call, *args), label, lands_in)
             self._pending.append(handle)
         return handle
 
@@ -287,7 +284,7 @@ class ImmediateEngine:
         self._comm = comm
 
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
-              into=None) -> Handle:
+              into=None, lands_in=None) -> Handle:
         result = getattr(self._comm, op)(*args)
         if into is not None:
             into[...] = result

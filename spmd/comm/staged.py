@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Communicator, register_backend
+from .base import Communicator, gathered_into, register_backend
 
 
 def _to_host(array):
@@ -40,8 +40,9 @@ class HostStagedCommunicator(Communicator):
     def broadcast(self, array, root: int):
         return _back(array, self.mpi.broadcast(_to_host(array), root))
 
-    def allgather(self, array):
-        return _like(array, self.mpi.allgather(_to_host(array)))
+    def allgather(self, array, out=None):
+        gathered = _like(array, self.mpi.allgather(_to_host(array)))  # a new array already
+        return gathered if out is None else gathered_into(out, gathered)
 
     def reduce_scatter(self, array):
         return _like(array, self.mpi.reduce_scatter(_to_host(array)))
@@ -51,18 +52,6 @@ class HostStagedCommunicator(Communicator):
 
     def missing(self) -> str:
         return self.mpi.missing()
-
-    def untimed(self, op: str):
-        fast = self.mpi.untimed(op)
-        if op == "barrier":
-            return fast
-        if op in ("reduce_scatter", "allgather"):  # a new array, not the input filled in
-            return lambda array: _like(array, fast(_to_host(array)))
-
-        def run(array, *args):
-            return _back(array, fast(_to_host(array), *args))
-
-        return run
 
 
 def _like(reference, host):

@@ -403,6 +403,31 @@ def test_allreduce_and_reduce_in_place_with_every_reduction(case, dtype):
 
 
 @pytest.mark.parametrize("overlap", [False, True])
+def test_allgather_into_out_and_in_place(case, overlap):
+    """allgather / iallgather with `out`: written there (blocking and async); with the array
+    being out[rank] itself, gathered in place; a wrongly shaped `out` is refused."""
+    size = case.size
+
+    def body(comm, check):
+        for shape in [(0,), (1,), (3, 5)]:
+            want = gathered(size, shape, "float32")
+            out = case.array(np.full((size,) + shape, -1, "float32"))
+            a = case.array(values(comm.rank, shape, "float32"))
+            got = comm.iallgather(a, out=out, overlap=overlap).wait()
+            check.true(f"iallgather of {shape} into out returns out", got is out)
+            check.equal(f"iallgather of {shape} into out", out, want)
+            check.equal(f"iallgather of {shape}: its input", a, values(comm.rank, shape,
+                                                                        "float32"))
+            buf = case.array(np.full((size,) + shape, -1, "float32"))
+            buf[comm.rank] = case.array(values(comm.rank, shape, "float32"))
+            got = comm.allgather(buf[comm.rank], out=buf)
+            check.true(f"allgather of {shape} in place returns out", got is buf)
+            check.equal(f"allgather of {shape} in place", buf, want)
+
+    case.check(body)
+
+
+@pytest.mark.parametrize("overlap", [False, True])
 def test_the_same_array_reduced_step_after_step(case, overlap):
     """As a gradient bucket is, every step: one array refilled and allreduced again (in
     blocking and async forms, with several reductions interleaved), right every time."""

@@ -131,7 +131,10 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
     arrays, owners, comm = ins["X"], attrs["owners"], ctx.comm
     _check_one_dtype(arrays, "c_allgather_flat")
     offsets, section = _sections(arrays, owners, comm.size)
-    gathered = _gather_buffer(xp, ctx, (comm.size, section), arrays[0].dtype)
+    # a new buffer every step, gathered in place (this rank's pieces packed straight into its
+    # section): the parameters become views of it, and a buffer reused across steps would
+    # change under a caller still holding last step's arrays
+    gathered = xp.empty((comm.size, section), dtype=arrays[0].dtype)
     mine = gathered[comm.rank]
     for a, owner, at in zip(arrays, owners, offsets):
         if owner == comm.rank:
@@ -149,19 +152,6 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
         outs.append(every[first:first + size].reshape(tuple(dims[d:d + ndim])))
         k, d = k + count, d + ndim
     return {"Out": outs}
-
-
-def _gather_buffer(xp, ctx, shape: tuple, dtype):
-    """The buffer this step's all-gather fills in place, kept in the op's scratch: two that
-    take turns, as the parameters are views of the one the step before filled (a failed step
-    then leaves them as they were). Reusing them is what makes the all-gather fast: one into
-    a fresh buffer also pays its first touch (measured here 6x slower on 2.7 MB)."""
-    pair = ctx.scratch.get("gathered")
-    if pair is None or pair[0].shape != shape or pair[0].dtype != dtype or \
-            not isinstance(pair[0], xp.ndarray):
-        pair = ctx.scratch["gathered"] = [xp.empty(shape, dtype), xp.empty(shape, dtype)]
-    pair.reverse()
-    return pair[0]
 
 
 @kernel("flat_slice")

@@ -581,3 +581,25 @@ def test_clip_by_norm_matches_one_place_or_is_rejected(mode):
     for name, value in params(ref_scope, main).items():
         np.testing.assert_allclose(params(dp_scope, main)[name], value, rtol=1e-10,
                                    atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("fuse", [False, True], ids=["rows", "flat"])
+def test_parameters_taken_from_the_scope_do_not_change_under_later_steps(fuse):
+    """Reduce mode hands the scope new parameter arrays each step (views of that step's
+    all-gather, fused): an array a caller took from the scope (numpy.asarray: no copy) keeps
+    the value it had, whatever later steps do."""
+    main, startup, loss, _ = build("adam")
+    scope = started(startup)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, build_strategy=strategy("Reduce", fuse), places=places(2))
+    exe = fluid.Executor(fluid.CPUPlace())
+    steps = batches(4)
+    exe.run(compiled, feed=steps[0], fetch_list=[loss], scope=scope)
+    held = {p.name: np.asarray(scope.find_var(p.name).get_tensor())
+            for p in main.all_parameters()}
+    kept = {name: value.copy() for name, value in held.items()}
+    for feed in steps[1:]:
+        exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)
+    for name, value in held.items():
+        np.testing.assert_array_equal(value, kept[name], err_msg=name)
+        assert not np.array_equal(params(scope, main)[name], kept[name]), f"{name} not trained"

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import abc
 
+import numpy as np
+
 from ..errors import CommunicationError
 from .handles import Handle, ThenHandle
 from .progress import ImmediateEngine, ThreadEngine
@@ -252,8 +254,6 @@ def pack(arrays, bucket=None):
 
 def array_module(array):
     """numpy for host arrays, cupy for device arrays (imported only then)."""
-    import numpy as np
-
     if isinstance(array, np.ndarray):
         return np
     import cupy

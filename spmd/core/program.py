@@ -9,6 +9,7 @@ import json
 
 from ..errors import InvalidArgumentError, NotFoundError
 from .operator import Operator, OpRole, OpSchema
+from .serialization import fill_block, unserializable
 from .variable import Parameter, Variable, normalize_shape
 
 _PROGRAM_UIDS = itertools.count()
@@ -259,7 +260,7 @@ class Program:
         for entry in blocks[1:]:
             prog.blocks.append(Block(prog, entry["idx"], entry["parent_idx"]))
         for entry, block in zip(blocks, prog.blocks):
-            _fill_block(block, entry)
+            fill_block(block, entry)
         prog.grad_var_map = dict(data.get("grad_var_map", {}))
         prog.optimizer_state = {k: list(v) for k, v in data.get("optimizer_state", {}).items()}
         return prog
@@ -269,7 +270,7 @@ class Program:
         try:
             return json.dumps(data, sort_keys=True)
         except TypeError:
-            raise InvalidArgumentError(_unserializable(data)) from None
+            raise InvalidArgumentError(unserializable(data)) from None
 
     @staticmethod
     def from_json(text: str | bytes) -> Program:
@@ -299,42 +300,6 @@ class Program:
         return repr(self)
 
     __str__ = __repr__
-
-
-def _fill_block(block: Block, entry: dict) -> None:
-    """`block`'s vars and ops from its `to_dict()` entry; ops re-validated."""
-    for v in entry["vars"]:
-        v = dict(v)
-        name = v.pop("name")
-        if v.pop("parameter", False):
-            lr = v.pop("learning_rate", 1.0)
-            block.vars[name] = Parameter(block, name, learning_rate=lr, **v)
-        else:
-            block.vars[name] = Variable(block, name, **v)
-    for op in entry["ops"]:
-        inputs = {k: list(v) for k, v in op["inputs"].items()}
-        outputs = {k: list(v) for k, v in op["outputs"].items()}
-        block.ops.append(Operator(block, op["type"], inputs, outputs, _validated_attrs(op),
-                                  OpRole(op["role"]), op.get("owner")))
-
-
-def _unserializable(data: dict) -> str:
-    """Name the op attribute that JSON cannot hold (numpy arrays, objects)."""
-    for block in data["blocks"]:
-        for i, op in enumerate(block["ops"]):
-            for name, value in op["attrs"].items():
-                try:
-                    json.dumps(value)
-                except TypeError:
-                    return (f"block {block['idx']} op #{i} '{op['type']}': attribute "
-                            f"'{name}' holds a {type(value).__name__}, which cannot be "
-                            f"serialized; give it as a number, a string, a bool or a list of "
-                            f"those")
-    return "the program holds a value that cannot be serialized to JSON"
-
-
-def _validated_attrs(op_dict: dict) -> dict:
-    return OpSchema.validate_attrs(op_dict["type"], op_dict["attrs"])
 
 
 def _copy_python_attrs(src: Program, dst: Program):

@@ -47,7 +47,6 @@ class CompiledProgram:
         self._program = program_or_graph
         self._build_strategy = _check_type(build_strategy, BuildStrategy, "build_strategy")
         self._exec_strategy = ExecutionStrategy()
-        self._data_parallel = False
         self.distribution: str | None = None  # a RUNNERS kind; None: runs as a plain program
         self._loss_name = None
         self._share_vars_from = None
@@ -71,12 +70,11 @@ class CompiledProgram:
 
         >>> # train = CompiledProgram(main).with_data_parallel(loss_name=loss.name)
         """
-        if self._data_parallel:
+        if self.distribution is not None:
             raise PreconditionError("with_data_parallel was already called on this program")
         if share_vars_from is not None and not isinstance(share_vars_from, CompiledProgram):
             raise InvalidArgumentError(
                 f"share_vars_from must be a CompiledProgram, got {type(share_vars_from).__name__}")
-        self._data_parallel = True
         self.distribution = "data_parallel"
         self._loss_name = loss_name.name if hasattr(loss_name, "name") else loss_name
         if build_strategy is not None:
@@ -90,7 +88,7 @@ class CompiledProgram:
     def places_for(self, executor_place: Place) -> list[Place]:
         """The places of this process a run on `executor_place` uses (one for a program
         compiled without data parallelism)."""
-        if not self._data_parallel:
+        if self.distribution != "data_parallel":
             return [executor_place]
         if self._places is not None:
             places = [_as_place(p) for p in self._places]
@@ -155,7 +153,7 @@ def _data_parallel_runner(compiled: CompiledProgram, executor_place: Place, scop
 
     share = None
     if compiled._share_vars_from is not None:
-        if not compiled._share_vars_from._data_parallel:
+        if compiled._share_vars_from.distribution != "data_parallel":
             raise InvalidArgumentError(
                 "share_vars_from names a CompiledProgram that is not data parallel: "
                 "call with_data_parallel on it too")

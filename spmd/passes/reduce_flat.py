@@ -34,10 +34,12 @@ def flat_eligible(program, params_grads, splittable: set) -> bool:
     for op in block.ops:
         if op.role is not OpRole.OPTIMIZE:
             continue
-        params = {owner[n].name for n in op.input_arg_names if n in owner}
+        # by name: a Variable's == builds an op (fluid's operator overloading)
+        params = {owner[n].name: owner[n] for n in op.input_arg_names if n in owner}
         if len(params) != 1:
             continue
-        shape = tuple(owner[next(n for n in op.input_arg_names if n in owner)].shape)
+        (param,) = params.values()
+        shape = tuple(param.shape)
         for n in op.input_arg_names + op.output_arg_names:
             var = block._find_var_recursive(n)
             if var is None:
@@ -45,7 +47,7 @@ def flat_eligible(program, params_grads, splittable: set) -> bool:
             if tuple(var.shape) != shape and math.prod(var.shape) != 1:
                 return False
         for n in op.output_arg_names:
-            owner[n] = owner[next(n for n in op.input_arg_names if n in owner)]
+            owner[n] = param
     return True
 
 

@@ -56,6 +56,10 @@ class OpCase:
     fp32_rtol: float = 1e-4
     fp32_atol: float = 1e-5
     check_fp32: bool = True
+    # LoD: input slot -> recursive sequence lengths ([[2, 3]]) fed with it; the reference then
+    # gets them as `lod=`. out_lod: output slot -> the lengths its result must carry
+    lod: dict = field(default_factory=dict)
+    out_lod: dict = field(default_factory=dict)
 
     def __str__(self):
         return self.name or self.op
@@ -71,7 +75,18 @@ def _cast(a, dtype):
 
 
 def _reference(case: OpCase):
-    return case.ref(**{k: v for k, v in case.inputs.items()}, **case.attrs)
+    extra = {"lod": case.lod} if case.lod else {}
+    return case.ref(**{k: v for k, v in case.inputs.items()}, **case.attrs, **extra)
+
+
+def _fed(case: OpCase, feed: dict) -> dict:
+    """`feed` with the LoD inputs wrapped as LoDTensors carrying their case's LoD."""
+    out = dict(feed)
+    for slot, lengths in case.lod.items():
+        name = f"{slot}_0"
+        if name in out:
+            out[name] = spmd.fluid.create_lod_tensor(out[name], lengths, CPUPlace())
+    return out
 
 
 def _output_counts(case: OpCase):
@@ -94,7 +109,8 @@ def build(case: OpCase, dtype: str, stop_gradient=True):
         for i, a in enumerate(arrays):
             name = f"{slot}_{i}"
             vs.append(block.create_var(name=name, shape=a.shape, dtype=a.dtype.name, is_data=True,
-                                       stop_gradient=stop_gradient or a.dtype.kind != "f"))
+                                       stop_gradient=stop_gradient or a.dtype.kind != "f",
+                                       lod_level=len(case.lod.get(slot, ()))))
             feed[name] = a
         in_vars[slot] = vs if dup else vs[0]
     out_vars = {slot: [block.create_var(name=f"out_{slot}_{i}") for i in range(n)]
@@ -103,12 +119,13 @@ def build(case: OpCase, dtype: str, stop_gradient=True):
     return prog, feed, in_vars, out_vars
 
 
-def run_forward(case: OpCase, dtype="float64", place=None):
-    """Run the op once; returns {output slot: list of arrays}."""
+def run_forward(case: OpCase, dtype="float64", place=None, with_lod=False):
+    """Run the op once; returns {output slot: list of arrays} (with_lod: of LoDTensors)."""
     prog, feed, _, out_vars = build(case, dtype)
     names = [(s, v.name) for s, vs in out_vars.items() for v in vs]
-    got = spmd.Executor(place or CPUPlace()).run(prog, feed=feed, fetch_list=[n for _, n in names],
-                                                 scope=Scope())
+    got = spmd.Executor(place or CPUPlace()).run(prog, feed=_fed(case, feed),
+                                                 fetch_list=[n for _, n in names],
+                                                 scope=Scope(), return_numpy=not with_lod)
     res: dict = {}
     for (slot, _), a in zip(names, got):
         res.setdefault(slot, []).append(a)
@@ -117,9 +134,13 @@ def run_forward(case: OpCase, dtype="float64", place=None):
 
 def check_forward(case: OpCase, dtype="float64", place=None, rtol=None, atol=None):
     want = _reference(case)
-    got = run_forward(case, dtype, place)
+    got = run_forward(case, dtype, place, with_lod=True)
+    for slot, lengths in case.out_lod.items():
+        assert got[slot][0].recursive_sequence_lengths() == lengths, \
+            f"{case} {slot}: LoD {got[slot][0].recursive_sequence_lengths()} != {lengths}"
     for slot, ref in want.items():
         for i, (g, r) in enumerate(zip(got[slot], _as_list(ref))):
+            g = np.array(g)
             r = np.asarray(r)
             assert g.shape == r.shape, f"{case} {slot}[{i}]: shape {g.shape} != reference {r.shape}"
             if r.dtype.kind == "f":
@@ -163,14 +184,15 @@ def check_grad(case: OpCase, place=None, eps=1e-6):
     grads = gradients(targets, xs, target_gradients=weights)
     exe = spmd.Executor(place or CPUPlace())
     fetch = [g.name for g in grads if g is not None]
-    analytic = dict(zip(fetch, exe.run(prog, feed=feed, fetch_list=fetch, scope=Scope())))
+    analytic = dict(zip(fetch, exe.run(prog, feed=_fed(case, feed), fetch_list=fetch,
+                                       scope=Scope())))
 
     fwd_prog, _, _, fwd_outs = build(case, "float64")
     out_names = [v.name for s in grad_out for v in fwd_outs[s]]
     w = [feed[g.name] for g in weights]
 
     def loss(f):
-        outs = exe.run(fwd_prog, feed=f, fetch_list=out_names, scope=Scope())
+        outs = exe.run(fwd_prog, feed=_fed(case, f), fetch_list=out_names, scope=Scope())
         return sum(float(np.sum(o * wi)) for o, wi in zip(outs, w))
 
     for x, g in zip(xs, grads):

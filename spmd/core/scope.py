@@ -39,12 +39,35 @@ class Tensor:
     def numpy(self):
         return np.array(self)
 
-    def lod(self):
-        return []
+    def lod(self) -> list[list[int]]:
+        from .lod import lod_as_lists
+
+        return lod_as_lists(self._scope.lod(self._name))
 
     def set_lod(self, lod):
-        if lod:
-            raise InvalidArgumentError("spmd tensors carry no LoD; pad sequences instead")
+        from .lod import LoDTensor
+
+        t = LoDTensor(self._array())
+        t.set_lod(lod)
+        self._scope.set_lod(self._name, t.lod_value)
+
+    def recursive_sequence_lengths(self) -> list[list[int]]:
+        from .lod import offsets_to_lengths
+
+        return offsets_to_lengths(self.lod())
+
+    def set_recursive_sequence_lengths(self, lengths):
+        from .lod import LoDTensor
+
+        t = LoDTensor(self._array())
+        t.set_recursive_sequence_lengths(lengths)
+        self._scope.set_lod(self._name, t.lod_value)
+
+    def has_valid_recursive_sequence_lengths(self) -> bool:
+        from .lod import LoDTensor
+
+        return LoDTensor(self._array(), self._scope.lod(self._name)
+                         ).has_valid_recursive_sequence_lengths()
 
     def __repr__(self):
         return f"Tensor({self._name}, shape={self.shape()})"
@@ -69,6 +92,7 @@ class Scope:
     def __init__(self, parent: Scope | None = None):
         self._parent = parent
         self._arrays: dict = {}
+        self._lods: dict = {}  # name -> LoD (spmd/core/lod.py) of the LoD tensors among them
         self._kids: list[Scope] = []
 
     def var(self, name: str) -> ScopeVar:
@@ -91,6 +115,19 @@ class Scope:
         scope = self._owner(name)
         return scope._arrays[name] if scope is not None else None
 
+    def lod(self, name: str):
+        """The LoD of the tensor under `name` (searching parents), or None."""
+        scope = self._owner(name)
+        return scope._lods.get(name) if scope is not None else None
+
+    def set_lod(self, name: str, lod) -> None:
+        """Give the tensor under `name` the LoD `lod` (None: none), where it lives."""
+        owner = self._owner(name) or self
+        if lod is None:
+            owner._lods.pop(name, None)
+        else:
+            owner._lods[name] = lod
+
     def new_scope(self) -> Scope:
         kid = Scope(self)
         self._kids.append(kid)
@@ -109,6 +146,7 @@ class Scope:
     def erase(self, names):
         for n in names:
             self._arrays.pop(n, None)
+            self._lods.pop(n, None)
 
     def _assign(self, name: str, array):
         """Store `array` under `name` in the scope that already holds `name` (a parent's

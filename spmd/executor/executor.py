@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import guard
 from ..comm.factory import world_communicator
+from ..core.lod import LoDTensor
 from ..core.places import CPUPlace, Place, array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
@@ -69,22 +70,6 @@ def _compiled(program):
         return program
     graph = getattr(program, "_graph", None)
     return graph if isinstance(graph, CompiledProgram) else None
-
-
-class FetchedTensor:
-    """What `run(..., return_numpy=False)` returns per fetch: `numpy.array(t)` reads it."""
-
-    def __init__(self, array):
-        self._array = array
-
-    def __array__(self, dtype=None, copy=None):
-        return host_array(self._array, dtype, copy)
-
-    def shape(self):
-        return list(self._array.shape)
-
-    def lod(self):
-        return []
 
 
 class Executor:
@@ -168,7 +153,9 @@ class Executor:
             # a fetch may be the scope's own array (a parameter) or a view of it: hand out a
             # copy, as fluid does, so editing a result never changes the scope
             return [as_fetched(host_array(r, copy=True)) for r in results]
-        return [FetchedTensor(r) for r in results]
+        # fluid's LoDTensor per fetch: numpy.array(t) reads it, t.lod() its LoD
+        lods = plan.fetched_lods or [None] * len(results)
+        return [LoDTensor(r, lod) for r, lod in zip(results, lods)]
 
     def close(self):
         """Drop compiled plans; the executor cannot run afterwards."""

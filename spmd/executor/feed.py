@@ -5,6 +5,7 @@ import difflib
 
 import numpy as np
 
+from ..core.lod import LoDTensor, check_lod, lod_as_lists, lod_key, split_by_sequences
 from ..errors import FeedError
 
 
@@ -26,8 +27,31 @@ def check_feed_names(block, feed: dict, needed: list[str]):
         )
 
 
-def convert_feed(var, value, xp):
-    """Return `value` as a contiguous array of `var`'s dtype and shape, or raise FeedError."""
+def convert_feed(var, value, xp, into: dict, tracked=frozenset()) -> None:
+    """Put `value` into `into` as a contiguous array of `var`'s dtype and shape, or raise
+    FeedError. A LoD variable (in `tracked`) also gets its LoD under lod_key(name): the fed
+    LoDTensor's, checked against its rows, or None."""
+    lod = None
+    if isinstance(value, LoDTensor):
+        lod, value = value.lod_value, value.array
+        if value is None:
+            raise FeedError(f"feed '{var.name}': the LoDTensor holds no data; call "
+                            f"set(array, place) on it first")
+        if lod is not None and var.name not in tracked:
+            raise FeedError(
+                f"feed '{var.name}': a LoDTensor with LoD {lod_as_lists(lod)} was fed, but "
+                f"the variable has lod_level=0, so ops would not see its sequences; declare "
+                f"it with lod_level={len(lod)} (fluid.data(name, shape, dtype, lod_level="
+                f"{len(lod)}))")
+    array = _converted(var, value, xp)
+    into[var.name] = array
+    if var.name in tracked:
+        check_lod(lod, int(array.shape[0]) if array.ndim else 1, f"feed '{var.name}'",
+                  FeedError)
+        into[lod_key(var.name)] = lod
+
+
+def _converted(var, value, xp):
     if hasattr(value, "__array__") and not isinstance(value, np.ndarray) and xp is np:
         value = np.asarray(value)
     if not hasattr(value, "dtype"):  # python scalars and lists: take the variable's dtype
@@ -97,8 +121,7 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
         return [dict(f) for f in feed]
     if num_places == 1:
         return [feed]
-    arrays = {name: value if hasattr(value, "shape") else _as_array(name, value, tag)
-              for name, value in feed.items()}
+    arrays = {name: _splittable(name, value, tag) for name, value in feed.items()}
     if every_place_because is None:  # a short batch feeds the first places only, one row each
         num_places = _places_fed(arrays, num_places, replicated, tag)
     shards: list[dict] = [{} for _ in range(num_places)]
@@ -106,6 +129,9 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
         if name in replicated:
             for shard in shards:
                 shard[name] = array
+            continue
+        if isinstance(array, LoDTensor):  # dealt out by whole sequences
+            _deal_sequences(name, array, shards, tag, every_place_because)
             continue
         if array.ndim == 0:
             raise FeedError(
@@ -130,6 +156,28 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
     return shards
 
 
+def _splittable(name: str, value, tag: str):
+    """A feed value as split_feed deals it out: an array, or a LoDTensor that has a LoD."""
+    if isinstance(value, LoDTensor):
+        return value if value.lod_value is not None else value.array
+    return value if hasattr(value, "shape") else _as_array(name, value, tag)
+
+
+def _deal_sequences(name: str, tensor: LoDTensor, shards: list, tag: str, because) -> None:
+    """A LoD feed split over the places by top-level sequences (the remainder going to the
+    later places, as rows of a dense feed do), so no sequence is cut in two."""
+    count, places = tensor.lod_value[0].size - 1, len(shards)
+    if count < places:
+        raise FeedError(
+            f"{tag}feed '{name}' holds {count} sequence(s) but there are {places} places, "
+            f"and {because}, each with at least one sequence; feed at least {places} "
+            f"sequences per batch or use fewer places")
+    base, extra = divmod(count, places)
+    counts = [base + (1 if i >= places - extra else 0) for i in range(places)]
+    for shard, piece in zip(shards, split_by_sequences(tensor, counts)):
+        shard[name] = piece
+
+
 def _every_place(tag: str, got: int, num_places: int, because: str) -> FeedError:
     return FeedError(
         f"{tag}a list feed needs one dict per place: {num_places} place(s), got {got} "
@@ -141,7 +189,9 @@ def _every_place(tag: str, got: int, num_places: int, because: str) -> FeedError
 def _places_fed(arrays: dict, num_places: int, replicated, tag: str) -> int:
     """How many places a dict batch feeds when it may feed fewer than all: one row each
     while the batch is shorter than the places, and every input must then be as short."""
-    rows = {n: a.shape[0] for n, a in arrays.items() if n not in replicated and a.ndim > 0}
+    rows = {n: (a.lod_value[0].size - 1 if isinstance(a, LoDTensor) else a.shape[0])
+            for n, a in arrays.items()
+            if n not in replicated and (isinstance(a, LoDTensor) or a.ndim > 0)}
     if not rows or min(rows.values()) >= num_places:
         return num_places
     if len(set(rows.values())) > 1:

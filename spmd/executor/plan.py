@@ -10,6 +10,7 @@ import types
 
 from .. import profiler as _profiler
 from ..comm.base import SelfCommunicator
+from ..core.lod import lod_key
 from ..core.operator import OpRole
 from ..core.variable import Parameter, Variable
 from ..errors import (
@@ -25,6 +26,7 @@ from ..kernels.registry import get_kernel, takes_context
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
+from .lod_binding import NO_LOD, bind_lod, tracked_names, with_lod_frees
 from .numeric_check import check_feeds, checking
 
 # ops that update parameters: in data parallel every rank must draw the same random numbers
@@ -120,6 +122,11 @@ class Plan:
             if n not in keep:
                 frees_at.setdefault(k, []).append(n)
         self.persist_writes = sorted(n for n in written if var(n).persistable)
+        # LoD variables (lod_level > 0): their LoD travels under lod_key(name) beside them
+        self.lod_tracked = tracked = tracked_names(block)
+        lod_aware = bool(tracked) or any(get_op_def(op.type).lod_inputs for _, op in ops)
+        self._lod_reads = [n for n in self._from_scope if n in tracked]
+        self._lod_writes = [n for n in self.persist_writes if n in tracked]
         self.steps = []
         self.has_collectives = False
         self.check_nan_inf = flags().check_nan_inf
@@ -141,10 +148,16 @@ class Plan:
             queued = opdef.collective and not attrs.get("use_calc_stream", True)
             if self.check_nan_inf and not queued:
                 fn = checking(fn, (i, op), numeric_tag)
-            self.steps.append(Step(fn, _bindings(op.inputs, opdef.input_slots),
-                                   _bindings(op.outputs, opdef.output_slots), attrs,
-                                   frozenset(op.outputs), tuple(frees_at.get(k, ())),
+            ins = _bindings(op.inputs, opdef.input_slots)
+            outs = _bindings(op.outputs, opdef.output_slots)
+            frees = tuple(frees_at.get(k, ()))
+            if lod_aware:
+                fn, ins, outs = bind_lod(fn, op, opdef, ins, outs, tracked)
+                frees = with_lod_frees(frees, tracked)
+            self.steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees,
                                    (i, op), ctx))
+        self.lod_aware = lod_aware
+        self.fetched_lods: list | None = None  # the latest run's LoD per fetch (lod_aware)
         if self.has_collectives:
             attach_buckets(self.steps, block)
         # program index of the first collective: a run that fails at an op before it issued
@@ -194,8 +207,9 @@ class Plan:
         so a caller may fix the feed and run again."""
         block = self.block
         check_feed_names(block, feed, self._needed_feeds)
-        converted = {name: convert_feed(block.vars[name], value, xp)
-                     for name, value in feed.items()}
+        converted = {}
+        for name, value in feed.items():
+            convert_feed(block.vars[name], value, xp, converted, self.lod_tracked)
         if self.check_nan_inf:
             check_feeds(converted, xp, "" if self.tag else _rank_tag())
         return converted
@@ -211,6 +225,10 @@ class Plan:
             if value is None:
                 raise _uninitialized(self.block._var_recursive(n))
             env[n] = value
+        if self.lod_aware:
+            env[NO_LOD] = None
+            for n in self._lod_reads:
+                env[lod_key(n)] = scope.lod(n)
         return env
 
     def _stand_in_zeros(self, xp) -> dict:
@@ -272,6 +290,10 @@ class Plan:
         self.started_collectives = self.has_collectives
         for n in self.persist_writes:
             scope._assign(n, env[n])
+        for n in self._lod_writes:
+            scope.set_lod(n, env[lod_key(n)])
+        if self.lod_aware:  # what return_numpy=False hands out with each fetch
+            self.fetched_lods = [env.get(lod_key(n)) for n in self.fetch_names]
         return [env[n] for n in self.fetch_names]
 
     def _failure(self, e, step, env):

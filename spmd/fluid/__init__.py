@@ -24,6 +24,7 @@ from ..core import (
     scope_guard,
     unique_name,
 )
+from ..core.lod import LoDTensor, LoDTensorArray, create_lod_tensor, create_random_int_lodtensor
 from ..core.variable import Parameter
 from ..executor import Executor
 from ..io import load, load_program_state, save, set_program_state
@@ -74,6 +75,7 @@ from .transpiler import (
 )
 
 __all__ = [
+    "LoDTensor", "LoDTensorArray", "create_lod_tensor", "create_random_int_lodtensor",
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
     "DistributeTranspiler", "DistributeTranspilerConfig", "ExecutionStrategy", "Executor",
     "ParallelExecutor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",

@@ -7,9 +7,11 @@ True
 """
 from ..core import CPUPlace, CUDAPinnedPlace, CUDAPlace, Scope, is_compiled_with_cuda
 from ..core.dtypes import VarType
+from ..core.lod import LoDTensor, LoDTensorArray
 from ..errors import EOFException
 
-__all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "Scope", "VarDesc",
+__all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "LoDTensor",
+           "LoDTensorArray", "Scope", "VarDesc",
            "get_cuda_device_count", "is_compiled_with_cuda", "is_compiled_with_mkldnn"]
 
 

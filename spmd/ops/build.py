@@ -58,7 +58,7 @@ def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, r
 
     def info(n):
         v = block._var_recursive(n)
-        return VarInfo(n, v.shape, v.dtype)
+        return VarInfo(n, v.shape, v.dtype, v.lod_level)
 
     ctx = InferContext(opdef, {s: [info(n) for n in ns] for s, ns in ins.items()},
                        {s: list(ns) for s, ns in outs.items()}, attrs, where)
@@ -68,4 +68,18 @@ def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, r
             if entry is not None:
                 var = block._var_recursive(n)
                 var.shape, var.dtype = entry[0], entry[1]
+    _set_lod_levels(block, opdef, ins, outs, ctx.lod_levels)
     return Operator(block, type, ins, outs, attrs, role)
+
+
+def _set_lod_levels(block, opdef, ins: dict, outs: dict, explicit: dict) -> None:
+    """Outputs' lod_level: what shape inference set, else the input's of a share_lod pair
+    (a duplicable input shares its first variable's, as fluid's sum does)."""
+    for in_slot, out_slot in opdef.share_lod:
+        if in_slot in ins and out_slot in outs and out_slot not in explicit:
+            level = block._var_recursive(ins[in_slot][0]).lod_level
+            for n in outs[out_slot]:
+                block._var_recursive(n).lod_level = level
+    for slot, level in explicit.items():
+        for n in outs.get(slot, ()):
+            block._var_recursive(n).lod_level = level

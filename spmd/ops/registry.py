@@ -99,6 +99,12 @@ class OpDef:
     random: bool = False  # kernel draws from the program's random generator
     collective: bool = False  # kernel talks to other ranks through attrs["_comm"]
     forward_type: str | None = None  # set on generated *_grad defs
+    # LoD (spmd/core/lod.py): (input slot, output slot) pairs whose output keeps the input's
+    # LoD, as fluid's ShareLoD; slots whose LoD the kernel reads (`ins["X@LOD"]`) or writes
+    # (`res["Out@LOD"]`)
+    share_lod: tuple[tuple[str, str], ...] = ()
+    lod_inputs: frozenset[str] = frozenset()
+    lod_outputs: frozenset[str] = frozenset()
     input_slots: dict[str, Slot] = field(init=False)
     output_slots: dict[str, Slot] = field(init=False)
 
@@ -158,8 +164,14 @@ def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
 
 
 def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_grad_inputs=(),
-              nondiff_outputs=(), grad_uses=None, random=False, collective=False):
-    """Decorator registering an op whose shape inference is the decorated function."""
+              nondiff_outputs=(), grad_uses=None, random=False, collective=False,
+              share_lod=(), lod_inputs=(), lod_outputs=()):
+    """Decorator registering an op whose shape inference is the decorated function.
+
+    LoD: `share_lod` pairs (input slot, output slot) give the output the input's LoD (and
+    lod_level); `lod_inputs` / `lod_outputs` name the slots whose LoD the kernel reads as
+    `ins[slot + "@LOD"]` / returns as `res[slot + "@LOD"]` (its shape inference then sets
+    the outputs' lod_level with `ctx.set_lod_level`)."""
 
     def register(infer):
         if type in OP_DEFS:
@@ -168,7 +180,8 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
                       tuple(Slot.parse(s) for s in outputs), _parse_attrs(attrs), infer, grad,
                       frozenset(no_grad_inputs), frozenset(nondiff_outputs),
                       tuple(grad_uses) if grad_uses is not None else None, random,
-                      collective)
+                      collective, share_lod=tuple(tuple(p) for p in share_lod),
+                      lod_inputs=frozenset(lod_inputs), lod_outputs=frozenset(lod_outputs))
         OP_DEFS[type] = opdef
         if grad == "default":
             _define_default_grad(opdef)
@@ -196,9 +209,12 @@ def _define_default_grad(fwd: OpDef):
         for slot in outs:
             ctx.set_output_like(slot.name, slot.name[: -len(GRAD_SUFFIX)])
 
-    # a collective forward (sync_batch_norm) has a collective gradient too
+    # a collective forward (sync_batch_norm) has a collective gradient too; a sequence op's
+    # gradient reads the LoD its forward read or wrote (gradients themselves carry none)
+    read = {s.name for s in ins}
     gdef = OpDef(fwd.type + "_grad", tuple(ins), tuple(outs), dict(fwd.attrs), infer_grad, None,
-                 random=fwd.random, collective=fwd.collective, forward_type=fwd.type)
+                 random=fwd.random, collective=fwd.collective, forward_type=fwd.type,
+                 lod_inputs=(fwd.lod_inputs | fwd.lod_outputs) & read)
     OP_DEFS[gdef.type] = gdef
 
 
@@ -217,11 +233,13 @@ def get_op_def(type: str) -> OpDef:
 
 @dataclass
 class VarInfo:
-    """What shape inference sees of a variable: its name, shape (-1 = unknown) and dtype."""
+    """What shape inference sees of a variable: its name, shape (-1 = unknown), dtype and
+    lod_level (how many levels of LoD it carries at run time)."""
 
     name: str
     shape: tuple
     dtype: str
+    lod_level: int = 0
 
 
 class InferContext:
@@ -231,6 +249,7 @@ class InferContext:
         self.opdef, self._inputs, self._outputs = opdef, inputs, outputs
         self.attrs, self.where = attrs, where
         self.results: dict[str, list[tuple[tuple, str]]] = {}
+        self.lod_levels: dict[str, int] = {}  # output slot -> lod_level set by set_lod_level
 
     def has_input(self, slot: str) -> bool:
         return bool(self._inputs.get(slot))
@@ -259,6 +278,10 @@ class InferContext:
         entries = self.results.setdefault(slot, [None] * n)
         for i in range(n) if index is None else [index]:
             entries[i] = (shape, dtype)
+
+    def set_lod_level(self, slot: str, level: int):
+        """The lod_level of every output of `slot` (an op that writes LoD, or drops it)."""
+        self.lod_levels[slot] = int(level)
 
     def set_output_like(self, out_slot: str, in_slot: str):
         """Each output of `out_slot` gets the shape and dtype of the same-index input."""

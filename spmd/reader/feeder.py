@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.lod import create_lod_tensor
 from ..core.places import CUDAPlace
 from ..core.program import default_main_program
 from ..core.variable import Variable
@@ -23,14 +24,31 @@ class _Slot:
     differs (so scalar labels fill a [-1, 1] variable), checked against its fixed dims."""
 
     def __init__(self, name: str, shape, dtype: str, lod_level: int):
-        if lod_level:
-            raise InvalidArgumentError(
-                f"DataFeeder: variable '{name}' has lod_level={lod_level}; spmd feeds dense "
-                f"(lod_level=0) variables only: pad the sequences to one length, or feed them "
-                f"as a dense [batch, max_len] array with a separate length variable")
         self.name, self.shape, self.dtype = name, tuple(shape), dtype
+        self.lod_level = int(lod_level)
 
-    def convert(self, column: list, where: str) -> np.ndarray:
+    def convert(self, column: list, where: str):
+        """The column as an array, or for a LoD variable a LoDTensor: each sample is then a
+        sequence (nested lod_level deep) whose elements are laid end to end, as fluid's
+        DataFeeder does."""
+        if not self.lod_level:
+            return self._dense(column, where)
+        lengths: list[list[int]] = [[] for _ in range(self.lod_level)]
+        elements = column
+        for depth in range(self.lod_level):
+            flat = []
+            for i, seq in enumerate(elements):
+                if not hasattr(seq, "__len__") or isinstance(seq, (str, bytes)):
+                    raise InvalidArgumentError(
+                        f"{where}: variable '{self.name}' has lod_level={self.lod_level}, so "
+                        f"each sample must be a sequence nested {self.lod_level} deep; got "
+                        f"{type(seq).__name__} at depth {depth} (item {i})")
+                lengths[depth].append(len(seq))
+                flat.extend(seq)
+            elements = flat
+        return create_lod_tensor(self._dense(elements, where), lengths, None)
+
+    def _dense(self, column: list, where: str) -> np.ndarray:
         try:
             array = np.array(column, dtype=self.dtype)
         except (TypeError, ValueError) as e:

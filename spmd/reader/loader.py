@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from ..core.lod import LoDTensor
 from ..core.operator import OpRole
 from ..core.places import CPUPlace, Place
 from ..core.program import default_main_program
@@ -46,6 +47,9 @@ def _batch_arrays(batch, names: list[str], index: int) -> list[np.ndarray]:
             f"{len(names)} ({names}): yield one array per fed variable, in feed_list order")
     arrays = []
     for name, value in zip(names, batch):
+        if isinstance(value, LoDTensor):  # a LoD variable's batch: its rows and their LoD
+            arrays.append(value)
+            continue
         try:
             array = np.asarray(value)
         except ValueError:

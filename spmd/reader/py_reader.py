@@ -34,10 +34,11 @@ class PyReaderVariable:
                 f"py_reader: {len(shapes)} shape(s) but {len(dtypes)} dtype(s); give one of "
                 f"each per variable read")
         lod_levels = [0] * len(shapes) if lod_levels is None else list(lod_levels)
-        if any(lod_levels):
+        if len(lod_levels) != len(shapes):
             raise InvalidArgumentError(
-                f"py_reader: lod_levels={lod_levels}: spmd reads dense (lod_level 0) variables "
-                f"only; pad the sequences to one length")
+                f"py_reader: {len(shapes)} shape(s) but {len(lod_levels)} lod_levels; give "
+                f"one per variable read")
+        self.lod_levels = [int(level) for level in lod_levels]
         # fluid's names: the reader it returns is the double-buffer one when use_double_buffer
         self.name = _reader_name(name, use_double_buffer)
         self.shapes = [normalize_shape(s, self.name) for s in shapes]
@@ -110,7 +111,8 @@ def read_reader(reader: PyReaderVariable, block) -> list[Variable]:
             f"create_py_reader_by_data / double_buffer, got {type(reader).__name__}")
     base = unique_name.generate("read_file")
     out = [block.create_var(name=f"{base}.tmp_{i}", shape=shape, dtype=dtype, is_data=True,
-                            stop_gradient=True)
-           for i, (shape, dtype) in enumerate(zip(reader.shapes, reader.dtypes))]
+                            stop_gradient=True, lod_level=level)
+           for i, (shape, dtype, level) in enumerate(zip(reader.shapes, reader.dtypes,
+                                                        reader.lod_levels))]
     reader._bind(out)
     return out

@@ -1,0 +1,57 @@
+"""Which ops keep their input's LoD, as fluid 1.8's ShareLoD calls in their InferShape do.
+
+fluid's elementwise ops, activations, fc (mul), embedding (lookup_table), softmax, the
+cross-entropy losses and a few more hand the LoD of an input to an output, so a sequence model
+can run dense ops on the rows of a LoD tensor and still pool per sequence afterwards. Ops
+defined before LoD existed here get their pairs from this table; ops written since (the
+sequence ops) declare `share_lod=` in their own `define_op`. At run time a shared LoD is
+passed on only when the output has as many rows as the input (spmd/executor/lod_binding.py).
+"""
+from __future__ import annotations
+
+from .registry import get_op_def
+
+# fluid's activation ops (activation_op.cc shares X's LoD with Out in every one of them)
+ACTIVATION_TYPES = (
+    "abs acos asin atan brelu ceil cos elu erf exp floor gelu hard_shrink hard_sigmoid "
+    "hard_swish leaky_relu log log1p logsigmoid mish pow reciprocal relu relu6 round rsqrt "
+    "selu sigmoid sign sin soft_relu softplus softshrink softsign sqrt square stanh swish "
+    "tanh tanh_shrink thresholded_relu").split()
+
+_X_OUT = ("X", "Out")
+
+SHARE_LOD: dict[str, tuple[tuple[str, str], ...]] = {
+    **{t: (_X_OUT,) for t in ACTIVATION_TYPES},
+    **{f"elementwise_{k}": (_X_OUT,) for k in
+       ("add", "sub", "mul", "div", "max", "min", "pow", "mod", "floordiv")},
+    **{t: (_X_OUT,) for t in
+       ("scale", "cast", "dropout", "clip", "assign", "fill_zeros_like", "fill_any_like",
+        "mul", "matmul", "softmax", "sum", "concat", "one_hot", "label_smooth", "prelu",
+        "sigmoid_cross_entropy_with_logits", "reshape2", "expand", "hash",
+        "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")},
+    "lookup_table": (("Ids", "Out"),),
+    "lookup_table_v2": (("Ids", "Out"),),
+    "cross_entropy": (("X", "Y"),),
+    "cross_entropy2": (("X", "Y"),),
+    "softmax_with_cross_entropy": (("Logits", "Softmax"), ("Logits", "Loss")),
+    "batch_norm": (("X", "Y"),),
+    "layer_norm": (("X", "Y"),),
+    "data_norm": (("X", "Y"),),
+    "cvm": (("X", "Y"),),
+    "top_k": (("X", "Out"), ("X", "Indices")),
+    "print": (("In", "Out"),),
+}
+
+
+def _install() -> None:
+    for type, pairs in SHARE_LOD.items():
+        opdef = get_op_def(type)
+        for in_slot, out_slot in pairs:
+            if in_slot not in opdef.input_slots or out_slot not in opdef.output_slots:
+                raise ValueError(
+                    f"lod_rules: op '{type}' has no input '{in_slot}' or output '{out_slot}' "
+                    f"(inputs {sorted(opdef.input_slots)}, outputs {sorted(opdef.output_slots)})")
+        opdef.share_lod = tuple(dict.fromkeys(opdef.share_lod + pairs))
+
+
+_install()

@@ -16,6 +16,7 @@ from . import (  # noqa: F401 - registration side effects
     random,
     reader,
     reduce,
+    sequence,
     rnn,
     sync_batch_norm,
     tensor,

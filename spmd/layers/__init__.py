@@ -59,6 +59,7 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     norm,
     random,
     rnn,
+    sequence,
     tensor,
     vision,
 )
@@ -96,6 +97,7 @@ from .norm import *  # noqa: F403
 from .param_attr import ParamAttr
 from .random import *  # noqa: F403
 from .rnn import *  # noqa: F403
+from .sequence import *  # noqa: F403
 from .tensor import *  # noqa: F403
 from .vision import *  # noqa: F403
 
@@ -105,7 +107,7 @@ _install_indexing()  # var[...] as fluid 1.8's Variable.__getitem__
 # Every module above lists in __all__ exactly the fluid.layers names it provides;
 # spmd.fluid.layers re-exports their union.
 _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, linalg, logic, loss,
-                  manip, math_ops, metric_op, nn, norm, random, rnn, tensor, vision)
+                  manip, math_ops, metric_op, nn, norm, random, rnn, sequence, tensor, vision)
 FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
 
 __all__ = [

@@ -17,11 +17,13 @@ from . import (  # noqa: F401 - registration side effects
     random,
     reader,
     reduce,
+    sequence,
     rnn,
     sync_batch_norm,
     tensor,
     vision,
 )
+from . import lod_rules  # noqa: F401 - after every op it names is defined
 from .build import build_operator
 from .registry import OP_DEFS, REQUIRED, define_op, get_op_def, grad_var_name
 

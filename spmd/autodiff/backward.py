@@ -18,33 +18,48 @@ from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
 
 
 class GradContext:
-    """What a grad maker sees: where each forward var's gradient is read from or written to."""
+    """What a grad maker sees: where each forward var's gradient is read from or written to.
 
-    def __init__(self, needs_grad: set, finalize, block):
+    A name may be written more than once (an in-place op, a loop's outputs): the walk keeps
+    one gradient per version of the value, so `in_grad` of an op's input and `out_grad` of its
+    output are different gradients even when the two are the same name."""
+
+    def __init__(self, needs_grad: set, finalize, block, no_grad: set | frozenset = frozenset()):
         self._needs_grad = needs_grad
         self._finalize = finalize
-        self._contrib: dict[str, list[str]] = defaultdict(list)
+        self._contrib: dict[tuple, list[str]] = defaultdict(list)
+        self._counts: dict[str, int] = defaultdict(int)
         self._zero_specs: list = []
         self.block = block
+        self.no_grad = no_grad
         self.grad_of: dict[str, str] = {}  # every gradient name made -> its forward var
+        self._version: dict[str, int] = {}  # name -> version the walk stands at
+        self._after: dict[str, int] = {}  # outputs of the op being differentiated
+
+    def _key(self, name: str, read: bool) -> tuple:
+        v = self._version.get(name, 0)
+        if name in self._after:
+            v = self._after[name] - 1 if read else self._after[name]
+        return name, v
 
     def in_grad(self, name: str) -> str | None:
         """A fresh name to write one gradient contribution of forward input `name` to, or None
         when `name` needs no gradient."""
         if name not in self._needs_grad:
             return None
-        temp = f"{name}{GRAD_SUFFIX}@RENAME@{len(self._contrib[name])}"
-        self._contrib[name].append(temp)
+        temp = f"{name}{GRAD_SUFFIX}@RENAME@{self._counts[name]}"
+        self._counts[name] += 1
+        self._contrib[self._key(name, True)].append(temp)
         self.grad_of[temp] = name
         return temp
 
     def out_grad(self, name: str) -> str | None:
         """The gradient of forward output `name`, or None when no gradient flows into it."""
-        return self._finalize(name)
+        return self._finalize(self._key(name, False))
 
     def out_grad_or_zeros(self, name: str) -> str:
         """Like out_grad, but a zero gradient (fill_zeros_like) when none flows into `name`."""
-        g = self._finalize(name)
+        g = self.out_grad(name)
         if g is None:
             g = f"{name}{GRAD_SUFFIX}@ZERO"
             self.grad_of[g] = name
@@ -90,7 +105,16 @@ def _discard_name(ctx: GradContext, name: str, op) -> str:
     return g
 
 
+# op type -> grad maker of an op that runs a sub-block (control flow): it differentiates the
+# block, which needs this module, so it is registered here by spmd/autodiff/control_flow.py
+# rather than given as the op definition's `grad=` (ops do not import autodiff)
+SUB_BLOCK_GRAD_MAKERS: dict = {}
+
+
 def _grad_maker(op):
+    maker = SUB_BLOCK_GRAD_MAKERS.get(op.type)
+    if maker is not None:
+        return maker
     grad = get_op_def(op.type).grad
     if grad == "default":
         return default_grad_maker
@@ -119,6 +143,84 @@ def _relevant_ops(ops, targets: set):
     return keep[::-1]
 
 
+def _write_counts(ops) -> dict[str, int]:
+    """How many ops write each name: a value's versions (1 for a program in SSA form)."""
+    counts: dict[str, int] = defaultdict(int)
+    for op in ops:
+        for n in set(op.output_arg_names):
+            counts[n] += 1
+    return counts
+
+
+def _first_versions(ops) -> dict[str, int]:
+    """name -> the first version of it the ops see: 0 when read before any op writes it (a
+    leaf: a parameter, a feed, a loop's initial value), else 1."""
+    first: dict[str, int] = {}
+    for op in ops:
+        for n in op.input_arg_names:
+            first.setdefault(n, 0)
+        for n in op.output_arg_names:
+            first.setdefault(n, 1)
+    return first
+
+
+def accumulate_op(block, name: str) -> str:
+    """The op summing gradient contributions of `name`: `sum`, or for a tensor array (its
+    gradient is a list of tensors) `sum_tensor_array`."""
+    var = block._find_var_recursive(name)
+    return "sum_tensor_array" if var is not None and var.type == "LOD_TENSOR_ARRAY" else "sum"
+
+
+class ReverseWalk:
+    """Grad-op specs for `ops`, walked in reverse: each op's grad maker reads the gradients of
+    its outputs and adds contributions to those of its inputs; a version of a value whose
+    readers have all been passed gets its contributions renamed (one) or summed (several) into
+    `name_for((name, version))`. `seeds` gives the gradients flowing into the walk:
+    (name, version) -> gradient name."""
+
+    def __init__(self, ops, block, needs: set, no_grad: set, name_for, seeds: dict):
+        self.ops, self.block, self.name_for = ops, block, name_for
+        self.writes = _write_counts(ops)
+        self.specs: list = []
+        self.rename: dict[str, str] = {}
+        self.finalized: dict[tuple, str | None] = dict(seeds)
+        self.ctx = GradContext(needs, self.finalize, block, no_grad)
+
+    def finalize(self, key: tuple) -> str | None:
+        if key in self.finalized:
+            return self.finalized[key]
+        contribs = self.ctx._contrib.get(key, [])
+        final = self.name_for(key) if contribs else None
+        if len(contribs) == 1:
+            self.rename[contribs[0]] = final
+        elif len(contribs) > 1:
+            self.specs.append((accumulate_op(self.block, key[0]), {"X": list(contribs)},
+                               {"Out": [final]}, {}))
+        self.finalized[key] = final
+        if final is not None:
+            self.ctx.grad_of[final] = key[0]
+        return final
+
+    def run(self) -> ReverseWalk:
+        ctx = self.ctx
+        ctx._version = dict(self.writes)
+        for op in reversed(self.ops):
+            outs = set(op.output_arg_names)
+            ctx._after = {n: ctx._version[n] for n in outs}
+            maker = _grad_maker(op)
+            if maker is not None:
+                made = maker(op, ctx)
+                self.specs.extend(ctx._zero_specs)
+                ctx._zero_specs.clear()
+                self.specs.extend(made)
+            for n in outs:
+                ctx._version[n] -= 1
+            ctx._after = {}
+        for key in list(ctx._contrib):
+            self.finalize(key)
+        return self
+
+
 def _backward(block, targets, target_seeds, sources: set, no_grad: set):
     """Append grad ops for `targets` (seeded by `target_seeds` spec lists); returns the map
     var -> grad name for every var that received a gradient."""
@@ -129,35 +231,22 @@ def _backward(block, targets, target_seeds, sources: set, no_grad: set):
     ops = _relevant_ops(fwd_ops, target_names)
     needs = _ancestors_needing_grad(ops, sources, no_grad)
 
-    specs: list = list(target_seeds)
-    finalized: dict[str, str | None] = {t.name: grad_var_name(t.name) for t in targets}
-    rename: dict[str, str] = {}
+    writes, first = _write_counts(ops), _first_versions(ops)
+    # the gradient named x@GRAD is that of x's first version (a loop's initial value, a leaf),
+    # or for a target its last; other versions of a rewritten name get x@GRAD@SSA@<version>
+    canon = {n: writes[n] if n in target_names else first.get(n, 0)
+             for n in set(writes) | set(first)}
 
-    def finalize(name):
-        if name in finalized:
-            return finalized[name]
-        contribs = ctx._contrib.get(name, [])
-        final = grad_var_name(name) if contribs else None
-        if len(contribs) == 1:
-            rename[contribs[0]] = final
-        elif len(contribs) > 1:
-            specs.append(("sum", {"X": list(contribs)}, {"Out": [final]}, {}))
-        finalized[name] = final
-        if final is not None:
-            ctx.grad_of[final] = name
-        return final
+    def name_for(key):
+        name, version = key
+        if version == canon.get(name, 0):
+            return grad_var_name(name)
+        return f"{grad_var_name(name)}@SSA@{version}"
 
-    ctx = GradContext(needs, finalize, block)
-    for op in reversed(ops):
-        maker = _grad_maker(op)
-        if maker is None:
-            continue
-        made = maker(op, ctx)
-        specs.extend(ctx._zero_specs)
-        ctx._zero_specs.clear()
-        specs.extend(made)
-    for name in list(ctx._contrib):
-        finalize(name)
+    seeds = {(t.name, writes.get(t.name, 0)): grad_var_name(t.name) for t in targets}
+    walk = ReverseWalk(ops, block, needs, no_grad, name_for, seeds).run()
+    specs = list(target_seeds) + walk.specs
+    rename, ctx = walk.rename, walk.ctx
 
     clash = _clashing_names(block, {rename.get(n, n) for _, _, outs, _ in specs
                                     for names in outs.values() for n in names})
@@ -171,14 +260,15 @@ def _backward(block, targets, target_seeds, sources: set, no_grad: set):
 
     for g, fwd in ctx.grad_of.items():  # declared with the forward var's shape and dtype
         if rename.get(g, g) == g and not block.has_var(final(g)):
-            f = block.vars[fwd]
-            block.create_var(name=final(g), shape=f.shape, dtype=f.dtype)
+            f = block._var_recursive(fwd)
+            block.create_var(name=final(g), shape=f.shape, dtype=f.dtype, type=f.type)
     with program.role_guard(OpRole.BACKWARD):
         for k, (type_, ins, outs, attrs) in enumerate(specs):
             role = OpRole.LOSS if k < len(target_seeds) else None  # the seeds of target grads
             op = block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
             _append_error_clips(block, op, ctx.grad_of)
-    grads = {n: final(g) for n, g in finalized.items() if g is not None}
+    grads = {key[0]: final(g) for key, g in walk.finalized.items()
+             if g is not None and key[1] == canon.get(key[0], 0)}
     for n, g in grads.items():
         block.vars[g].stop_gradient = True  # grads are not differentiated again
         program.grad_var_map[n] = g

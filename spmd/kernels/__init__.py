@@ -2,6 +2,7 @@
 from . import (  # noqa: F401 - registration side effects
     activation,
     collective,
+    control_flow,
     host,
     index,
     linalg,

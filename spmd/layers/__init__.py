@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers names
     activation,
+    control_flow,
     conv,
     host,
     index,
@@ -60,10 +61,13 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     random,
     rnn,
     sequence,
+    static_rnn,
     tensor,
+    tensor_array,
     vision,
 )
 from .activation import *  # noqa: F403
+from .control_flow import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .helper import LayerHelper
 from .host import *  # noqa: F403
@@ -98,7 +102,9 @@ from .param_attr import ParamAttr
 from .random import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sequence import *  # noqa: F403
+from .static_rnn import *  # noqa: F403
 from .tensor import *  # noqa: F403
+from .tensor_array import *  # noqa: F403
 from .vision import *  # noqa: F403
 
 monkey_patch_variable()
@@ -108,6 +114,7 @@ _install_indexing()  # var[...] as fluid 1.8's Variable.__getitem__
 # spmd.fluid.layers re-exports their union.
 _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, linalg, logic, loss,
                   manip, math_ops, metric_op, nn, norm, random, rnn, sequence, tensor, vision)
+_FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
 FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
 
 __all__ = [

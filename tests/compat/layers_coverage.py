@@ -38,7 +38,6 @@ DEFERRED = {
     "prroi_pool": "issue 11 (ROIs are LoD tensors)",
     "psroi_pool": "issue 11 (ROIs are LoD tensors)",
     "deformable_roi_pooling": "issue 11 (ROIs are LoD tensors)",
-    "tensor_array_to_tensor": CONTROL,
     "get_tensor_from_selected_rows": SPARSE, "merge_selected_rows": SPARSE,
 }
 

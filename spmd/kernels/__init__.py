@@ -1,6 +1,7 @@
 """Kernels, one body per op against `xp`. Importing this package registers them in KERNELS."""
 from . import (  # noqa: F401 - registration side effects
     activation,
+    batch_share,
     collective,
     control_flow,
     host,
@@ -17,8 +18,8 @@ from . import (  # noqa: F401 - registration side effects
     random,
     reader,
     reduce,
-    sequence,
     rnn,
+    sequence,
     sync_batch_norm,
     tensor,
     vision,

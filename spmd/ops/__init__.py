@@ -2,6 +2,7 @@
 from ..core.operator import install_op_schema
 from . import (  # noqa: F401 - registration side effects
     activation,
+    batch_share,
     collective,
     host,
     index,

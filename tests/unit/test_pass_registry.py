@@ -109,8 +109,8 @@ def test_a_pass_in_a_new_module_registers_itself(tmp_path, monkeypatch):
 
 def test_spmds_passes_and_their_order():
     names = [p.name for p in PASSES.passes()]
-    assert names == ["scale_loss_grad", "sync_batch_norm", "allreduce", "reduce_mode",
-                     "finish_collectives", "graphviz"]
+    assert names == ["scale_loss_grad", "sequence_loss_scale", "sync_batch_norm", "allreduce",
+                     "reduce_mode", "finish_collectives", "graphviz"]
     assert get_pass("reduce_mode").fields == ("reduce_strategy", "fuse_broadcast_ops",
                                               "fuse_all_reduce_ops")
 
@@ -198,7 +198,7 @@ def test_every_field_acts_or_warns_once_by_name(cls):
 # registry, so a pass that stops declaring a field, or a field served by a wrong pass, fails)
 SERVED = {
     "reduce_strategy": ["allreduce", "reduce_mode"],
-    "gradient_scale_strategy": ["scale_loss_grad"],
+    "gradient_scale_strategy": ["scale_loss_grad", "sequence_loss_scale"],
     "fuse_all_reduce_ops": ["allreduce", "reduce_mode"],
     "fuse_broadcast_ops": ["reduce_mode"],
     "sync_batch_norm": ["sync_batch_norm"],

@@ -11,6 +11,7 @@ from ..core.lod import LoDTensor
 from ..core.places import CPUPlace, Place, array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
+from ..core.selected_rows import dense_of
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .allocator import tune_allocator
@@ -149,6 +150,7 @@ class Executor:
     def _run_program(self, program, feed, fetch_names, scope, return_numpy):
         plan = self._plan(program, list(feed), fetch_names)
         results = plan.run(scope, feed, array_module(self.place), self.place)
+        results = [dense_of(r) for r in results]  # a sparse gradient fetches as its table
         if return_numpy:
             # a fetch may be the scope's own array (a parameter) or a view of it: hand out a
             # copy, as fluid does, so editing a result never changes the scope

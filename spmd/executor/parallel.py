@@ -18,6 +18,7 @@ from ..comm.local import LocalGroup
 from ..comm.topology import detect
 from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
+from ..core.selected_rows import dense_of
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..ops.registry import get_op_def
@@ -263,7 +264,7 @@ class DataParallelRunner:
                                 f"collectives began")
             raise
         # copies: a fetched gradient may be a view of a bucket the next step reuses
-        per_place = [[host_array(a, copy=True) for a in r] for r in results]
+        per_place = [[host_array(dense_of(a), copy=True) for a in r] for r in results]
         if not return_numpy:  # one list per fetch with a value per place that ran
             return per_place[0] if len(self.places) == 1 else merge_fetches(per_place, False)
         return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]

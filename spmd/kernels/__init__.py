@@ -20,6 +20,7 @@ from . import (  # noqa: F401 - registration side effects
     reduce,
     rnn,
     sequence,
+    sparse,
     sync_batch_norm,
     tensor,
     vision,

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..core.selected_rows import SelectedRows, add_rows
 from ..errors import InvalidArgumentError
 from .registry import kernel
 
@@ -18,6 +19,8 @@ from .registry import kernel
 @kernel("sum")
 def sum_(xp, ins, attrs, want):
     xs = ins["X"]
+    if any(isinstance(x, SelectedRows) for x in xs):
+        return {"Out": _sum_sparse(xp, xs)}
     if len(xs) == 1:
         return {"Out": xs[0].copy()}
     out = xs[0] + xs[1]  # the one fresh buffer; the rest accumulate into it
@@ -27,6 +30,22 @@ def sum_(xp, ins, attrs, want):
         else:  # a broadcast input may widen the result
             out = out + x
     return {"Out": out}
+
+
+def _sum_sparse(xp, xs):
+    """Sparse gradients of one table summed as fluid does: all SelectedRows give their rows
+    and values end to end; any dense term makes the sum dense."""
+    sparse = [x for x in xs if isinstance(x, SelectedRows)]
+    dense = [x for x in xs if not isinstance(x, SelectedRows)]
+    if not dense:
+        return SelectedRows(xp.concatenate([x.rows for x in sparse]),
+                            xp.concatenate([x.value for x in sparse]), sparse[0].height)
+    out = dense[0].copy()
+    for x in dense[1:]:
+        out += x
+    for x in sparse:
+        add_rows(xp, out, x.rows, x.value)
+    return out
 
 
 @kernel("scale")

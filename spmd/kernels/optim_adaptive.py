@@ -8,6 +8,7 @@ so the same code runs on numpy and on cupy.
 from __future__ import annotations
 
 from .registry import kernel
+from .sparse_update import SparseRule
 
 
 def _scalar(a, dtype):
@@ -18,7 +19,7 @@ def _consts(p, attrs, *names):
     return [p.dtype.type(attrs[n]) for n in names]
 
 
-@kernel("adagrad")
+@kernel("adagrad", sparse=SparseRule(rows_only=False))
 def adagrad(xp, ins, attrs, want):
     """moment += g*g;  p -= lr * g / (sqrt(moment) + epsilon)."""
     p, g = ins["Param"], ins["Grad"]
@@ -90,7 +91,9 @@ def adamax(xp, ins, attrs, want):
     return {"ParamOut": p - lr_t * (m / u), "MomentOut": m, "InfNormOut": u}
 
 
-@kernel("ftrl")
+@kernel("ftrl", sparse=SparseRule(rows_only=True, state=(
+    ("Param", "ParamOut"), ("SquaredAccumulator", "SquaredAccumOut"),
+    ("LinearAccumulator", "LinearAccumOut"))))
 def ftrl(xp, ins, attrs, want):
     """n' = n + g*g;  z' = z + g - (n'^-power - n^-power) / lr * p  (sqrt when power = -0.5);
     p = (l1*sign(z') - z') / (n'^-power / lr + 2*l2) where |z'| > l1, else 0."""

@@ -19,11 +19,17 @@ KERNELS: dict[str, Callable] = {}
 TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
 
 
-def kernel(*types: str, context: bool = False):
+def kernel(*types: str, context: bool = False, sparse=None):
     """Register the decorated function as the kernel of each op type in `types`; with
-    `context=True` it is called with the op's KernelContext as a fifth argument."""
+    `context=True` it is called with the op's KernelContext as a fifth argument. An optimizer
+    kernel takes sparse (SelectedRows) gradients by `sparse`, a SparseRule
+    (spmd/kernels/sparse_update.py)."""
 
     def register(fn):
+        if sparse is not None:
+            from .sparse_update import taking_sparse
+
+            fn = taking_sparse(fn, sparse)
         for t in types:
             if t in KERNELS:
                 raise ValueError(f"kernel for op '{t}' is registered twice")

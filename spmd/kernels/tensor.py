@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..core.selected_rows import SelectedRows, add_rows
 from ..errors import InvalidArgumentError
 from .registry import kernel
 
@@ -65,14 +66,7 @@ def _check_ids(xp, ids, rows: int, what: str):
             f"{what} holds id {first}, outside the valid range [0, {rows - 1}]")
 
 
-def _scatter_add(xp, target, index, values):
-    """target[index] += values with repeated indices accumulated (unbuffered)."""
-    if xp is np:
-        np.add.at(target, index, values)
-    else:  # cupy: the ufunc .at method is missing in older releases; scatter_add is not
-        import cupyx
-
-        cupyx.scatter_add(target, index, values)
+_scatter_add = add_rows  # target[index] += values, repeated indices accumulated
 
 
 def _check_trailing_one(a, what: str):
@@ -330,13 +324,17 @@ def _lookup(xp, ins, attrs, lead_shape):
 
 
 def _lookup_grad(xp, ins, attrs):
-    # is_sparse would make this SelectedRows in fluid; here the gradient is always dense
+    """The table's gradient: dense, or with is_sparse the looked-up rows only (SelectedRows,
+    one row per id, repeats kept, as fluid's)."""
     w, ids, dout = ins["W"], ins["Ids"].reshape(-1), ins["Out@GRAD"]
     rows = dout.reshape(ids.size, w.shape[1])
     pad = attrs["padding_idx"]
     if pad != -1:
         keep = ids != pad  # the padding row gets no gradient
         ids, rows = ids[keep], rows[keep]
+    if attrs["is_sparse"]:
+        return {"W@GRAD": SelectedRows(ids.astype("int64"), rows.astype(dout.dtype, copy=True),
+                                       w.shape[0])}
     dw = xp.zeros(w.shape, dtype=dout.dtype)
     _scatter_add(xp, dw, ids, rows)
     return {"W@GRAD": dw}

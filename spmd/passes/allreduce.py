@@ -12,6 +12,7 @@ import numpy as np
 from ..core.operator import OpRole
 from .common import first_index, last_writer, make_op, place_after
 from .registry import register_pass
+from .sparse_grads import gather_sparse_gradients
 from .strategy import ReduceStrategy
 
 
@@ -33,20 +34,23 @@ def buckets(params_grads, block, bucket_bytes: float) -> list[list[str]]:
 
 
 def insert_allreduce(program, params_grads, fuse: bool, bucket_mb: float):
-    """Rewrite `program` in place: the gradient all-reduces and the wait before the optimizer."""
+    """Rewrite `program` in place: the gradient all-reduces and the wait before the optimizer.
+    Sparse gradients (SelectedRows) are gathered instead, each right after its last writer."""
+    params_grads = gather_sparse_gradients(program, params_grads)
     block = program.global_block()
     last = last_writer(block)
+    after = defaultdict(list)
     groups = (buckets(params_grads, block, bucket_mb * 1024 * 1024) if fuse
               else [[g] for _, g in params_grads])
-    after = defaultdict(list)
     for group in groups:
         op = make_op(block, "c_allreduce_sum", {"X": group}, {"Out": group}, {},
                      OpRole.COMMUNICATE)
         after[max(last[g] for g in group)].append(op)
     grads = [g for _, g in params_grads]
-    sync = make_op(block, "c_sync_comm_stream", {"X": grads}, {"Out": grads}, {},
-                   OpRole.COMMUNICATE)
-    after[first_index(block, OpRole.OPTIMIZE) - 1].append(sync)
+    if grads:
+        sync = make_op(block, "c_sync_comm_stream", {"X": grads}, {"Out": grads}, {},
+                       OpRole.COMMUNICATE)
+        after[first_index(block, OpRole.OPTIMIZE) - 1].append(sync)
     place_after(block, after)
 
 

@@ -32,6 +32,7 @@ from .allreduce import buckets
 from .common import first_index, last_writer, make_op, place_after
 from .reduce_flat import flat_eligible, gather_flat, plan_flat_shards
 from .registry import register_pass
+from .sparse_grads import gather_sparse_gradients
 from .state_sharding import StateSharding
 from .strategy import ReduceStrategy
 
@@ -170,9 +171,10 @@ def apply_reduce_mode(program, params_grads, nranks: int, fuse_broadcast: bool,
 def reduce_mode_pass(ctx) -> None:
     """ReduceStrategy.Reduce on several devices: apply_reduce_mode; ctx.sharding says where the
     optimizer state lives."""
-    ctx.sharding = apply_reduce_mode(ctx.program, ctx.params_grads(), ctx.num_devices,
-                                   ctx.strategy.fuse_broadcast_ops,
-                                   ctx.strategy.fuse_all_reduce_ops, ctx.bucket_mb)
+    dense = gather_sparse_gradients(ctx.program, ctx.params_grads())
+    ctx.sharding = apply_reduce_mode(ctx.program, dense, ctx.num_devices,
+                                     ctx.strategy.fuse_broadcast_ops,
+                                     ctx.strategy.fuse_all_reduce_ops, ctx.bucket_mb)
     ctx.collectives_added = True
 
 

@@ -1,0 +1,89 @@
+"""SelectedRows: fluid's sparse gradient of an embedding table (`embedding(is_sparse=True)`).
+
+Only the rows a batch looked up get a gradient, so instead of a [vocab, dim] array of mostly
+zeros the gradient is `rows` (int64 row ids, repeated when an id was looked up several times)
+and `value` ([len(rows), dim], one gradient row per id), of a table `height` rows high. The
+optimizers apply it to those rows only; data parallelism gathers every rank's rows and values
+instead of reducing a dense table.
+
+>>> import numpy as np
+>>> g = SelectedRows(np.array([3, 1, 3]), np.ones((3, 2)), height=5)
+>>> g.to_dense(np)[3].tolist(), g.merged(np).rows.tolist()
+([2.0, 2.0], [1, 3])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SelectedRows", "add_rows", "dense_of", "is_selected_rows"]
+
+
+class SelectedRows:
+    """Rows `rows` of a `height`-row table, with values `value` (numpy or cupy arrays)."""
+
+    __slots__ = ("rows", "value", "height")
+
+    def __init__(self, rows, value, height: int):
+        self.rows, self.value, self.height = rows, value, int(height)
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of the dense table it stands for."""
+        return (self.height,) + tuple(self.value.shape[1:])
+
+    def to_dense(self, xp):
+        """The dense [height, ...] table: each row the sum of its values."""
+        out = xp.zeros(self.shape, dtype=self.value.dtype)
+        add_rows(xp, out, self.rows, self.value)
+        return out
+
+    def merged(self, xp) -> SelectedRows:
+        """The same gradient with each row once, in increasing order (fluid's MergeAdd)."""
+        rows, inverse = xp.unique(self.rows, return_inverse=True)
+        value = xp.zeros((rows.size,) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
+        add_rows(xp, value, inverse.reshape(-1), self.value)
+        return SelectedRows(rows, value, self.height)
+
+    def scaled(self, factor) -> SelectedRows:
+        return SelectedRows(self.rows, self.value * factor, self.height)
+
+    # fluid's core.SelectedRows methods
+    def get_rows(self) -> list[int]:
+        return [int(r) for r in np.asarray(_host(self.rows))]
+
+    def __repr__(self):
+        return (f"SelectedRows(height={self.height}, rows={len(self.rows)}, "
+                f"value shape={list(self.value.shape)})")
+
+
+def add_rows(xp, out, rows, values) -> None:
+    """out[rows] += values, adding every repeated row (numpy's add.at; cupy's scatter_add)."""
+    if xp is np:
+        np.add.at(out, rows, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(out, rows, values)
+
+
+def is_selected_rows(value) -> bool:
+    return isinstance(value, SelectedRows)
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
+
+
+def dense_of(value):
+    """`value`, or the dense table a SelectedRows stands for (how a fetch hands it out)."""
+    if not isinstance(value, SelectedRows):
+        return value
+    if isinstance(value.value, np.ndarray):
+        return value.to_dense(np)
+    import cupy
+
+    return value.to_dense(cupy)

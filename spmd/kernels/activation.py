@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from .registry import kernel
+from .sparse_update import SparseValues
 
 _SPECIAL: dict = {}
 
@@ -227,7 +228,7 @@ def _clip_bounds(ins, attrs):
             attrs["max"] if hi is None else float(hi.reshape(-1)[0]))
 
 
-@kernel("clip")
+@kernel("clip", sparse=SparseValues())
 def clip(xp, ins, attrs, want):
     x = ins["X"]
     lo, hi = _clip_bounds(ins, attrs)

@@ -13,6 +13,7 @@ import numpy as np
 from ..core.selected_rows import SelectedRows, add_rows
 from ..errors import InvalidArgumentError
 from .registry import kernel
+from .sparse_update import SparseValues
 
 # -- sum, scale, mul ---------------------------------------------------------------------------
 
@@ -201,7 +202,8 @@ def _elementwise(type_, fn):
         x = ins["X"]
         return {"Out": fn(xp, x, align_y(x, ins["Y"], attrs["axis"]))}
 
-    kernel(type_)(forward)
+    # gradient clipping scales a sparse gradient's values (elementwise_mul by a scalar)
+    kernel(type_, sparse=SparseValues() if type_ == "elementwise_mul" else None)(forward)
 
 
 _elementwise("elementwise_add", lambda xp, x, y: x + y)

@@ -8,6 +8,7 @@ reduction keeps X's dtype; an integer reduce_mean truncates toward zero, as flui
 from __future__ import annotations
 
 from .registry import kernel
+from .sparse_update import SparseValues
 
 # -- reductions --------------------------------------------------------------------------------
 
@@ -110,7 +111,7 @@ def mean_grad(xp, ins, attrs, want):
     return {"X@GRAD": xp.full(x.shape, dout.reshape(()) / x.size, dtype=x.dtype)}
 
 
-@kernel("squared_l2_norm")
+@kernel("squared_l2_norm", sparse=SparseValues(wrap=False))
 def squared_l2_norm(xp, ins, attrs, want):
     v = ins["X"].reshape(-1)
     return {"Out": xp.asarray(xp.dot(v, v)).reshape(1)}  # BLAS, no squared temporary

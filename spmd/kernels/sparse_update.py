@@ -24,8 +24,23 @@ class SparseRule:
     grad_slot: str = "Grad"
 
 
-def taking_sparse(fn, rule: SparseRule):
-    """`fn` (a dense optimizer kernel) that also takes a SelectedRows gradient by `rule`."""
+@dataclass(frozen=True)
+class SparseValues:
+    """For ops gradient clipping applies to a gradient (clip, clip_by_norm, the global norm's
+    squared_l2_norm and elementwise_mul by its scale): a SelectedRows input `slot` is merged
+    (each row once, so norms and clips see the dense table's rows) and the kernel runs on its
+    values; with `wrap`, output `out` is those rows with the kernel's values."""
+
+    slot: str = "X"
+    out: str = "Out"
+    wrap: bool = True
+
+
+def taking_sparse(fn, rule):
+    """`fn` that also takes a SelectedRows input by `rule` (a SparseRule or SparseValues)."""
+    if isinstance(rule, SparseValues):
+        return _on_values(fn, rule)
+
     def run(xp, ins, attrs, want, *ctx):
         if isinstance(ins.get(rule.grad_slot), SelectedRows):
             rows_only = rule.rows_only(attrs) if callable(rule.rows_only) else rule.rows_only
@@ -33,6 +48,20 @@ def taking_sparse(fn, rule: SparseRule):
                                  rows_only=rows_only, state=rule.state,
                                  grad_slot=rule.grad_slot)
         return fn(xp, ins, attrs, want, *ctx)
+    run.dense = fn
+    return run
+
+
+def _on_values(fn, rule: SparseValues):
+    def run(xp, ins, attrs, want, *ctx):
+        x = ins.get(rule.slot)
+        if not isinstance(x, SelectedRows):
+            return fn(xp, ins, attrs, want, *ctx)
+        merged = x.merged(xp)
+        res = fn(xp, dict(ins, **{rule.slot: merged.value}), attrs, want, *ctx)
+        if rule.wrap:
+            res[rule.out] = SelectedRows(merged.rows, res[rule.out], merged.height)
+        return res
     run.dense = fn
     return run
 

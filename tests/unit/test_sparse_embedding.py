@@ -129,3 +129,21 @@ def test_ftrl_changes_only_the_looked_up_rows():
         else:
             np.testing.assert_array_equal(out["ParamOut"][r], p[r])
             np.testing.assert_array_equal(out["SquaredAccumOut"][r], sq[r])
+
+
+WITH_EXTRAS = {
+    "l2_decay": lambda: fluid.optimizer.SGD(0.3, regularization=fluid.regularizer.L2Decay(0.1)),
+    "global_norm": lambda: fluid.optimizer.SGD(
+        0.3, grad_clip=fluid.clip.GradientClipByGlobalNorm(0.01)),
+    "by_value": lambda: fluid.optimizer.Momentum(
+        0.3, 0.9, grad_clip=fluid.clip.GradientClipByValue(0.01)),
+    "by_norm": lambda: fluid.optimizer.Adam(0.1, grad_clip=fluid.clip.GradientClipByNorm(0.01)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WITH_EXTRAS))
+def test_regularization_and_clipping_of_sparse_gradients_give_the_dense_result(name):
+    dense = train(WITH_EXTRAS[name], False)
+    sparse = train(WITH_EXTRAS[name], True)
+    for key, value in dense.items():
+        np.testing.assert_allclose(sparse[key], value, rtol=1e-6, atol=1e-7, err_msg=key)

@@ -1,10 +1,11 @@
 """Word2vec: an N-gram neural language model predicting the 5th word from the 4 before it.
 
 Written in the idioms of: the PaddlePaddle book, chapter 4 (word2vec/train.py, fluid 1.x):
-four fluid.layers.embedding lookups sharing one table through ParamAttr("shared_w"), concat,
-a sigmoid hidden fc, a softmax fc, cross_entropy, paddle.batch over an imikolov-style
-N-gram reader, fluid.io.DataLoader.from_generator with a sample-list generator, an
-exponential_decay learning rate and the Adagrad optimizer.
+four fluid.layers.embedding lookups sharing one table through ParamAttr("shared_w") with
+sparse gradients (is_sparse=True, as the book trains it), concat, a sigmoid hidden fc, a
+softmax fc, cross_entropy, paddle.batch over an imikolov-style N-gram reader,
+fluid.io.DataLoader.from_generator with a sample-list generator, an exponential_decay learning
+rate and the Adagrad optimizer.
 
     python examples/book/word2vec.py --save_dir out
     paddle-launch --nproc_per_node 2 examples/book/word2vec.py --save_dir out
@@ -68,7 +69,7 @@ def main():
 
     names = ["firstw", "secondw", "thirdw", "fourthw", "nextw"]
     words = [fluid.data(name=n, shape=[None, 1], dtype="int64") for n in names]
-    predict_word = inference_program(words[:4], is_sparse=False)
+    predict_word = inference_program(words[:4], is_sparse=True)
     cost = fluid.layers.cross_entropy(input=predict_word, label=words[4])
     avg_cost = fluid.layers.mean(cost)
     learning_rate = fluid.layers.exponential_decay(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.lod import make_lod
+from ..core.selected_rows import add_rows
 from ..errors import InvalidArgumentError
 from .registry import kernel
 
@@ -111,3 +113,242 @@ def sequence_pool_grad(xp, ins, attrs, want):
         for i in np.nonzero(lengths)[0]:
             flat_dx[flat_index[i], cols] += flat_dout[i]
     return {"X@GRAD": dx.astype(x.dtype, copy=False)}
+
+
+# -- shared helpers ----------------------------------------------------------------------------
+
+def one_level(ins, slot: str, op: str) -> np.ndarray:
+    """The offsets of input `slot`'s only LoD level; an error for none or several."""
+    lod = input_lod(ins, slot, op)
+    if len(lod) != 1:
+        raise InvalidArgumentError(
+            f"{op}: input {slot} carries {len(lod)} levels of LoD "
+            f"{[level.tolist() for level in lod]}; the op takes one level, as fluid 1.8's")
+    return lod[0]
+
+
+def check_rows(x, offsets: np.ndarray, slot: str, op: str) -> None:
+    """The LoD must end at the tensor's row count (a LoD fed for another tensor)."""
+    if int(offsets[-1]) != x.shape[0]:
+        raise InvalidArgumentError(
+            f"{op}: the LoD of {slot} covers {int(offsets[-1])} rows but {slot} has "
+            f"{x.shape[0]}; feed the LoD made for this tensor")
+
+
+def gather_rows(xp, x, rows: np.ndarray):
+    """x[rows] for host row indices."""
+    return x[xp.asarray(rows)]
+
+
+def scatter_rows(xp, like, rows: np.ndarray, values):
+    """The gradient of gather_rows: zeros like `like`, values added at `rows`."""
+    out = xp.zeros_like(like)
+    if rows.size:
+        add_rows(xp, out, xp.asarray(rows), values)
+    return out
+
+
+def _context_sources(offsets: np.ndarray, start: int, length: int):
+    """For sequence_conv / row_conv: per context step j, the row each output row reads
+    (row + start + j) and whether it lies inside the row's own sequence."""
+    seg = segment_ids(offsets)
+    rows = np.arange(seg.size)
+    lo, hi = offsets[:-1][seg], offsets[1:][seg]
+    for j in range(length):
+        src = rows + start + j
+        valid = (src >= lo) & (src < hi)
+        yield j, np.where(valid, src, 0), valid
+
+
+# -- sequence_conv: a context window per row, zero padded at sequence ends ---------------------
+
+def _context_matrix(xp, x, offsets, start, length):
+    n, d = x.shape
+    col = xp.zeros((n, length * d), dtype=x.dtype)
+    for j, src, valid in _context_sources(offsets, start, length):
+        col[:, j * d:(j + 1) * d] = x[xp.asarray(src)] * xp.asarray(valid[:, None]).astype(
+            x.dtype)
+    return col
+
+
+@kernel("sequence_conv")
+def sequence_conv(xp, ins, attrs, want):
+    x = ins["X"]
+    offsets = one_level(ins, "X", "sequence_conv")
+    check_rows(x, offsets, "X", "sequence_conv")
+    col = _context_matrix(xp, x, offsets, attrs["contextStart"], attrs["contextLength"])
+    return {"Out": col @ ins["Filter"]}
+
+
+@kernel("sequence_conv_grad")
+def sequence_conv_grad(xp, ins, attrs, want):
+    x, w, dout = ins["X"], ins["Filter"], ins["Out@GRAD"]
+    offsets = one_level(ins, "X", "sequence_conv_grad")
+    start, length = attrs["contextStart"], attrs["contextLength"]
+    res = {}
+    if "Filter@GRAD" in want:
+        res["Filter@GRAD"] = _context_matrix(xp, x, offsets, start, length).T @ dout
+    if "X@GRAD" in want:
+        d = x.shape[1]
+        dcol = dout @ w.T
+        dx = xp.zeros_like(x)
+        for j, src, valid in _context_sources(offsets, start, length):
+            keep = np.nonzero(valid)[0]
+            if keep.size:
+                add_rows(xp, dx, xp.asarray(src[keep]), dcol[xp.asarray(keep), j * d:(j + 1) * d])
+        res["X@GRAD"] = dx
+    return res
+
+
+# -- row_conv: lookahead convolution over each sequence's future rows --------------------------
+
+def _row_conv_layout(ins, op: str):
+    """X as rows [T, D] and its sequence offsets: the LoD, or [B, T, D] cut per batch."""
+    x = ins["X"]
+    lod = ins.get("X@LOD")
+    if lod is None:
+        if x.ndim != 3:
+            raise InvalidArgumentError(
+                f"{op}: X without LoD must be 3-D [batch, time, width], got shape "
+                f"{list(x.shape)}; feed a LoDTensor for sequences of rows")
+        b, t = x.shape[:2]
+        return x.reshape(b * t, x.shape[2]), np.arange(b + 1, dtype=np.int64) * t
+    offsets = one_level(ins, "X", op)
+    check_rows(x, offsets, "X", op)
+    return x, offsets
+
+
+@kernel("row_conv")
+def row_conv(xp, ins, attrs, want):
+    x, offsets = _row_conv_layout(ins, "row_conv")
+    w = ins["Filter"]
+    out = xp.zeros_like(x)
+    for j, src, valid in _context_sources(offsets, 0, w.shape[0]):
+        out += x[xp.asarray(src)] * xp.asarray(valid[:, None]).astype(x.dtype) * w[j]
+    return {"Out": out.reshape(ins["X"].shape)}
+
+
+@kernel("row_conv_grad")
+def row_conv_grad(xp, ins, attrs, want):
+    x, offsets = _row_conv_layout(ins, "row_conv_grad")
+    w = ins["Filter"]
+    dout = ins["Out@GRAD"].reshape(x.shape)
+    dx, dw = xp.zeros_like(x), xp.zeros_like(w)
+    for j, src, valid in _context_sources(offsets, 0, w.shape[0]):
+        keep = np.nonzero(valid)[0]
+        if not keep.size:
+            continue
+        rows, srcs = xp.asarray(keep), xp.asarray(src[keep])
+        add_rows(xp, dx, srcs, dout[rows] * w[j])
+        dw[j] = (dout[rows] * x[srcs]).sum(axis=0)
+    res = {"X@GRAD": dx.reshape(ins["X"].shape), "Filter@GRAD": dw}
+    return {k: v for k, v in res.items() if k in want}
+
+
+# -- sequence_softmax: softmax over the rows of each sequence (last level) ----------------------
+
+def _segment_max(xp, x, offsets):
+    n = offsets.size - 1
+    out = xp.zeros((n,), dtype=x.dtype)
+    full = np.nonzero(np.diff(offsets))[0]
+    if full.size:
+        out[xp.asarray(full)] = xp.maximum.reduceat(x, xp.asarray(offsets[full]))
+    return out
+
+
+@kernel("sequence_softmax")
+def sequence_softmax(xp, ins, attrs, want):
+    x = ins["X"]
+    offsets = input_lod(ins, "X", "sequence_softmax")[-1]
+    check_rows(x, offsets, "X", "sequence_softmax")
+    flat = x.reshape(-1)
+    seg = xp.asarray(segment_ids(offsets))
+    e = xp.exp(flat - _segment_max(xp, flat, offsets)[seg])
+    out = e / segment_sum(xp, e, offsets)[seg]
+    return {"Out": out.reshape(x.shape)}
+
+
+@kernel("sequence_softmax_grad")
+def sequence_softmax_grad(xp, ins, attrs, want):
+    out, dout = ins["Out"].reshape(-1), ins["Out@GRAD"].reshape(-1)
+    offsets = input_lod(ins, "X", "sequence_softmax_grad")[-1]
+    seg = xp.asarray(segment_ids(offsets))
+    dx = out * (dout - segment_sum(xp, dout * out, offsets)[seg])
+    return {"X@GRAD": dx.reshape(ins["X"].shape)}
+
+
+# -- sequence_expand / sequence_expand_as: repeat rows or sequences ----------------------------
+
+def _expand_plan(ins, ref_level: int, op: str):
+    """(source row of every output row, the output's LoD) for sequence_expand."""
+    x, x_lod = ins["X"], ins.get("X@LOD")
+    y_lod = input_lod(ins, "Y", op)
+    ref = len(y_lod) - 1 if ref_level == -1 else ref_level
+    if not 0 <= ref < len(y_lod):
+        raise InvalidArgumentError(
+            f"{op}: ref_level {ref_level} is not a level of Y's LoD "
+            f"{[level.tolist() for level in y_lod]}")
+    ref_offsets = y_lod[ref]
+    rows = x.shape[0]
+    if ref_offsets.size <= 1:
+        return np.arange(rows), x_lod
+    repeats = np.diff(ref_offsets)
+    if x_lod is not None and len(x_lod) > 1:
+        raise InvalidArgumentError(
+            f"{op}: X carries {len(x_lod)} levels of LoD; sequence_expand takes X with at "
+            f"most one")
+    if x_lod is None:
+        if rows != repeats.size:
+            raise InvalidArgumentError(
+                f"{op}: X has {rows} rows but level {ref} of Y's LoD has {repeats.size} "
+                f"sequences; X (without LoD) needs one row per sequence of Y")
+        return np.repeat(np.arange(rows), repeats), None
+    x_off = x_lod[0]
+    check_rows(x, x_off, "X", op)
+    if x_off.size != ref_offsets.size:
+        raise InvalidArgumentError(
+            f"{op}: X has {x_off.size - 1} sequences but level {ref} of Y's LoD has "
+            f"{ref_offsets.size - 1}; they must match")
+    seq = np.repeat(np.arange(repeats.size), repeats)  # x sequence of every output sequence
+    lengths = np.diff(x_off)[seq]
+    starts = x_off[:-1][seq]
+    out_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    src = np.repeat(starts - out_off[:-1], lengths) + np.arange(int(out_off[-1]))
+    return src, make_lod([out_off])
+
+
+@kernel("sequence_expand")
+def sequence_expand(xp, ins, attrs, want):
+    src, lod = _expand_plan(ins, attrs["ref_level"], "sequence_expand")
+    return {"Out": gather_rows(xp, ins["X"], src), "Out@LOD": lod}
+
+
+@kernel("sequence_expand_grad")
+def sequence_expand_grad(xp, ins, attrs, want):
+    src, _ = _expand_plan(ins, attrs["ref_level"], "sequence_expand_grad")
+    return {"X@GRAD": scatter_rows(xp, ins["X"], src, ins["Out@GRAD"])}
+
+
+def _expand_as_rows(ins, op: str) -> np.ndarray:
+    offsets = one_level(ins, "Y", op)
+    rows = ins["X"].shape[0]
+    if rows != offsets.size - 1:
+        raise InvalidArgumentError(
+            f"{op}: X has {rows} rows but Y has {offsets.size - 1} sequences; X needs one "
+            f"row per sequence of Y")
+    return segment_ids(offsets)
+
+
+@kernel("sequence_expand_as")
+def sequence_expand_as(xp, ins, attrs, want):
+    src = _expand_as_rows(ins, "sequence_expand_as")
+    return {"Out": gather_rows(xp, ins["X"], src), "Out@LOD": ins["Y@LOD"]}
+
+
+@kernel("sequence_expand_as_grad")
+def sequence_expand_as_grad(xp, ins, attrs, want):
+    src = _expand_as_rows(ins, "sequence_expand_as_grad")
+    return {"X@GRAD": scatter_rows(xp, ins["X"], src, ins["Out@GRAD"])}
+
+
+from . import sequence_lod, sequence_patches  # noqa: E402,F401 - the rest of the area

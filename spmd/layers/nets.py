@@ -1,6 +1,5 @@
 """fluid.nets: composite networks built from fluid.layers (simple_img_conv_pool,
-img_conv_group, glu, scaled_dot_product_attention). sequence_conv_pool needs LoD and comes
-with the sequence layers.
+img_conv_group, sequence_conv_pool, glu, scaled_dot_product_attention).
 
 >>> # import spmd.fluid as fluid
 >>> # y = fluid.nets.simple_img_conv_pool(img, num_filters=20, filter_size=5, pool_size=2,
@@ -9,10 +8,11 @@ with the sequence layers.
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from . import conv, math_ops, nn, norm, tensor
+from . import conv, math_ops, nn, norm, sequence, tensor
 from .helper import check_variable
 
-__all__ = ["glu", "img_conv_group", "scaled_dot_product_attention", "simple_img_conv_pool"]
+__all__ = ["glu", "img_conv_group", "scaled_dot_product_attention", "sequence_conv_pool",
+           "simple_img_conv_pool"]
 
 
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride,
@@ -73,6 +73,21 @@ def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filte
                 tmp = nn.dropout(x=tmp, dropout_prob=drops[i])
     return conv.pool2d(input=tmp, pool_size=pool_size, pool_type=pool_type,
                        pool_stride=pool_stride, use_cudnn=use_cudnn)
+
+
+def sequence_conv_pool(input, num_filters, filter_size, param_attr=None, act="sigmoid",
+                       pool_type="max", bias_attr=None):
+    """sequence_conv (with bias and act) followed by sequence_pool: one row per sequence.
+
+    >>> # words = fluid.data("words", [None, 1], "int64", lod_level=1)
+    >>> # emb = fluid.layers.embedding(words, [vocab, 32])
+    >>> # sequence_conv_pool(emb, num_filters=64, filter_size=3)  # [num_sequences, 64]
+    """
+    check_variable(input, "input", "sequence_conv_pool", dtypes={"float32", "float64"})
+    conv_out = sequence.sequence_conv(input=input, num_filters=num_filters,
+                                      filter_size=filter_size, param_attr=param_attr,
+                                      bias_attr=bias_attr, act=act)
+    return sequence.sequence_pool(input=conv_out, pool_type=pool_type)
 
 
 def glu(input, dim=-1):

@@ -248,12 +248,19 @@ def row_conv_grad(xp, ins, attrs, want):
 # -- sequence_softmax: softmax over the rows of each sequence (last level) ----------------------
 
 def _segment_max(xp, x, offsets):
+    """Per-sequence maxima of a flat `x` (0 for an empty sequence)."""
     n = offsets.size - 1
-    out = xp.zeros((n,), dtype=x.dtype)
     full = np.nonzero(np.diff(offsets))[0]
-    if full.size:
-        out[xp.asarray(full)] = xp.maximum.reduceat(x, xp.asarray(offsets[full]))
-    return out
+    if xp is np:
+        out = np.zeros((n,), dtype=x.dtype)
+        if full.size:
+            out[full] = np.maximum.reduceat(x, offsets[full])
+        return out
+    import cupyx  # cupy's ufuncs have no reduceat for maximum
+
+    out = xp.full((n,), -xp.inf, dtype=x.dtype)
+    cupyx.scatter_max(out, xp.asarray(segment_ids(offsets)), x)
+    return xp.where(xp.isinf(out), 0, out).astype(x.dtype)
 
 
 @kernel("sequence_softmax")

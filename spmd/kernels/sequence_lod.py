@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.lod import check_lod, make_lod
+from ..core.selected_rows import add_rows
 from ..errors import InvalidArgumentError
 from .registry import kernel
 from .sequence import check_rows, gather_rows, one_level, scatter_rows, segment_ids
@@ -277,7 +278,7 @@ def _scatter_plan(xp, ins, op: str):
             f"{op}: Ids holds {off.size - 1} sequences but X has {x.shape[0]} rows; sequence "
             f"i updates row i")
     width = int(np.prod(x.shape[1:]))
-    cols = ids.reshape(-1).astype(np.int64) if xp is np else ids.reshape(-1).astype(xp.int64)
+    cols = ids.reshape(-1).astype(xp.int64)
     _check_ids(xp, cols, width, f"{op}: Ids (columns of a row of X)")
     return xp.asarray(segment_ids(off)), cols, width
 
@@ -286,11 +287,9 @@ def _scatter_plan(xp, ins, op: str):
 def sequence_scatter(xp, ins, attrs, want):
     x = ins["X"]
     rows, cols, width = _scatter_plan(xp, ins, "sequence_scatter")
-    out = x.reshape(x.shape[0], width).copy()
-    if cols.size:
-        from ..core.selected_rows import add_rows
-
-        add_rows(xp, out, (rows, cols), ins["Updates"].reshape(-1).astype(x.dtype))
+    out = x.reshape(-1).copy()
+    if cols.size:  # repeated ids in a sequence add up, as fluid's loop does
+        add_rows(xp, out, rows * width + cols, ins["Updates"].reshape(-1).astype(x.dtype))
     return {"Out": out.reshape(x.shape)}
 
 

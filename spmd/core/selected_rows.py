@@ -43,9 +43,7 @@ class SelectedRows:
 
     def merged(self, xp) -> SelectedRows:
         """The same gradient with each row once, in increasing order (fluid's MergeAdd)."""
-        rows, inverse = xp.unique(self.rows, return_inverse=True)
-        value = xp.zeros((rows.size,) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
-        add_rows(xp, value, inverse.reshape(-1), self.value)
+        rows, value = merge_rows(xp, self.rows, self.value)
         return SelectedRows(rows, value, self.height)
 
     def scaled(self, factor) -> SelectedRows:
@@ -60,11 +58,26 @@ class SelectedRows:
                 f"value shape={list(self.value.shape)})")
 
 
+def merge_rows(xp, rows, values):
+    """(each row once, increasing; the sum of its values): a sort and one add.reduceat, many
+    times faster than an unbuffered add.at over the repeats."""
+    rows = rows.reshape(-1)
+    if rows.size == 0:
+        return rows, values
+    order = xp.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = xp.concatenate([xp.zeros(1, dtype=bool), ordered[1:] != ordered[:-1]])
+    starts = xp.nonzero(starts)[0]
+    starts = xp.concatenate([xp.zeros(1, dtype=starts.dtype), starts])
+    return ordered[starts], xp.add.reduceat(values[order], starts, axis=0)
+
+
 def add_rows(xp, out, rows, values) -> None:
-    """out[rows] += values, adding every repeated row (numpy's add.at; cupy's scatter_add)."""
+    """out[rows] += values, adding every repeated row."""
     if xp is np:
-        np.add.at(out, rows, values)
-    else:
+        unique, summed = merge_rows(xp, rows, values)
+        out[unique] += summed  # each row once: a plain fancy-index update is exact
+    else:  # cupy's scatter_add adds repeats atomically
         import cupyx
 
         cupyx.scatter_add(out, rows, values)

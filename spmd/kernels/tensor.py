@@ -66,7 +66,14 @@ def _check_ids(xp, ids, rows: int, what: str):
             f"{what} holds id {first}, outside the valid range [0, {rows - 1}]")
 
 
-_scatter_add = add_rows  # target[index] += values, repeated indices accumulated
+def _scatter_add(xp, target, index, values):
+    """target[index] += values with repeated indices accumulated (unbuffered)."""
+    if xp is np:
+        np.add.at(target, index, values)
+    else:  # cupy: the ufunc .at method is missing in older releases; scatter_add is not
+        import cupyx
+
+        cupyx.scatter_add(target, index, values)
 
 
 def _check_trailing_one(a, what: str):
@@ -336,7 +343,7 @@ def _lookup_grad(xp, ins, attrs):
         return {"W@GRAD": SelectedRows(ids.astype("int64"), rows.astype(dout.dtype, copy=True),
                                        w.shape[0])}
     dw = xp.zeros(w.shape, dtype=dout.dtype)
-    _scatter_add(xp, dw, ids, rows)
+    add_rows(xp, dw, ids, rows)  # sorted and summed per row: faster than add.at
     return {"W@GRAD": dw}
 
 

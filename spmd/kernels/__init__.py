@@ -20,6 +20,8 @@ from . import (  # noqa: F401 - registration side effects
     reduce,
     rnn,
     sequence,
+    sequence_gru,
+    sequence_rnn,
     sparse,
     sync_batch_norm,
     tensor,

@@ -61,6 +61,7 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     random,
     rnn,
     sequence,
+    sequence_rnn,
     static_rnn,
     tensor,
     tensor_array,
@@ -102,6 +103,7 @@ from .param_attr import ParamAttr
 from .random import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sequence import *  # noqa: F403
+from .sequence_rnn import *  # noqa: F403
 from .static_rnn import *  # noqa: F403
 from .tensor import *  # noqa: F403
 from .tensor_array import *  # noqa: F403
@@ -114,6 +116,7 @@ _install_indexing()  # var[...] as fluid 1.8's Variable.__getitem__
 # spmd.fluid.layers re-exports their union.
 _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, linalg, logic, loss,
                   manip, math_ops, metric_op, nn, norm, random, rnn, sequence, tensor, vision)
+_FLUID_MODULES += (sequence_rnn,)  # issue 11: LoD recurrent and structured-loss layers
 _FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
 FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
 

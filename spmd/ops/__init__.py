@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - registration side effects
     reader,
     reduce,
     sequence,
+    sequence_rnn,
     sparse,
     rnn,
     sync_batch_norm,

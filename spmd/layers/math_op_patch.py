@@ -42,6 +42,12 @@ __all__ = ["monkey_patch_variable"]
 _INT_DTYPES = ("uint8", "int8", "int16", "int32", "int64")
 
 
+
+def _current(var):
+    """The block ops go to: the one being built (a control-flow body reading `var` from an
+    enclosing block computes there, every iteration), as fluid's current_block(var)."""
+    return var.block.program.current_block()
+
 def _is_scalar(value) -> bool:
     if isinstance(value, bool):
         return False
@@ -55,19 +61,19 @@ def _is_int(var: Variable) -> bool:
 
 
 def _new_var(var: Variable, dtype=None) -> Variable:
-    return var.block.create_var(name=unique_name.generate("tmp"), dtype=dtype or var.dtype)
+    return _current(var).create_var(name=unique_name.generate("tmp"), dtype=dtype or var.dtype)
 
 
 def _scale(var: Variable, scale: float, bias: float) -> Variable:
     out = _new_var(var)
-    var.block.append_op("scale", {"X": [var]}, {"Out": [out]},
+    _current(var).append_op("scale", {"X": [var]}, {"Out": [out]},
                         {"scale": float(scale), "bias": float(bias), "bias_after_scale": True})
     return out
 
 
 def _cast(var: Variable, dtype: str) -> Variable:
     out = _new_var(var, dtype)
-    var.block.append_op("cast", {"X": [var]}, {"Out": [out]},
+    _current(var).append_op("cast", {"X": [var]}, {"Out": [out]},
                         {"in_dtype": var.dtype, "out_dtype": dtype})
     return out
 
@@ -82,7 +88,7 @@ def _elementwise(op_type: str, x: Variable, y: Variable, out_dtype=None) -> Vari
     out = _new_var(x, out_dtype)
     # fluid's choice: a batch-sized right operand aligns from dim 0
     axis = 0 if y.shape and y.shape[0] == -1 else -1
-    x.block.append_op(op_type, {"X": [x], "Y": [y]}, {"Out": [out]}, {"axis": axis})
+    _current(x).append_op(op_type, {"X": [x], "Y": [y]}, {"Out": [out]}, {"axis": axis})
     return out
 
 
@@ -121,7 +127,7 @@ def _binary(op_type: str, symbol: str, scalar_fn, reverse: bool = False):
 def _fill_scalar(like: Variable, value: float) -> Variable:
     """A [1] tensor holding `value` in like's dtype (fluid's create_scalar)."""
     out = _new_var(like)
-    like.block.append_op("fill_constant", {}, {"Out": [out]},
+    _current(like).append_op("fill_constant", {}, {"Out": [out]},
                          {"shape": [1], "value": float(value), "dtype": like.dtype})
     out.stop_gradient = True
     return out
@@ -138,10 +144,10 @@ def _fill_like(like: Variable, value: float) -> Variable:
             batch = i
         shape.append(1 if d < 0 and batch != i else d)
     if batch < 0:
-        like.block.append_op("fill_constant", {}, {"Out": [out]},
+        _current(like).append_op("fill_constant", {}, {"Out": [out]},
                              {"shape": shape, "value": float(value), "dtype": like.dtype})
     else:
-        like.block.append_op("fill_constant_batch_size_like", {"Input": [like]}, {"Out": [out]},
+        _current(like).append_op("fill_constant_batch_size_like", {"Input": [like]}, {"Out": [out]},
                              {"shape": shape, "value": float(value), "dtype": like.dtype,
                               "input_dim_idx": batch, "output_dim_idx": batch})
     out.stop_gradient = True
@@ -183,7 +189,7 @@ def _pow(self, other):
         return _elementwise("elementwise_pow", self, _fill_scalar(self, other))
     # one pow op: the same numbers as fluid's fill_constant + elementwise_pow
     out = _new_var(self)
-    self.block.append_op("pow", {"X": [self]}, {"Out": [out]}, {"factor": float(other)})
+    _current(self).append_op("pow", {"X": [self]}, {"Out": [out]}, {"factor": float(other)})
     return out
 
 

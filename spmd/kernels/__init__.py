@@ -4,6 +4,7 @@ from . import (  # noqa: F401 - registration side effects
     batch_share,
     collective,
     control_flow,
+    crf,
     host,
     index,
     linalg,

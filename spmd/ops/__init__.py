@@ -4,6 +4,7 @@ from . import (  # noqa: F401 - registration side effects
     activation,
     batch_share,
     collective,
+    crf,
     host,
     index,
     linalg,

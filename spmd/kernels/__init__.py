@@ -5,6 +5,7 @@ from . import (  # noqa: F401 - registration side effects
     collective,
     control_flow,
     crf,
+    ctc,
     host,
     index,
     linalg,

@@ -45,6 +45,7 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     control_flow,
     conv,
     crf,
+    ctc,
     host,
     index,
     initializer,
@@ -72,6 +73,7 @@ from .activation import *  # noqa: F403
 from .control_flow import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .crf import *  # noqa: F403
+from .ctc import *  # noqa: F403
 from .helper import LayerHelper
 from .host import *  # noqa: F403
 from .index import *  # noqa: F403
@@ -118,7 +120,7 @@ _install_indexing()  # var[...] as fluid 1.8's Variable.__getitem__
 # spmd.fluid.layers re-exports their union.
 _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, linalg, logic, loss,
                   manip, math_ops, metric_op, nn, norm, random, rnn, sequence, tensor, vision)
-_FLUID_MODULES += (sequence_rnn, crf)  # issue 11: LoD recurrent and structured-loss layers
+_FLUID_MODULES += (sequence_rnn, crf, ctc)  # issue 11: LoD recurrent and structured-loss layers
 _FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
 FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
 

@@ -5,6 +5,7 @@ from . import (  # noqa: F401 - registration side effects
     batch_share,
     collective,
     crf,
+    ctc,
     host,
     index,
     linalg,

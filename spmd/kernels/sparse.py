@@ -1,6 +1,7 @@
 """Kernel: c_allgather_rows (spmd/ops/sparse.py). Ranks hold different numbers of rows, so
-the counts are gathered first; rows and values are then gathered padded to the largest count
-and the padding dropped. Both run at once, after anything already issued."""
+the counts are gathered first; then one gather of every rank's row ids and values packed as
+bytes, padded to the largest count, and the padding dropped. Both run at once, after anything
+already issued."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,16 +22,19 @@ def c_allgather_rows(xp, ins, attrs, want, ctx):
     if comm.size == 1:
         return {"Out": g}
     counts = comm.iallgather(np.array([len(g.rows)], dtype=np.int64), overlap=False).wait()
-    counts = np.asarray(counts).reshape(-1)
-    most = int(counts.max())
-    rows = xp.zeros(most, dtype=np.int64)
-    rows[:len(g.rows)] = g.rows
-    value = xp.zeros((most,) + tuple(g.value.shape[1:]), dtype=g.value.dtype)
-    value[:len(g.rows)] = g.value
-    all_rows = comm.iallgather(rows, overlap=False).wait()
-    all_values = comm.iallgather(value, overlap=False).wait()
-    keep = [slice(0, int(c)) for c in counts]
-    return {"Out": SelectedRows(
-        xp.concatenate([all_rows[r][k] for r, k in enumerate(keep)]),
-        xp.concatenate([all_values[r][k] for r, k in enumerate(keep)]), g.height)}
-
+    counts = [int(c) for c in np.asarray(counts).reshape(-1)]
+    most = max(counts)
+    # one gather of every rank's rows and values as bytes, padded to the longest: the row ids
+    # in the first most*8 bytes, the values after them
+    tail = tuple(g.value.shape[1:])
+    value_bytes = int(np.prod(tail, dtype=np.int64)) * g.value.dtype.itemsize
+    mine = xp.zeros(most * (8 + value_bytes), dtype=np.uint8)
+    n = len(g.rows)
+    mine[:n * 8] = xp.ascontiguousarray(g.rows, dtype=np.int64).view(np.uint8)
+    mine[most * 8:most * 8 + n * value_bytes] = \
+        xp.ascontiguousarray(g.value).reshape(-1).view(np.uint8)
+    every = comm.iallgather(mine, overlap=False).wait()
+    rows = [every[r, :c * 8].view(np.int64) for r, c in enumerate(counts)]
+    values = [every[r, most * 8:most * 8 + c * value_bytes].view(g.value.dtype).reshape(
+        (c,) + tail) for r, c in enumerate(counts)]
+    return {"Out": SelectedRows(xp.concatenate(rows), xp.concatenate(values), g.height)}

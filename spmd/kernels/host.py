@@ -66,7 +66,7 @@ def py_func_grad(xp, ins, attrs, want):
     return {"X@GRAD": out}
 
 
-def _format(array, attrs) -> str:
+def _format(array, attrs, lod=None) -> str:
     host = _host(array)
     lines = []
     if attrs["print_tensor_name"]:
@@ -75,6 +75,9 @@ def _format(array, attrs) -> str:
         lines.append("\tshape: [" + "".join(f"{d}," for d in host.shape) + "]")
     if attrs["print_tensor_type"]:
         lines.append(f"\tdtype: {_TYPE_CODES.get(host.dtype.name, host.dtype.name)}")
+    if attrs["print_tensor_lod"] and lod is not None:  # as fluid: LoD: [[ 0,1,3, ]]
+        lines.append("\tLoD: [" + "".join(
+            "[ " + "".join(f"{int(o)}," for o in level) + " ]" for level in lod) + "]")
     flat = host.reshape(-1)
     n = flat.size if attrs["summarize"] < 0 else min(attrs["summarize"], flat.size)
     lines.append("\tdata: " + "".join(f"{v:g}," if host.dtype.kind == "f" else f"{v},"
@@ -94,5 +97,5 @@ def print_(xp, ins, attrs, want, ctx):
         rank = ctx.tag  # "[rank r/n] " in multi-process jobs
         place = "CPUPlace" if isinstance(x, np.ndarray) else "CUDAPlace"
         print(f"{rank}{int(time.time())}\t{attrs['message']}\tThe place is:{place}\n"
-              f"{_format(x, attrs)}", flush=True)
+              f"{_format(x, attrs, ins.get('In@LOD'))}", flush=True)
     return {"Out": x} if "Out" in want else {}

@@ -73,7 +73,7 @@ def _print_grad(op, g):
     return [("print", {"In": [dout]}, {"Out": [dx]}, attrs)]
 
 
-@define_op("print", inputs=["In"], outputs=["Out?"], grad=_print_grad,
+@define_op("print", inputs=["In"], outputs=["Out?"], grad=_print_grad, lod_inputs=("In",),
            attrs={"first_n": ("int", -1), "message": ("str", ""), "summarize": ("int", 20),
                   "print_tensor_name": ("bool", True), "print_tensor_type": ("bool", True),
                   "print_tensor_shape": ("bool", True), "print_tensor_lod": ("bool", True),

@@ -186,3 +186,14 @@ def test_training_a_text_model_on_lod_batches_lowers_the_loss():
     losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
               for _ in range(30)]
     assert losses[-1] < losses[0] * 0.5
+
+
+def test_print_shows_the_lod_as_fluid_does(capsys):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[1], dtype="float32", lod_level=1)
+        y = fluid.layers.Print(x, message="hello")
+    t = fluid.create_lod_tensor(np.ones((3, 1), "float32"), [[1, 2]], PLACE)
+    (got,) = fluid.Executor(PLACE).run(main, feed={"x": t}, fetch_list=[y], return_numpy=False)
+    assert "\tLoD: [[ 0,1,3, ]]\n" in capsys.readouterr().out  # fluid 1.8.5's line
+    assert got.lod() == [[0, 1, 3]]

@@ -19,6 +19,18 @@ from ..ops import control_flow as _defs  # noqa: F401 - the op definitions these
 from .registry import kernel
 from .tensor import ints_of
 
+# the key the plan reads an untracked variable's LoD from (spmd/executor/lod_binding.NO_LOD):
+# every env a block runs on carries it, as the plan's own values do
+_NO_LOD = "@NO_LOD"
+
+
+def _env(*sources) -> dict:
+    """A fresh env for one run of a block: `sources` (mappings, later ones winning)."""
+    env = {_NO_LOD: None}
+    for s in sources:
+        env.update(s)
+    return env
+
 
 def _scalar(a, what: str) -> int:
     if isinstance(a, list) or a is None:
@@ -84,7 +96,7 @@ def _materialize(xp, g, like):
 
 @kernel("while", context=True)
 def while_(xp, ins, attrs, want, ctx):
-    env = dict(zip(attrs["x_names"], ins["X"]))
+    env = _env(zip(attrs["x_names"], ins["X"]))
     cond = attrs["cond_name"]
     env[cond] = ins["Condition"]
     out_names = attrs["out_names"]
@@ -114,8 +126,7 @@ def while_grad(xp, ins, attrs, want, ctx):
     for t in reversed(range(len(steps))):
         values, rng = steps[t]
         ends = steps[t + 1][0] if t + 1 < len(steps) else finals
-        env = dict(xs)
-        env.update(values)
+        env = _env(xs, values)
         for n, seed in seeds.items():
             g = grad_end[n]
             env[seed] = zeros_like_value(xp, ends.get(n)) if g is None else g
@@ -142,7 +153,7 @@ def conditional_block(xp, ins, attrs, want, ctx):
     inputs = dict(zip(attrs["input_names"], ins.get("Input", [])))
     rng = _rng_state(ctx) if "Scope" in want else None
     if run:
-        env = dict(inputs)
+        env = _env(inputs)
         ctx.run_block(attrs["sub_block"], env, xp)
         outs = [env.get(n) for n in attrs["out_names"]]
     else:  # a variable the block would write keeps the value it had (None: it had none)
@@ -161,7 +172,7 @@ def conditional_block_grad(xp, ins, attrs, want, ctx):
     inputs.update(overwritten)
     incoming = dict(zip(attrs["grad_out_names"], ins.get("Out@GRAD", [])))
     if run:
-        env = dict(inputs)
+        env = _env(inputs)
         for n, seed in zip(attrs["out_names"], attrs["seed_names"]):
             if seed:
                 if incoming.get(n) is None:
@@ -202,9 +213,8 @@ def recurrent(xp, ins, attrs, want, ctx):
     saved = []
     outs = [[None] * length for _ in attrs["step_output_names"]]
     for t in _time_order(length, attrs["reverse"]):
-        env = dict(base)
-        env.update(zip(attrs["step_input_names"], [x[t] for x in xs]))
-        env.update(zip(attrs["ex_states"], states))
+        env = _env(base, zip(attrs["step_input_names"], [x[t] for x in xs]),
+                   zip(attrs["ex_states"], states))
         if keep:
             saved.append((states, _rng_state(ctx)))
         ctx.run_block(attrs["sub_block"], env, xp)
@@ -238,9 +248,8 @@ def recurrent_grad(xp, ins, attrs, want, ctx):
         t = order[pos]
         starts, rng = saved["steps"][pos]
         ends = saved["steps"][pos + 1][0] if pos + 1 < length else saved["final"]
-        env = dict(params)
-        env.update(zip(attrs["step_input_names"], [x[t] for x in xs]))
-        env.update(zip(attrs["ex_states"], starts))
+        env = _env(params, zip(attrs["step_input_names"], [x[t] for x in xs]),
+                   zip(attrs["ex_states"], starts))
         for n in attrs["step_output_names"]:
             if seeds.get(n):
                 env[seeds[n]] = incoming[n][t]

@@ -92,6 +92,10 @@ class Flags:
     script under a small supervisor process and a peer-liveness channel, so a rank that ends
     early (even by os._exit or a signal) fails the job within seconds (default on; 0 turns it
     off). See spmd/guard/."""
+    ps_rpc_deadline_s: float = 180.0
+    """SPMD_PS_RPC_DEADLINE: seconds one parameter-server call (with its retries while a
+    pserver starts, and its waits at a barrier) may take before it fails (fluid's
+    FLAGS_rpc_deadline, 180 s). See spmd/ps/rpc.py."""
 
 
 _revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at
@@ -130,4 +134,5 @@ def flags(env=None) -> Flags:
         worker_log=env.get("SPMD_WORKER_LOG") or None,
         check_nan_inf=_read_bool(env, "FLAGS_check_nan_inf", False),
         supervise=_read_int(env, "SPMD_SUPERVISE", 1, minimum=0) != 0,
+        ps_rpc_deadline_s=_read_float(env, "SPMD_PS_RPC_DEADLINE", 180.0),
     )

@@ -37,6 +37,8 @@ def convert_feed(var, value, xp, into: dict, tracked=frozenset()) -> None:
         if value is None:
             raise FeedError(f"feed '{var.name}': the LoDTensor holds no data; call "
                             f"set(array, place) on it first")
+        if lod is not None and var.name not in tracked and _one_row_each(lod):
+            lod = None  # every sequence one row: the dense rows themselves (the book's infer)
         if lod is not None and var.name not in tracked:
             raise FeedError(
                 f"feed '{var.name}': a LoDTensor with LoD {lod_as_lists(lod)} was fed, but "
@@ -49,6 +51,11 @@ def convert_feed(var, value, xp, into: dict, tracked=frozenset()) -> None:
         check_lod(lod, int(array.shape[0]) if array.ndim else 1, f"feed '{var.name}'",
                   FeedError)
         into[lod_key(var.name)] = lod
+
+
+def _one_row_each(lod) -> bool:
+    """Whether every sequence of every level holds exactly one element."""
+    return all(bool((level[1:] - level[:-1] == 1).all()) for level in lod)
 
 
 def _converted(var, value, xp):

@@ -111,6 +111,11 @@ def test_lod_fed_to_a_dense_variable_is_refused():
     t = fluid.create_lod_tensor(np.ones((3, 1), "float32"), [[1, 2]], PLACE)
     with pytest.raises(FeedError, match="'x'.*lod_level=0.*lod_level=1"):
         fluid.Executor(PLACE).run(main, feed={"x": t}, fetch_list=[y])
+    # a LoD of one-row sequences says nothing more than the rows: accepted, as fluid does
+    # (the book's recommender feeds its ids so: create_lod_tensor([[1]], [[1]], place))
+    ones = fluid.create_lod_tensor(np.ones((3, 1), "float32"), [[1, 1, 1]], PLACE)
+    (got,) = fluid.Executor(PLACE).run(main, feed={"x": ones}, fetch_list=[y])
+    np.testing.assert_array_equal(got, np.full((3, 1), 2.0))
 
 
 def test_a_sequence_op_without_lod_says_how_to_give_it():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import optim_adaptive, optim_schedule  # noqa: F401  (their kernels register on import)
 from .registry import kernel
+from .sparse_update import SparseRule, SparseValues
 
 
 def _scalar(a, dtype):
@@ -16,7 +17,7 @@ def _scalar(a, dtype):
     return a.reshape(()).astype(dtype, copy=False)
 
 
-@kernel("sgd")
+@kernel("sgd", sparse=SparseRule(rows_only=True))
 def sgd(xp, ins, attrs, want):
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
     out = g * -lr.reshape(()).astype(p.dtype)  # one temporary, updated in place
@@ -24,7 +25,7 @@ def sgd(xp, ins, attrs, want):
     return {"ParamOut": out}
 
 
-@kernel("momentum")
+@kernel("momentum", sparse=SparseRule(rows_only=False))
 def momentum(xp, ins, attrs, want):
     """fluid 1.8 momentum_op.h (dense): v_out = v*mu + g; nesterov: p - (g + v_out*mu)*lr,
     otherwise p - lr*v_out."""
@@ -48,7 +49,9 @@ def _beta(ins, attrs, name, slot, dtype):
     return dtype.type(attrs[name])
 
 
-@kernel("adam")
+@kernel("adam", sparse=SparseRule(
+    rows_only=lambda attrs: attrs["lazy_mode"],
+    state=(("Param", "ParamOut"), ("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))))
 def adam(xp, ins, attrs, want):
     """The dense update of fluid 1.8's adam_op.h (AdamFunctor), in its order of operations:
 
@@ -62,7 +65,7 @@ def adam(xp, ins, attrs, want):
     `epsilon * sqrt(1 - beta2_pow)` (Paddle PR #27778, "Adam formula differs from the paper");
     this kernel follows 1.8. The two differ by less than epsilon in the denominator, so only
     where sqrt(m2) is not much larger than epsilon. `lazy_mode` only matters for sparse
-    (SelectedRows) gradients, which spmd does not have: dense updates ignore it.
+    (SelectedRows) gradients: then only the looked-up rows (and their moments) change.
     """
     p, g = ins["Param"], ins["Grad"]
     m1, m2 = ins["Moment1"], ins["Moment2"]
@@ -127,7 +130,7 @@ def sign(xp, ins, attrs, want):
     return {"Out": xp.sign(ins["X"])}
 
 
-@kernel("clip_by_norm")
+@kernel("clip_by_norm", sparse=SparseValues())
 def clip_by_norm(xp, ins, attrs, want):
     """fluid clip_by_norm_op: X * (max_norm / ||X||_2) when ||X||_2 > max_norm, else X.
     Dividing by max(norm, max_norm) gives both cases without a branch or a 0/0."""

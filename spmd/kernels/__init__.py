@@ -9,6 +9,7 @@ from . import (  # noqa: F401 - registration side effects
     host,
     index,
     linalg,
+    lod_array,
     logic,
     loss,
     manip,

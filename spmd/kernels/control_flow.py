@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.lod import lod_key
 from ..errors import ExecutionError, InvalidArgumentError
 from ..ops import control_flow as _defs  # noqa: F401 - the op definitions these kernels serve
 from .registry import kernel
@@ -30,6 +31,11 @@ def _env(*sources) -> dict:
     for s in sources:
         env.update(s)
     return env
+
+
+def _lods(names, lods) -> dict:
+    """The LoD of each of `names` under its key, as a block's ops read it (None: none)."""
+    return {lod_key(n): lod for n, lod in zip(names, lods or ())}
 
 
 def _scalar(a, what: str) -> int:
@@ -96,16 +102,18 @@ def _materialize(xp, g, like):
 
 @kernel("while", context=True)
 def while_(xp, ins, attrs, want, ctx):
-    env = _env(zip(attrs["x_names"], ins["X"]))
+    env = _env(zip(attrs["x_names"], ins["X"]), _lods(attrs["x_names"], ins.get("X@LOD")))
     cond = attrs["cond_name"]
     env[cond] = ins["Condition"]
     out_names = attrs["out_names"]
     steps = [] if "StepScopes" in want else None
     while _scalar(env[cond], f"the while loop's condition '{cond}'"):
         if steps is not None:  # the backward pass recomputes this iteration from these
-            steps.append(({n: env[n] for n in out_names if n in env}, _rng_state(ctx)))
+            state = {k: env[k] for n in out_names for k in (n, lod_key(n)) if k in env}
+            steps.append((state, _rng_state(ctx)))
         ctx.run_block(attrs["sub_block"], env, xp)
-    res = {"Out": [env.get(n) for n in out_names]}
+    res = {"Out": [env.get(n) for n in out_names],
+           "Out@LOD": [env.get(lod_key(n)) for n in out_names]}
     if steps is not None:
         res["StepScopes"] = steps
     return res
@@ -115,6 +123,7 @@ def while_(xp, ins, attrs, want, ctx):
 def while_grad(xp, ins, attrs, want, ctx):
     x_names, out_names = attrs["x_names"], attrs["out_names"]
     xs = dict(zip(x_names, ins["X"]))
+    x_lods = _lods(x_names, ins.get("X@LOD"))
     finals = dict(zip(out_names, ins.get("Out", [])))
     incoming = dict(zip(attrs["grad_out_names"], ins.get("Out@GRAD", [])))
     seeds = {n: s for n, s in zip(out_names, attrs["seed_names"]) if s}
@@ -126,7 +135,7 @@ def while_grad(xp, ins, attrs, want, ctx):
     for t in reversed(range(len(steps))):
         values, rng = steps[t]
         ends = steps[t + 1][0] if t + 1 < len(steps) else finals
-        env = _env(xs, values)
+        env = _env(xs, x_lods, values)
         for n, seed in seeds.items():
             g = grad_end[n]
             env[seed] = zeros_like_value(xp, ends.get(n)) if g is None else g

@@ -46,6 +46,7 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     conv,
     crf,
     ctc,
+    dynamic_rnn,
     host,
     index,
     initializer,
@@ -74,6 +75,7 @@ from .control_flow import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .crf import *  # noqa: F403
 from .ctc import *  # noqa: F403
+from .dynamic_rnn import *  # noqa: F403
 from .helper import LayerHelper
 from .host import *  # noqa: F403
 from .index import *  # noqa: F403
@@ -122,6 +124,7 @@ _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, li
                   manip, math_ops, metric_op, nn, norm, random, rnn, sequence, tensor, vision)
 _FLUID_MODULES += (sequence_rnn, crf, ctc)  # issue 11: LoD recurrent and structured-loss layers
 _FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
+_FLUID_MODULES += (dynamic_rnn,)  # issue 11: DynamicRNN (LoD control flow)
 FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
 
 __all__ = [

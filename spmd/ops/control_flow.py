@@ -18,7 +18,8 @@ _NAMES = ("strs", [])
 
 @define_op("while", inputs=["X*", "Condition"], outputs=["Out*", "StepScopes?"], grad=None,
            attrs={"sub_block": "int", "is_test": ("bool", False), "x_names": _NAMES,
-                  "out_names": _NAMES, "cond_name": ("str", "")})
+                  "out_names": _NAMES, "cond_name": ("str", "")},
+           lod_inputs=("X",), lod_outputs=("Out",))
 def _while(ctx):
     c = ctx.input("Condition")
     ctx.check(c.dtype == "bool", f"Condition '{c.name}' must be bool, got {c.dtype}")
@@ -29,7 +30,7 @@ def _while(ctx):
 
 
 @define_op("while_grad", inputs=["X*", "Out*", "Out@GRAD*", "StepScopes"], outputs=["X@GRAD*"],
-           grad=None,
+           grad=None, lod_inputs=("X",),
            attrs={"sub_block": "int", "x_names": _NAMES, "out_names": _NAMES,
                   "grad_out_names": _NAMES, "seed_names": _NAMES, "result_names": _NAMES})
 def _while_grad(ctx):

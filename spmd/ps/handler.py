@@ -83,6 +83,12 @@ def _compatible(name: str, held, value) -> None:
             f"got {dtype} {got}")
 
 
+def _copy(value):
+    if isinstance(value, LoDTensor):
+        return LoDTensor(value.array.copy(), value.lod_value)
+    return value.copy()
+
+
 class InMemoryHandler(PServerHandler):
     """A pserver holding `variables` ({name: ndarray}) for `trainers` trainers. A dense value
     sent replaces the one held; a SelectedRows overwrites its rows. A trainer's step counts
@@ -145,7 +151,7 @@ class InMemoryHandler(PServerHandler):
                 self._wait(lambda: not self._behind(min_step), timeout,
                            lambda: f"step {min_step} not reached within {timeout:.1f} s: "
                                    f"trainers {self._behind(min_step)} have not sent it")
-            return {name: self.variables[name] for name in names}
+            return {name: _copy(self.variables[name]) for name in names}  # not torn by a send
 
     def prefetch(self, trainer_id, table, ids, timeout):
         with self._cond:
@@ -188,9 +194,7 @@ class InMemoryHandler(PServerHandler):
 
     def checkpoint_notify(self, trainer_id, dirname):
         with self._cond:
-            self.checkpoints[dirname] = {
-                n: (v.copy() if isinstance(v, np.ndarray) else v)
-                for n, v in self.variables.items()}
+            self.checkpoints[dirname] = {n: _copy(v) for n, v in self.variables.items()}
 
     def complete(self, trainer_id):
         with self._cond:

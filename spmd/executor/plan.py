@@ -188,6 +188,8 @@ class Plan:
     def run_in(self, env: dict, xp) -> dict:
         """Run this plan's ops on `env` in place (no feed, no scope, nothing committed): how a
         sub-block runs. A value it reads that `env` lacks fails naming the op."""
+        if self.lod_aware:
+            env[NO_LOD] = None  # where an untracked variable's LoD is read from
         self._execute(self.steps, env, xp)
         return env
 

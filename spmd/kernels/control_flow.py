@@ -354,7 +354,19 @@ def write_to_array(xp, ins, attrs, want):
     if k >= len(array):
         array.extend([None] * (k + 1 - len(array)))
     array[k] = ins["X"]
-    return {"Out": array}
+    return {"Out": array, "Out@LOD": _element_lods(ins.get("Array@LOD"), len(array), k,
+                                                    ins.get("X@LOD"))}
+
+
+def _element_lods(lods, length: int, k: int, lod):
+    """An array's LoD (its elements' LoDs) with element k's set to `lod`; None while no
+    element has one."""
+    if lods is None and lod is None:
+        return None
+    lods = list(lods or ())
+    lods.extend([None] * (length - len(lods)))
+    lods[k] = lod
+    return lods
 
 
 @kernel("write_to_array_grad")
@@ -380,7 +392,8 @@ def read_from_array(xp, ins, attrs, want):
         raise InvalidArgumentError(
             f"array_read: index {k} of a tensor array of length {len(array)} holds no tensor; "
             f"write it with array_write first")
-    return {"Out": array[k]}
+    lods = ins.get("X@LOD")
+    return {"Out": array[k], "Out@LOD": lods[k] if lods and k < len(lods) else None}
 
 
 @kernel("read_from_array_grad")

@@ -197,12 +197,10 @@ class DynamicRNN:
                 f"DynamicRNN.step_input: x '{x.name}' has lod_level 0; a DynamicRNN steps "
                 f"through the sequences of a LoD tensor (declare it with lod_level=1 and feed "
                 f"a LoDTensor), or use StaticRNN for a dense [time, batch, ...] tensor")
-        if x.lod_level > level + 1:
+        if not 0 <= level < x.lod_level:
             raise InvalidArgumentError(
-                f"DynamicRNN.step_input: x '{x.name}' has lod_level {x.lod_level}; its steps "
-                f"at level {level} would be sequences themselves, which spmd's tensor arrays "
-                f"do not carry through array_read; give a 1-level input (fluid.layers.lod_reset"
-                f" or sequence_pool the inner level first)")
+                f"DynamicRNN.step_input: level {level} is out of range for x '{x.name}' with "
+                f"lod_level {x.lod_level}")
         parent = self._parent_block_()
         if self.lod_rank_table is None:
             self.lod_rank_table = parent.create_var(

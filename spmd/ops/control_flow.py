@@ -123,21 +123,26 @@ def _check_index(ctx, slot="I"):
 
 
 @define_op("write_to_array", inputs=["X", "I", "Array?"], outputs=["Out"],
-           no_grad_inputs=("I",), grad_uses=("X", "I"))
+           no_grad_inputs=("I",), grad_uses=("X", "I"),
+           lod_inputs=("X", "Array"), lod_outputs=("Out",))
 def _write_to_array(ctx):
     """Out = Array with element I set to X (fluid writes the array in place; here the op also
-    reads the array it writes, so that a loop carries it)."""
+    reads the array it writes, so that a loop carries it). An array's LoD is the list of its
+    elements' LoDs, and its lod_level theirs."""
     _check_index(ctx)
     x = ctx.input("X")  # an array's shape is its elements' (the last one written)
     ctx.set_output("Out", x.shape, x.dtype)
+    array = ctx.input("Array")
+    ctx.set_lod_level("Out", max(x.lod_level, array.lod_level if array else 0))
 
 
 @define_op("read_from_array", inputs=["X", "I"], outputs=["Out"], no_grad_inputs=("I",),
-           grad_uses=("X", "I"))
+           grad_uses=("X", "I"), lod_inputs=("X",), lod_outputs=("Out",))
 def _read_from_array(ctx):
     _check_index(ctx)
     x = ctx.input("X")
     ctx.set_output("Out", x.shape, x.dtype)
+    ctx.set_lod_level("Out", x.lod_level)
 
 
 @define_op("lod_array_length", inputs=["X"], outputs=["Out"], grad=None)

@@ -47,6 +47,10 @@ LABELS = _R.randint(0, CLASSES, (5, 1)).astype("int64")
 TRG_LENS = [[2, 4, 3, 1, 3]]
 TRG = _R.randint(0, VOCAB, (13, 1)).astype("int64")
 TRG_NEXT = _R.randint(0, VOCAB, (13, 1)).astype("int64")
+PARAGRAPHS_LENS = [[2, 1, 3], [3, 2, 4, 1, 2, 3]]  # paragraphs of sentences of words
+PARAGRAPHS = _R.randint(0, VOCAB, (15, 1)).astype("int64")
+PARAGRAPH_LABELS = _R.randint(0, 2, (6, 1)).astype("float32")  # one per sentence
+W_NEST = _R.uniform(-0.5, 0.5, (HID, 1)).astype("float32")
 
 
 def _attr(fluid, name, value):
@@ -160,7 +164,25 @@ def dyn_rnn_static(fluid):
     return _feed(fluid, {"x": (X, X_LENS), "y": (Y, Y_LENS)}), [out, loss] + grads
 
 
-CASES = {f.__name__: f for f in (array_ops, nested_lod, dyn_rnn, dyn_rnn_static)}
+def static_steps(fluid):
+    """test_dynrnn_static_input's forward: the shrunk static input of every step written to
+    an array inside the loop and read back after it, with its LoD."""
+    L = fluid.layers
+    x = _lod_data(fluid, "x", X, grad=False)
+    y = _lod_data(fluid, "y", Y, grad=False)
+    steps = L.create_array("float32")
+    rnn = L.DynamicRNN()
+    with rnn.block():
+        rnn.step_input(x)
+        static = rnn.static_input(y)
+        L.array_write(static, i=rnn.step_idx, array=steps)
+        rnn.output(L.sequence_pool(static, "last"))
+    reads = [L.array_read(steps, L.fill_constant([1], "int64", t)) for t in range(4)]
+    return _feed(fluid, {"x": (X, X_LENS), "y": (Y, Y_LENS)}), reads + [rnn()]
+
+
+CASES = {f.__name__: f for f in (array_ops, nested_lod, dyn_rnn, dyn_rnn_static,
+                                 static_steps)}
 
 
 def train_sentiment(fluid):
@@ -215,7 +237,37 @@ def train_decoder(fluid):
     return feed, loss, ["emb", "w_enc", "w_in", "w_h", "w_ctx", "b_h", "w_dec"]
 
 
-TRAIN_CASES = {f.__name__: f for f in (train_sentiment, train_decoder)}
+def train_nested(fluid):
+    """test_dyn_rnn's nested DynamicRNN: paragraphs (two LoD levels) stepped by sentence, each
+    sentence's words by an inner DynamicRNN with a memory; the inner last steps classified."""
+    L = fluid.layers
+    words = fluid.data("words", [None, 1], "int64", lod_level=2)
+    label = fluid.data("label", [None, 1], "float32", lod_level=1)
+    outer = L.DynamicRNN()
+    with outer.block():
+        sentence = outer.step_input(words)
+        emb = L.embedding(sentence, size=[VOCAB, EMB], param_attr=_attr(fluid, "emb", EMB_T))
+        boot = L.sequence_pool(L.fc(emb, size=HID, param_attr=_attr(fluid, "w_enc", W_ENC),
+                                    bias_attr=False), "average")
+        inner = L.DynamicRNN()
+        with inner.block():
+            word = inner.step_input(emb)
+            # (a memory from shape/value here makes fluid 1.8.5's backward fail to build)
+            prev = inner.memory(init=boot, need_reorder=True)
+            hidden = L.fc([word, prev], size=HID, act="tanh",
+                          param_attr=[_attr(fluid, "w_in", W_IN), _attr(fluid, "w_h", W_H)],
+                          bias_attr=_attr(fluid, "b_h", B_H))
+            inner.update_memory(prev, hidden)
+            inner.output(hidden)
+        outer.output(L.sequence_last_step(inner()))
+    logits = L.fc(outer(), size=1, param_attr=_attr(fluid, "w_out", W_NEST), bias_attr=False)
+    loss = L.mean(L.sigmoid_cross_entropy_with_logits(logits, label))
+    feed = _feed(fluid, {"words": (PARAGRAPHS, PARAGRAPHS_LENS),
+                         "label": (PARAGRAPH_LABELS, [[2, 1, 3]])})
+    return feed, loss, ["emb", "w_enc", "w_in", "w_h", "b_h", "w_out"]
+
+
+TRAIN_CASES = {f.__name__: f for f in (train_sentiment, train_decoder, train_nested)}
 
 
 def _fetched(t):

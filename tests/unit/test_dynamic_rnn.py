@@ -133,6 +133,36 @@ def test_gradients_match_finite_differences(lens, init_mode, s_lens, eps=1e-6):
                                    err_msg=f"d loss / d {name}")
 
 
+def test_nested_dynamic_rnns_step_paragraphs_then_words():
+    """An outer DynamicRNN over the sentences of two-level paragraphs, an inner one over each
+    sentence's words: the inner last states are each sentence's recurrence, in the input's
+    order, with the paragraphs' LoD."""
+    lod = [[2, 1, 3], [3, 2, 4, 1, 2, 3]]
+    x = RNG.uniform(-1, 1, (15, 3))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        words = fluid.data("x", [None, 3], "float64", lod_level=2)
+        outer = L.DynamicRNN()
+        with outer.block():
+            sentence = outer.step_input(words)
+            assert sentence.lod_level == 1
+            inner = L.DynamicRNN()
+            with inner.block():
+                word = inner.step_input(sentence)
+                prev = inner.memory(shape=[4], value=0.3, dtype="float64")
+                hidden = L.tanh(L.matmul(word, _const(WX)) + L.matmul(prev, _const(WH))
+                                + _const(B))
+                inner.update_memory(prev, hidden)
+                inner.output(hidden)
+            outer.output(L.sequence_last_step(inner()))
+        out = outer()
+    got, = fluid.Executor(PLACE).run(main, feed={"x": fluid.create_lod_tensor(x, lod, PLACE)},
+                                     fetch_list=[out], scope=fluid.Scope(), return_numpy=False)
+    per_word = _reference(x, lod[1], np.full((len(lod[1]), 4), 0.3))
+    np.testing.assert_allclose(np.array(got), per_word[_offsets(lod[1])[1:] - 1], rtol=1e-12)
+    assert got.recursive_sequence_lengths() == [lod[0]]
+
+
 def test_the_loop_keeps_iterations_only_for_a_backward_pass():
     """Forward only, the while op binds nothing to keep iterations in (each step's values
     are freed as it ends); a backward pass makes it keep the loop state per iteration."""

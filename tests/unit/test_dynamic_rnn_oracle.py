@@ -3,7 +3,10 @@
 fluid.gradients for the inputs and parameters, and two models trained four SGD steps from the
 same parameters (a sentiment classifier: embedding -> DynamicRNN with an fc step and a memory
 -> last step -> fc softmax; the book's machine-translation decoder with a reordered initial
-memory and the encoder's sequences as a static input): losses and parameters after.
+memory and the encoder's sequences as a static input; test_dyn_rnn's nested DynamicRNN over
+paragraphs of sentences): losses and parameters after. static_steps is
+test_dynrnn_static_input's forward: each step's static input, written to an array in the
+loop, read back after it with its LoD.
 
 fluid 1.8.5 hands a gradient the LoD of its variable; spmd's gradients carry none (the ops
 read their forward input's LoD instead), so a gradient's stored LoD is not compared."""
@@ -18,7 +21,8 @@ import spmd.fluid as fluid
 
 FLUID18 = load("dynamic_rnn")
 # the fetches that are gradients (fluid.gradients, last in each case)
-GRADIENTS = {"array_ops": 3, "nested_lod": 0, "dyn_rnn": 5, "dyn_rnn_static": 2}
+GRADIENTS = {"array_ops": 3, "nested_lod": 0, "dyn_rnn": 5, "dyn_rnn_static": 2,
+             "static_steps": 0}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

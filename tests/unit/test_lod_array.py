@@ -265,3 +265,28 @@ def test_reordering_a_tensor_with_other_sequences_names_both_counts():
              "m": np.zeros((3, 2), "float32")}
     with pytest.raises(ExecutionError, match="X has 3 rows .* rank table has 2 sequences"):
         _run(build, feeds)
+
+
+def test_arrays_carry_their_elements_lod():
+    """array_write of a LoD tensor and array_read back keep its LoD (fluid's arrays hold
+    LoDTensors), inside a loop body too."""
+    x = RNG.uniform(-1, 1, (5, 2))
+
+    def build():
+        v = fluid.data("x", [None, 2], "float64", lod_level=1)
+        i = L.fill_constant([1], "int64", 0)
+        arr = L.array_write(v, i)
+        n = L.fill_constant([1], "int64", 2)
+        cond = L.less_than(i, n)
+        loop = L.While(cond)
+        with loop.block():
+            got = L.array_read(arr, i)
+            L.increment(i, 1, in_place=True)
+            L.array_write(got * 2.0, i, array=arr)
+            L.less_than(i, n, cond=cond)
+        return [L.array_read(arr, L.fill_constant([1], "int64", t)) for t in range(3)]
+
+    got = _run(build, {"x": _lod_feed(x, [[2, 3]])}, fetch_lod=True)
+    for t, g in enumerate(got):
+        np.testing.assert_array_equal(np.array(g), x * 2.0 ** t)
+        assert g.recursive_sequence_lengths() == [[2, 3]]

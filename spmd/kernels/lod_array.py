@@ -44,6 +44,14 @@ class LoDRankTable:
         """[(index, length), ...] as fluid's LoDRankTable.items()."""
         return list(zip(self.indices, self.lengths))
 
+    def get(self) -> np.ndarray:
+        """The items as an int64 [n, 2] host array of (index, length) rows: what fetching a
+        rank table gives (the executor copies fetches to the host with .get())."""
+        return np.array(self.items(), dtype=np.int64).reshape(-1, 2)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.get() if dtype is None else self.get().astype(dtype)
+
     def running(self, t: int) -> int:
         """How many sequences are longer than `t` (the leading items)."""
         return int(np.sum(np.asarray(self.lengths, dtype=np.int64) > t))

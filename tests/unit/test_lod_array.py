@@ -48,6 +48,14 @@ def test_rank_table_items_are_stable_longest_first():
         "Out"].tolist() == [3]
 
 
+def test_a_fetched_rank_table_is_its_items():
+    def build():
+        return [cf.lod_rank_table(fluid.data("x", [None, 1], "float32", lod_level=1))]
+
+    got, = _run(build, {"x": _lod_feed(np.zeros((6, 1), "float32"), [[2, 3, 1]])})
+    assert np.asarray(got).tolist() == [[1, 3], [0, 2], [2, 1]]
+
+
 @pytest.mark.parametrize("lens", [[2, 4, 1, 4], [3], [1, 1, 1], [2, 0, 3]])
 def test_lod_tensor_to_array_and_back(lens):
     x = RNG.uniform(-1, 1, (sum(lens), 3))

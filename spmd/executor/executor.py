@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import guard
 from ..comm.factory import world_communicator
-from ..core.lod import LoDTensor
+from ..core.lod import LoDTensor, LoDTensorArray
 from ..core.places import CPUPlace, Place, array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
@@ -71,6 +71,20 @@ def _compiled(program):
         return program
     graph = getattr(program, "_graph", None)
     return graph if isinstance(graph, CompiledProgram) else None
+
+
+def _handed_out(value, lod, return_numpy: bool):
+    """One fetched value as fluid hands it out: a numpy array (a copy: a fetch may be the
+    scope's own array or a view of it), or with return_numpy=False a LoDTensor with its LoD;
+    a tensor array as a list of those; a sparse gradient as its dense table."""
+    if isinstance(value, list):  # a tensor array: its LoD is its elements' LoDs
+        lods = lod if isinstance(lod, list) else [None] * len(value)
+        items = [_handed_out(v, l, return_numpy) for v, l in zip(value, lods)]
+        return items if return_numpy else LoDTensorArray(items)
+    value = dense_of(value)
+    if return_numpy:
+        return as_fetched(host_array(value, copy=True))
+    return LoDTensor(value, lod)
 
 
 class Executor:
@@ -150,14 +164,8 @@ class Executor:
     def _run_program(self, program, feed, fetch_names, scope, return_numpy):
         plan = self._plan(program, list(feed), fetch_names)
         results = plan.run(scope, feed, array_module(self.place), self.place)
-        results = [dense_of(r) for r in results]  # a sparse gradient fetches as its table
-        if return_numpy:
-            # a fetch may be the scope's own array (a parameter) or a view of it: hand out a
-            # copy, as fluid does, so editing a result never changes the scope
-            return [as_fetched(host_array(r, copy=True)) for r in results]
-        # fluid's LoDTensor per fetch: numpy.array(t) reads it, t.lod() its LoD
         lods = plan.fetched_lods or [None] * len(results)
-        return [LoDTensor(r, lod) for r, lod in zip(results, lods)]
+        return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 
     def close(self):
         """Drop compiled plans; the executor cannot run afterwards."""

@@ -202,3 +202,22 @@ def test_print_shows_the_lod_as_fluid_does(capsys):
     (got,) = fluid.Executor(PLACE).run(main, feed={"x": t}, fetch_list=[y], return_numpy=False)
     assert "\tLoD: [[ 0,1,3, ]]\n" in capsys.readouterr().out  # fluid 1.8.5's line
     assert got.lod() == [[0, 1, 3]]
+
+
+def test_fetching_a_tensor_array_gives_its_elements():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[1], dtype="float32", lod_level=1)
+        arr = fluid.layers.create_array("float32")
+        i = fluid.layers.fill_constant([1], "int64", 0)
+        fluid.layers.array_write(x, i, array=arr)
+        fluid.layers.array_write(fluid.layers.scale(x, 2.0), fluid.layers.increment(i),
+                                 array=arr)
+    t = fluid.create_lod_tensor(np.arange(3.0, dtype="float32").reshape(3, 1), [[1, 2]], PLACE)
+    exe = fluid.Executor(PLACE)
+    (items,) = exe.run(main, feed={"x": t}, fetch_list=[arr])
+    assert isinstance(items, list) and len(items) == 2  # fluid: a list of arrays
+    np.testing.assert_array_equal(items[1], 2 * np.array(t))
+    (tensors,) = exe.run(main, feed={"x": t}, fetch_list=[arr], return_numpy=False)
+    assert isinstance(tensors, fluid.LoDTensorArray)
+    assert [a.lod() for a in tensors] == [[[0, 1, 3]], [[0, 1, 3]]]

@@ -2,6 +2,7 @@
 from . import (  # noqa: F401 - registration side effects
     activation,
     batch_share,
+    branches,
     collective,
     control_flow,
     crf,
@@ -11,6 +12,7 @@ from . import (  # noqa: F401 - registration side effects
     linalg,
     lod_array,
     logic,
+    loops,
     loss,
     manip,
     math,
@@ -28,6 +30,7 @@ from . import (  # noqa: F401 - registration side effects
     sparse,
     sync_batch_norm,
     tensor,
+    tensor_array,
     vision,
 )
 from .registry import KERNELS, get_kernel, kernel

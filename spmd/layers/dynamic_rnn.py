@@ -29,10 +29,11 @@ from ..core.unique_name import generate
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from ..ops import lod_array as _ops  # noqa: F401 - defines the ops these layers append
-from .control_flow import ControlFlowTypeError, While, _check_var
 from .helper import LayerHelper
 from .logic import less_than
+from .loops import While
 from .math_ops import increment
+from .sub_block import ControlFlowTypeError, _check_var
 from .tensor import fill_constant
 from .tensor_array import array_read, array_write
 

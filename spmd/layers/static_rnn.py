@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from ..core.unique_name import generate
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
-from .control_flow import BlockGuard, ControlFlowTypeError, _check_var, block_io
 from .helper import LayerHelper
+from .sub_block import BlockGuard, ControlFlowTypeError, _check_var, block_io
 
 __all__ = ["StaticRNN"]
 

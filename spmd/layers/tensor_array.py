@@ -16,8 +16,8 @@ from __future__ import annotations
 from ..core.dtypes import convert_dtype
 from ..core.unique_name import generate
 from ..core.variable import Variable
-from .control_flow import ControlFlowTypeError, _check_var
 from .helper import LayerHelper
+from .sub_block import ControlFlowTypeError, _check_var
 
 __all__ = ["array_length", "array_read", "array_write", "create_array", "is_empty",
            "tensor_array_to_tensor"]

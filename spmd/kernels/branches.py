@@ -1,0 +1,167 @@
+"""Kernels: choosing between branches: conditional_block and its gradient, select_input /
+select_output (how cond merges its branches' values), is_empty, and IfElse's dense
+split_lod_tensor / merge_lod_tensor (rows chosen by a [N, 1] bool mask).
+"""
+from __future__ import annotations
+
+from ..errors import ExecutionError, InvalidArgumentError
+from .control_flow import (
+    RngReplay,
+    block_env,
+    materialize,
+    rng_state,
+    scalar_int,
+    zeros_like_value,
+)
+from .registry import kernel
+
+# -- conditional_block --------------------------------------------------------------------------
+
+@kernel("conditional_block", context=True)
+def conditional_block(xp, ins, attrs, want, ctx):
+    conds = ins.get("Cond", [])
+    if attrs["is_scalar_condition"]:
+        run = bool(scalar_int(conds[0], "conditional_block's condition"))
+    else:  # fluid: the block runs unless a condition tensor is empty
+        run = all(c.size != 0 for c in conds)
+    inputs = dict(zip(attrs["input_names"], ins.get("Input", [])))
+    rng = rng_state(ctx) if "Scope" in want else None
+    if run:
+        env = block_env(inputs)
+        ctx.run_block(attrs["sub_block"], env, xp)
+        outs = [env.get(n) for n in attrs["out_names"]]
+    else:  # a variable the block would write keeps the value it had (None: it had none)
+        outs = [inputs.get(n) for n in attrs["out_names"]]
+    res = {"Out": outs}
+    if "Scope" in want:  # and what the block overwrites, as the gradient block reads it
+        res["Scope"] = (run, rng, {n: inputs[n] for n in attrs["out_names"] if n in inputs})
+    return res
+
+
+@kernel("conditional_block_grad", context=True)
+def conditional_block_grad(xp, ins, attrs, want, ctx):
+    run, rng, overwritten = ins["Scope"]
+    names = attrs["input_names"]
+    inputs = dict(zip(names, ins.get("Input", [])))
+    inputs.update(overwritten)
+    incoming = dict(zip(attrs["grad_out_names"], ins.get("Out@GRAD", [])))
+    if run:
+        env = block_env(inputs)
+        for n, seed in zip(attrs["out_names"], attrs["seed_names"]):
+            if seed:
+                if incoming.get(n) is None:
+                    raise ExecutionError(
+                        f"conditional_block_grad: the gradient of '{n}' is missing although "
+                        f"its block ran")
+                env[seed] = incoming[n]
+        with RngReplay(ctx, rng):
+            ctx.run_block(attrs["sub_block"], env, xp)
+        grads = [env.get(r) if r else None for r in attrs["result_names"]]
+    else:  # the block did not run: what it would have written is what was read
+        grads = [incoming.get(n) for n in names]
+    return {"Input@GRAD": [materialize(xp, g, inputs[n]) for g, n in zip(grads, names)]}
+
+
+
+# -- selecting a branch's value -------------------------------------------------------------------
+
+def _branch(mask, count: int, op: str) -> int:
+    k = scalar_int(mask, f"{op}'s Mask")
+    if not 0 <= k < count:
+        raise InvalidArgumentError(f"{op}: Mask is {k}, but there are {count} branches")
+    return k
+
+
+@kernel("select_input")
+def select_input(xp, ins, attrs, want):
+    xs = ins["X"]
+    k = _branch(ins["Mask"], len(xs), "select_input")
+    if xs[k] is None:
+        raise ExecutionError(f"select_input: branch {k} was chosen but computed no value")
+    return {"Out": xs[k]}
+
+
+@kernel("select_input_grad")
+def select_input_grad(xp, ins, attrs, want):
+    xs = ins["X"]
+    k = _branch(ins["Mask"], len(xs), "select_input_grad")
+    return {"X@GRAD": [ins["Out@GRAD"] if i == k else None for i in range(len(xs))]}
+
+
+@kernel("select_output")
+def select_output(xp, ins, attrs, want):
+    # the outputs after the chosen one are not written (fluid leaves them as they were)
+    k = scalar_int(ins["Mask"], "select_output's Mask")
+    return {"Out": [None] * k + [ins["X"]]}
+
+
+@kernel("select_output_grad")
+def select_output_grad(xp, ins, attrs, want):
+    k = scalar_int(ins["Mask"], "select_output_grad's Mask")
+    douts = ins["Out@GRAD"]
+    g = douts[k] if k < len(douts) else None
+    return {"X@GRAD": zeros_like_value(xp, ins["X"]) if g is None else g}
+
+
+
+# -- is_empty, IfElse's dense split and merge --------------------------------------------------
+
+@kernel("is_empty")
+def is_empty(xp, ins, attrs, want):
+    return {"Out": xp.asarray([ins["X"].size == 0])}
+
+
+def _rows(mask, n: int, op: str):
+    m = mask.reshape(-1).astype(bool)
+    if m.shape[0] != n:
+        raise InvalidArgumentError(
+            f"{op}: Mask has {m.shape[0]} elements but the input has {n} rows; the mask holds "
+            f"one bool per row ([N, 1])")
+    return m
+
+
+@kernel("split_lod_tensor")
+def split_lod_tensor(xp, ins, attrs, want):
+    x = ins["X"]
+    m = _rows(ins["Mask"], x.shape[0], "split_lod_tensor")
+    return {"OutTrue": x[m], "OutFalse": x[~m]}
+
+
+@kernel("split_lod_tensor_grad")
+def split_lod_tensor_grad(xp, ins, attrs, want):
+    x = ins["X"]
+    m = _rows(ins["Mask"], x.shape[0], "split_lod_tensor_grad")
+    dx = xp.zeros_like(x)
+    if ins.get("OutTrue@GRAD") is not None:
+        dx[m] = ins["OutTrue@GRAD"]
+    if ins.get("OutFalse@GRAD") is not None:
+        dx[~m] = ins["OutFalse@GRAD"]
+    return {"X@GRAD": dx}
+
+
+@kernel("merge_lod_tensor")
+def merge_lod_tensor(xp, ins, attrs, want):
+    t, f = ins["InTrue"], ins["InFalse"]
+    n = ins["X"].shape[0]
+    m = _rows(ins["Mask"], n, "merge_lod_tensor")
+    if t.shape[0] != int(m.sum()) or f.shape[0] != n - int(m.sum()):
+        raise InvalidArgumentError(
+            f"merge_lod_tensor: InTrue has {t.shape[0]} rows and InFalse {f.shape[0]}, but the "
+            f"mask selects {int(m.sum())} and {n - int(m.sum())}")
+    like = t if t.shape[0] else f
+    out = xp.empty((n, *like.shape[1:]), dtype=like.dtype)
+    out[m] = t
+    out[~m] = f
+    return {"Out": out}
+
+
+@kernel("merge_lod_tensor_grad")
+def merge_lod_tensor_grad(xp, ins, attrs, want):
+    dout = ins["Out@GRAD"]
+    m = _rows(ins["Mask"], dout.shape[0], "merge_lod_tensor_grad")
+    res = {}
+    if "InTrue@GRAD" in want:
+        res["InTrue@GRAD"] = dout[m]
+    if "InFalse@GRAD" in want:
+        res["InFalse@GRAD"] = dout[~m]
+    return res

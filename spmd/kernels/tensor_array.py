@@ -29,9 +29,12 @@ def create_array(xp, ins, attrs, want):
 @kernel("write_to_array")
 def write_to_array(xp, ins, attrs, want):
     k = _index(ins["I"], "array_write")
-    array = list(ins.get("Array") or [])
-    if not isinstance(array, list):
-        raise InvalidArgumentError("array_write: Array must be a tensor array")
+    given = ins.get("Array")
+    if given is not None and not isinstance(given, list):
+        raise InvalidArgumentError(
+            f"array_write: Array must be a tensor array (fluid.layers.create_array), got a "
+            f"{type(given).__name__}")
+    array = list(given or [])  # a new list: the old array value stays as it was
     if k >= len(array):
         array.extend([None] * (k + 1 - len(array)))
     array[k] = ins["X"]

@@ -2,6 +2,7 @@
 from . import (  # noqa: F401 - registration side effects
     activation,
     batch_share,
+    beam_search,
     branches,
     collective,
     control_flow,

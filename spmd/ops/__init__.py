@@ -3,6 +3,7 @@ from ..core.operator import install_op_schema
 from . import (  # noqa: F401 - registration side effects
     activation,
     batch_share,
+    beam_search,
     collective,
     crf,
     ctc,

@@ -7,6 +7,7 @@ from . import (  # noqa: F401 - registration side effects
     collective,
     crf,
     ctc,
+    distributed,
     host,
     index,
     linalg,

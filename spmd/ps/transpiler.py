@@ -1,5 +1,11 @@
 """fluid.DistributeTranspiler and DistributeTranspilerConfig.
 
+pserver mode (fluid's default) splits a trained program as fluid 1.8 does: parameters and
+gradients are cut into row blocks (spmd/ps/slicing.py) placed on the pservers; the trainer
+program sends gradient blocks and receives parameter blocks in place of the updates
+(spmd/ps/trainer_program.py); each pserver program serves its blocks and runs their updates
+(spmd/ps/pserver_program.py).
+
 nccl2 mode appends the communicator-init op to the startup program; the trainers then run
 `ParallelExecutor(num_trainers=..., trainer_id=...)` (or CompiledProgram.with_data_parallel)
 across processes. Endpoints are checked against the MPI world: their count must be the number
@@ -7,18 +13,26 @@ of processes, and `trainer_id` this process's rank.
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 from ..comm.topology import detect
 from ..core.program import default_main_program, default_startup_program
 from ..errors import InvalidArgumentError
 from ..passes.comm_init import append_comm_init
+from .pserver_mode import PServerTranspile
+from .slicing import HashName, PSDispatcher, RoundRobin
+
+__all__ = ["DistributeTranspiler", "DistributeTranspilerConfig", "HashName", "PSDispatcher",
+           "RoundRobin"]
 
 
 @dataclass
 class DistributeTranspilerConfig:
-    """fluid's fields and defaults; `mode` is "pserver" (fluid's default) or "nccl2"."""
+    """fluid's fields and defaults; `mode` is "pserver" (fluid's default) or "nccl2".
+
+    >>> config = DistributeTranspilerConfig()
+    >>> config.slice_var_up = False   # each parameter whole on one pserver
+    """
 
     slice_var_up: bool = True
     split_method: type | None = None
@@ -31,30 +45,63 @@ class DistributeTranspilerConfig:
     nccl_comm_num: int = 1
     use_hierarchical_allreduce: bool = False
     hierarchical_allreduce_inter_nranks: int = 0
+    enable_dc_asgd: bool = False
+    half_async: bool = False
+    completely_not_async: bool = False
+    geo_sgd_mode: bool = False
+    geo_sgd_need_push_nums: int = 100
+    collective_mode: str | None = None
 
 
 class DistributeTranspiler:
-    """>>> # config = fluid.DistributeTranspilerConfig(); config.mode = "nccl2"
+    """Turns a trained program into distributed programs.
+
+    >>> # pserver mode: every process transpiles the same program, then takes its role's
+    >>> # t = fluid.DistributeTranspiler()
+    >>> # t.transpile(trainer_id, pservers="ip0:6174,ip1:6174", trainers=2)
+    >>> # pserver_prog, pserver_startup = t.get_pserver_programs("ip0:6174")   # a pserver
+    >>> # trainer_prog = t.get_trainer_program()                               # a trainer
+    >>> # nccl2 mode:
+    >>> # config = fluid.DistributeTranspilerConfig(); config.mode = "nccl2"
     >>> # t = fluid.DistributeTranspiler(config=config)
     >>> # t.transpile(trainer_id, trainers="ip0:6170,ip1:6170", current_endpoint="ip1:6170")
     """
 
     def __init__(self, config: DistributeTranspilerConfig | None = None):
         self.config = config or DistributeTranspilerConfig()
+        if self.config.split_method is None:
+            self.config.split_method = RoundRobin
+        if not (isinstance(self.config.split_method, type)
+                and issubclass(self.config.split_method, PSDispatcher)):
+            raise InvalidArgumentError(
+                f"DistributeTranspilerConfig.split_method must be RoundRobin, HashName or "
+                f"another PSDispatcher subclass (the class, not an instance), got "
+                f"{self.config.split_method!r}")
+        if self.config.min_block_size < 8192:
+            raise InvalidArgumentError(
+                f"DistributeTranspilerConfig.min_block_size must be >= 8192 (fluid's floor), "
+                f"got {self.config.min_block_size}")
         self._program = None
+        self._ps: PServerTranspile | None = None
 
     def transpile(self, trainer_id, program=None, pservers="127.0.0.1:6174", trainers=1,
                   sync_mode=True, startup_program=None, current_endpoint="127.0.0.1:6174",
                   workers=None):
-        """nccl2 mode: `trainers` is the comma-separated trainer endpoints (fluid's documented
-        example names it `workers`; both are accepted)."""
+        """pserver mode: `pservers` is "ip:port,ip:port", `trainers` the number of trainers;
+        `program` (default main) and `startup_program` (default startup) are rewritten in
+        place into the trainer's. nccl2 mode: `trainers` is the comma-separated trainer
+        endpoints (fluid's documented example names it `workers`; both are accepted)."""
         self._program = program or default_main_program()
         startup = startup_program or default_startup_program()
+        if self.config.mode == "pserver":
+            self._ps = PServerTranspile(self.config, trainer_id, self._program, startup,
+                                        pservers, trainers, sync_mode, current_endpoint)
+            return
         if self.config.mode != "nccl2":
             raise InvalidArgumentError(
-                f"DistributeTranspilerConfig.mode={self.config.mode!r}: spmd trains with "
-                f"collectives (mode='nccl2'); parameter-server mode is not available in this "
-                f"version")
+                f"DistributeTranspilerConfig.mode={self.config.mode!r}: spmd transpiles "
+                f"mode='pserver' (parameter servers) and mode='nccl2' (collectives); for "
+                f"fluid's 'collective' mode use mode='nccl2'")
         endpoints = _endpoints(workers if workers is not None else trainers)
         topology = detect()
         tag = topology.tag()
@@ -73,11 +120,46 @@ class DistributeTranspiler:
                 f"{trainer_id}'s endpoint is {endpoints[trainer_id]}")
         append_comm_init(startup, trainer_id, endpoints, current_endpoint)
 
+    def _pserver(self, what: str) -> PServerTranspile:
+        if self._ps is None:
+            missing = ", transpile() not called" if self._program is None else ""
+            raise InvalidArgumentError(
+                f"{what} needs transpile() in pserver mode first (config.mode="
+                f"{self.config.mode!r}{missing})")
+        return self._ps
+
     def get_trainer_program(self, wait_port=True):
-        """nccl2 mode trains the main program as it is."""
+        """The trainer's program: the main program given to transpile(), its updates replaced
+        by send / recv (pserver mode); nccl2 mode trains the main program as it is.
+        `wait_port`: wait until every pserver accepts connections (pserver mode)."""
         if self._program is None:
             raise InvalidArgumentError("call transpile() before get_trainer_program()")
-        return self._program
+        if self._ps is None:
+            return self._program
+        return self._ps.trainer_program(wait_port)
+
+    def get_pserver_program(self, endpoint):
+        """The program the pserver at `endpoint` runs: its listen_and_serv op and one optimize
+        block per parameter block it holds."""
+        return self._pserver("get_pserver_program").pserver_program(endpoint)
+
+    def get_pserver_programs(self, endpoint):
+        """(main program, startup program) of the pserver at `endpoint`."""
+        ps = self._pserver("get_pserver_programs")
+        main = ps.pserver_program(endpoint)
+        return main, ps.pserver_startup(endpoint, main)
+
+    def get_startup_program(self, endpoint, pserver_program=None, startup_program=None):
+        """The startup program of the pserver at `endpoint` (fluid's deprecated form of
+        get_pserver_programs): the initializers of its parameter blocks and optimizer state.
+        `startup_program` is fluid's deprecated argument: the one given to transpile() is
+        used."""
+        ps = self._pserver("get_startup_program")
+        if startup_program is not None and startup_program is not ps.startup:
+            raise InvalidArgumentError(
+                "get_startup_program: startup_program differs from the one given to "
+                "transpile(); pass the startup program to transpile(startup_program=...)")
+        return ps.pserver_startup(endpoint, pserver_program)
 
 
 def _endpoints(trainers) -> list[str]:
@@ -85,33 +167,3 @@ def _endpoints(trainers) -> list[str]:
         raise InvalidArgumentError(
             f"nccl2 mode needs the trainer endpoints as 'ip:port,ip:port,...', got {trainers!r}")
     return [e.strip() for e in trainers.split(",") if e.strip()]
-
-
-class RoundRobin:
-    """Parameter-server placement: variables to endpoints in turn."""
-
-    def __init__(self, pserver_endpoints):
-        self.eps, self._next = list(pserver_endpoints), 0
-
-    def dispatch(self, varlist):
-        out = []
-        for _ in varlist:
-            out.append(self.eps[self._next])
-            self._next = (self._next + 1) % len(self.eps)
-        return out
-
-    def reset(self):
-        self._next = 0
-
-
-class HashName:
-    """Parameter-server placement: a variable's endpoint from a stable hash of its name."""
-
-    def __init__(self, pserver_endpoints):
-        self.eps = list(pserver_endpoints)
-
-    def dispatch(self, varlist):
-        return [self.eps[zlib.crc32(v.name.encode()) % len(self.eps)] for v in varlist]
-
-    def reset(self):
-        pass

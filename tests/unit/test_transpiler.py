@@ -63,10 +63,16 @@ def test_workers_is_accepted_as_in_fluids_example(progs):
     assert startup.global_block().ops[-1].type == "c_comm_init"
 
 
-def test_pserver_mode_is_a_clear_error(progs):
+def test_pserver_mode_is_the_default_and_an_unknown_mode_is_a_clear_error(progs):
+    """fluid's default mode is pserver (tests/unit/test_ps_transpiler*.py test it)."""
     main, startup = progs
-    with pytest.raises(InvalidArgumentError, match="parameter-server mode is not available"):
-        fluid.DistributeTranspiler().transpile(0, program=main, startup_program=startup)
+    t = fluid.DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup)
+    assert "send" in [op.type for op in t.get_trainer_program(wait_port=False).global_block().ops]
+    config = fluid.DistributeTranspilerConfig()
+    config.mode = "collective"
+    with pytest.raises(InvalidArgumentError, match="mode='nccl2'"):
+        fluid.DistributeTranspiler(config).transpile(0, program=main, startup_program=startup)
 
 
 def test_trainer_program_before_transpile_is_an_error():

@@ -1,0 +1,141 @@
+"""What the parameter-server transpiler reads off a trained program: the learning-rate ops, the
+update of each parameter (its optimizer op and the ops that feed it, such as regularization),
+the ops that stay on the trainer (gradient clipping), and the gradient each trainer sends.
+
+An optimize-role op runs on the pserver when it reads a parameter, an optimizer's state, or
+what such an op wrote (regularization reads the parameter; the optimizer op its state); one
+that reads only gradients and constants (clipping) stays on the trainer, as fluid 1.8 keeps
+its "gradient_clip" ops. The gradient a trainer sends for a parameter is the value its
+pserver chain reads from the trainer side: the raw gradient, or the clipped one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.operator import OpRole
+from ..errors import InvalidArgumentError
+
+LOOKUP_TYPES = ("lookup_table", "lookup_table_v2")
+SPARSE_GRAD_MAKERS = ("lookup_table_grad", "lookup_table_v2_grad", "nce_grad",
+                      "hierarchical_sigmoid_grad")
+
+
+def is_optimizer_op(op) -> bool:
+    """fluid's rule: an update op reads a Param and a LearningRate."""
+    return "Param" in op.inputs and "LearningRate" in op.inputs
+
+
+@dataclass
+class ParamUpdate:
+    """The update of one parameter: `ops` in program order, the optimizer op last among them
+    that has Param; `grad` the variable the trainer sends."""
+
+    param: str
+    grad: str
+    optimizer: object
+    ops: list = field(default_factory=list)
+
+
+@dataclass
+class ProgramAnalysis:
+    updates: list  # ParamUpdate, in the order of the optimizer ops
+    lr_ops: list  # LR_SCHED ops, in program order
+    trainer_optimize_ops: list  # optimize-role ops that stay on the trainer (clipping)
+    optimize_ops: list  # every optimize-role op that moves to the pservers
+
+    def update_of(self, param: str) -> ParamUpdate:
+        for u in self.updates:
+            if u.param == param:
+                return u
+        raise KeyError(param)
+
+
+def analyze(program) -> ProgramAnalysis:
+    block = program.global_block()
+    opt_ops = [op for op in block.ops if op.role is OpRole.OPTIMIZE]
+    lr_ops = [op for op in block.ops if op.role is OpRole.LR_SCHED]
+    updaters = [op for op in opt_ops if is_optimizer_op(op)]
+    if not updaters:
+        raise InvalidArgumentError(
+            "DistributeTranspiler: the program has no optimizer op (an op with Param and "
+            "LearningRate inputs); call optimizer.minimize(loss) before transpile()")
+    params = {op.input("Param")[0] for op in updaters}
+    state = {n for op in updaters for slot, names in op.inputs.items()
+             if slot not in ("Param", "Grad", "LearningRate") for n in names}
+    tainted = set(params) | state
+    server_side = []
+    for op in opt_ops:
+        if is_optimizer_op(op) or set(op.input_arg_names) & tainted:
+            server_side.append(op)
+            tainted |= set(op.output_arg_names) - params
+    on_server = {id(op) for op in server_side}
+    trainer_side = [op for op in opt_ops if id(op) not in on_server]
+    updates = [_update_of(op, server_side, tainted) for op in updaters]
+    seen = set()
+    for u in updates:
+        if u.param in seen:
+            raise InvalidArgumentError(
+                f"DistributeTranspiler: parameter '{u.param}' is updated by two optimizer "
+                f"ops; one optimizer per parameter is supported")
+        seen.add(u.param)
+    return ProgramAnalysis(updates, lr_ops, trainer_side, server_side)
+
+
+def _update_of(updater, server_side, tainted) -> ParamUpdate:
+    """The server-side ops the updater depends on, walking back from it."""
+    param = updater.input("Param")[0]
+    needed = set(updater.input_arg_names) - {param}
+    chain = [updater]
+    for op in reversed(server_side[:server_side.index(updater)]):
+        if is_optimizer_op(op):
+            continue
+        if set(op.output_arg_names) & needed:
+            chain.insert(0, op)
+            needed |= set(op.input_arg_names) - {param}
+    # the gradient sent: what the chain reads that the trainer side produced
+    lr = set(updater.input("LearningRate"))
+    produced = {n for op in chain for n in op.output_arg_names}
+    grad = updater.input("Grad")[0]
+    if grad in produced:
+        outside = [n for op in chain for n in op.input_arg_names
+                   if n not in produced and n not in tainted and n not in lr]
+        if len(set(outside)) != 1:
+            raise InvalidArgumentError(
+                f"DistributeTranspiler: cannot tell which gradient of parameter '{param}' the "
+                f"trainer sends: its update ops {[op.type for op in chain]} read "
+                f"{sorted(set(outside))} from the trainer side (expected one gradient)")
+        grad = outside[0]
+    return ParamUpdate(param, grad, updater, chain)
+
+
+def is_sparse_grad(block, grad: str) -> bool:
+    """A SelectedRows gradient: declared so, or written by a sparse lookup's grad op."""
+    var = block._find_var_recursive(grad)
+    if var is not None and var.type == "SELECTED_ROWS":
+        return True
+    return any(op.type in SPARSE_GRAD_MAKERS and op.attrs.get("is_sparse", False)
+               and grad in op.output_arg_names for op in block.ops)
+
+
+def remote_prefetch_tables(block) -> dict[str, list]:
+    """Tables read by lookups that prefetch their rows from the pservers -> those ops.
+    fluid 1.8.5's embedding sets remote_prefetch = is_sparse and not is_distributed; an op
+    built without that attribute set is read the same way."""
+    tables: dict[str, list] = {}
+    for op in block.ops:
+        if op.type in LOOKUP_TYPES and not op.attrs.get("is_distributed", False) and (
+                op.attrs.get("remote_prefetch", False) or op.attrs.get("is_sparse", False)):
+            tables.setdefault(op.input("W")[0], []).append(op)
+    return tables
+
+
+def sparse_table_names(block) -> set[str]:
+    """fluid's _get_sparse_table_names: tables of is_sparse lookups (and nce): the trainer's
+    startup only declares them (fake_init), the pservers initialize them."""
+    return {op.input("W")[0] for op in block.ops
+            if op.type in LOOKUP_TYPES + ("nce",) and op.attrs.get("is_sparse", False)}
+
+
+def distributed_tables(block) -> list[str]:
+    return sorted({op.input("W")[0] for op in block.ops
+                   if op.type in LOOKUP_TYPES and op.attrs.get("is_distributed", False)})

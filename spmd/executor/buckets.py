@@ -1,14 +1,22 @@
-"""Persistent gradient buckets for fused all-reduce.
+"""Persistent gradient buckets for fused all-reduce, and the buffers of flat all-gathers.
 
 Each fused c_allreduce_sum of a plan gets one flat buffer, allocated on first use and reused
 every step, with a view per gradient. The kernel that produces a gradient last is offered its
 view as an `out=` buffer (its KernelContext's `out(xp, slot)`); kernels that can write there
 (mul_grad's weight gradient: almost all the bytes of an MLP) save the packing copy. The views
 are valid until the same plan's next run, so fetched gradients are copied out.
+
+Each c_allgather_flat (Reduce mode over flat sections, passes/reduce_flat.py) gets a
+GatherBuffer: the buffer its step gathers into, whose views become the parameters. The update
+op that writes an owned piece last (sgd's ParamOut) is offered that piece's place in it, so
+the owner's new values need no packing copy.
 """
 from __future__ import annotations
 
 import math
+import sys
+
+import numpy as np
 
 
 class Bucket:
@@ -33,30 +41,129 @@ class Bucket:
         return lambda xp: self.get(xp)[1][index]
 
 
+class _Alone:
+    __slots__ = ("spare",)
+
+
+def _references(holder) -> int:
+    return sys.getrefcount(holder.spare)
+
+
+# what _references counts for an array nothing but its holder refers to (calibrated, not
+# assumed: the count an access adds differs between Python versions)
+_probe = _Alone()
+_probe.spare = object()
+_ALONE = _references(_probe)
+del _probe
+
+
+class GatherBuffer:
+    """The buffer one c_allgather_flat gathers into, (nranks, section), chosen once per step:
+    the parameters become views of it, so it is never the one the step before filled (the
+    update ops read those parameters while writing their new pieces here). The one before
+    that is used again when nothing else refers to it any more, numpy arrays only (a view's
+    `base` keeps it alive, so a caller still holding parameters it took from the scope with
+    numpy.asarray keeps it from being reused: they never change under later steps);
+    otherwise the step gets a new buffer. Reusing spares the first touch of new memory.
+
+    `piece(xp, i)`: where this rank's piece i goes in the step's buffer, shaped as the piece
+    (None for a piece another rank owns); the all-gather kernel skips the copy of a piece its
+    producer wrote there (`handed`). `advance()`: the step's all-gather is done."""
+
+    __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
+                 "current", "handed", "previous")
+
+    def __init__(self, shapes: list[tuple], owners: list[int], dtype, ctx):
+        """`ctx`: the all-gather's KernelContext (its communicator gives the rank)."""
+        self.shapes, self.owners, self.dtype = shapes, list(owners), dtype
+        self.sizes = [math.prod(s) for s in shapes]
+        self._ctx = ctx
+        self._layout = None  # (rank, nranks, offsets, section)
+        self.current = None
+        self.handed: dict = {}
+        self.previous = None
+        self.spare = None
+
+    def layout(self):
+        """(rank, nranks, offset of each piece within its owner's section, section size)."""
+        if self._layout is None:
+            from ..kernels.collective import flat_sections
+
+            comm = self._ctx.comm
+            offsets, section = flat_sections(self.sizes, self.owners, comm.size)
+            self._layout = (comm.rank, comm.size, offsets, section)
+        return self._layout
+
+    def buffer(self, xp):
+        """This step's buffer."""
+        if self.current is None:
+            _, nranks, _, section = self.layout()
+            # (no local name for the spare: it would count as one more reference)
+            if (self.spare is not None and xp is np
+                    and self.spare.shape == (nranks, section) and _references(self) == _ALONE):
+                self.current = self.spare
+            else:
+                self.current = xp.empty((nranks, section), dtype=self.dtype)
+            self.spare = None
+        return self.current
+
+    def piece(self, xp, i: int):
+        rank, _, offsets, _ = self.layout()
+        if self.owners[i] != rank:
+            return None
+        view = self.buffer(xp)[rank, offsets[i]:offsets[i] + self.sizes[i]].reshape(
+            self.shapes[i])
+        self.handed[i] = view
+        return view
+
+    def view(self, index: int):
+        return lambda xp: self.piece(xp, index)
+
+    def advance(self):
+        # a device array is never used again (its pool makes new ones cheap): not kept
+        spare = self.previous if isinstance(self.previous, np.ndarray) else None
+        self.spare, self.previous, self.current = spare, self.current, None
+        self.handed = {}
+
+
+def _known(block, names) -> bool:
+    """Whether every variable of `names` has a fully known shape."""
+    return all(n in block.vars and all(d >= 0 for d in block.vars[n].shape) for n in names)
+
+
 def attach_buckets(steps, block):
     """Give every fused c_allreduce_sum step, and every flat c_reduce_scatter_owned step
     (passes/reduce_flat.py: its bucket is its send buffer, padded to equal sections), a
     Bucket, and the last writer of each of its gradients (a single-variable output slot) that
-    gradient's view as its `out=` buffer."""
+    gradient's view as its `out=` buffer; every c_allgather_flat step a GatherBuffer, and the
+    last writer of each of its pieces that piece's place in it."""
     last_writer: dict[str, tuple] = {}
+
+    def offer(names, make_view):
+        for i, n in enumerate(names):
+            writer = last_writer.get(n)
+            if writer is not None:
+                producer, slot = writer
+                producer.ctx.outputs[slot] = make_view(i)
+
     for step in steps:
         _, op = step.where
         flat = op.type == "c_reduce_scatter_owned" and op.attrs.get("flat")
-        if (op.type == "c_allreduce_sum" and len(op.input("X")) > 1) or flat:
-            names = op.input("X")
-            if all(all(d >= 0 for d in block.vars[n].shape) for n in names):
-                shapes = [tuple(block.vars[n].shape) for n in names]
-                if flat:  # the inputs end to end, padded to nranks equal sections
-                    total = sum(math.prod(shape) for shape in shapes)
-                    nranks = op.attrs["nranks"]
-                    shapes.append((-(-total // nranks) * nranks - total,))
-                bucket = Bucket(shapes, block.vars[names[0]].dtype)
-                step.ctx.bucket = bucket
-                for i, n in enumerate(names):
-                    writer = last_writer.get(n)
-                    if writer is not None:
-                        producer, slot = writer
-                        producer.ctx.outputs[slot] = bucket.view(i)
-        for slot, names, dup in step.outs:
-            for n in names:
-                last_writer[n] = None if dup or len(names) > 1 else (step, slot)
+        names = op.input("X")
+        if ((op.type == "c_allreduce_sum" and len(names) > 1) or flat) and _known(block, names):
+            shapes = [tuple(block.vars[n].shape) for n in names]
+            if flat:  # the inputs end to end, padded to nranks equal sections
+                total = sum(math.prod(shape) for shape in shapes)
+                nranks = op.attrs["nranks"]
+                shapes.append((-(-total // nranks) * nranks - total,))
+            bucket = Bucket(shapes, block.vars[names[0]].dtype)
+            step.ctx.bucket = bucket
+            offer(names, bucket.view)
+        elif op.type == "c_allgather_flat" and names and _known(block, names):
+            gather = GatherBuffer([tuple(block.vars[n].shape) for n in names],
+                                  op.attrs["owners"], block.vars[names[0]].dtype, step.ctx)
+            step.ctx.bucket = gather
+            offer(names, gather.view)
+        for slot, names_, dup in step.outs:
+            for n in names_:
+                last_writer[n] = None if dup or len(names_) > 1 else (step, slot)

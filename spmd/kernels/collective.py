@@ -5,10 +5,11 @@ the outputs are complete once the next c_sync_comm_stream (or the end of the run
 `use_calc_stream` (set by the passes where nothing lies between a collective and its wait)
 asks for it to run at once.
 
-Outputs are views of a fresh buffer (or of the plan's persistent bucket), never the inputs
-reduced in place: a gradient array may be shared by several variables (a kernel may return its
-input as an output), and reducing it in place would change them all. (c_reduce_scatter_owned
-passes the pieces another rank owns through unchanged: nothing here reads them.)
+Outputs are views of a fresh buffer (or of the plan's persistent bucket, or of the buffer
+the plan chose for a flat all-gather's step: executor/buckets.py), never the inputs reduced in
+place: a gradient array may be shared by several variables (a kernel may return its input as
+an output), and reducing it in place would change them all. (c_reduce_scatter_owned passes the
+pieces another rank owns through unchanged: nothing here reads them.)
 """
 from __future__ import annotations
 
@@ -52,17 +53,30 @@ def c_broadcast(xp, ins, attrs, want, ctx):
     return {"Out": handle.out}
 
 
-def _sections(arrays, owners, nranks: int):
-    """Where each piece goes in a buffer of `nranks` equal sections: (offsets within its
-    owner's section, the section size)."""
-    if len(owners) != len(arrays):
-        raise ValueError(f"owners names {len(owners)} ranks for {len(arrays)} pieces")
+def flat_sections(sizes, owners, nranks: int):
+    """Where each piece of `sizes` elements goes in a buffer of `nranks` equal sections:
+    (its offset within its owner's section, the section size)."""
+    if len(owners) != len(sizes):
+        raise ValueError(f"owners names {len(owners)} ranks for {len(sizes)} pieces")
     used = [0] * nranks
     offsets = []
-    for a, owner in zip(arrays, owners):
+    for size, owner in zip(sizes, owners):
         offsets.append(used[owner])
-        used[owner] += a.size
+        used[owner] += size
     return offsets, max(used)
+
+
+def _sections(arrays, owners, nranks: int):
+    return flat_sections([a.size for a in arrays], owners, nranks)
+
+
+def _cached(ctx, key, make):
+    """make(), kept in the op's scratch for as long as `key` (what it depends on) holds: the
+    layout of a collective's pieces is the same every step."""
+    cached = ctx.scratch.get("layout")
+    if cached is None or cached[0] != key:
+        cached = ctx.scratch["layout"] = (key, make())
+    return cached[1]
 
 
 def _padded(xp, ctx, size: int, dtype):
@@ -85,29 +99,42 @@ def _cut(x, a: int, b: int, flat: bool):
 
 @kernel("c_reduce_scatter_owned", context=True)
 def c_reduce_scatter_owned(xp, ins, attrs, want, ctx):
-    owners, comm, flat = attrs["owners"], ctx.comm, attrs["flat"]
-    _check_one_dtype(ins["X"], "c_reduce_scatter_owned")
-    arrays = [_cut(ins["X"][src], a, b, flat) for src, a, b in
-              zip(attrs["sources"], attrs["starts"], attrs["ends"])]
-    offsets, section = _sections(arrays, owners, comm.size)
+    xs, comm, flat = ins["X"], ctx.comm, attrs["flat"]
+    _check_one_dtype(xs, "c_reduce_scatter_owned")
+    rank = comm.rank
+    pieces, section = _cached(ctx, (rank, comm.size, tuple(x.shape for x in xs)),
+                              lambda: _owned_layout(xs, attrs, comm))
     if ctx.bucket is not None:
         # flat sections: the bucket, the inputs laid end to end, is the send buffer itself
         buf, views = ctx.bucket.get(xp)
-        for x, view in zip(ins["X"], views):
+        for x, view in zip(xs, views):
             if x is not view:  # its producer did not write it in place
                 view[...] = x
     else:
-        buf = _padded(xp, ctx, section * comm.size, arrays[0].dtype)
-        for a, owner, at in zip(arrays, owners, offsets):
+        buf = _padded(xp, ctx, section * comm.size, xs[0].dtype)
+        for src, a, b, owner, at, size, _ in pieces:
             start = owner * section + at
-            buf[start:start + a.size] = a.reshape(-1)
+            buf[start:start + size] = _cut(xs[src], a, b, flat).reshape(-1)
     # overlapped unless nothing is left to overlap: `mine` is then filled by the
     # c_sync_comm_stream before the optimizer reads it (the buffer waits as long)
     overlap = not attrs["use_calc_stream"]
     out = xp.empty(section, dtype=buf.dtype) if overlap else None
     mine = comm.ireduce_scatter(buf, out=out, overlap=overlap).out
-    return {"Out": [mine[at:at + a.size].reshape(a.shape) if owner == comm.rank else a
-                    for a, owner, at in zip(arrays, owners, offsets)]}
+    return {"Out": [mine[at:at + size].reshape(shape) if owner == rank
+                    else _cut(xs[src], a, b, flat)
+                    for src, a, b, owner, at, size, shape in pieces]}
+
+
+def _owned_layout(xs, attrs, comm):
+    """c_reduce_scatter_owned's pieces, (source, start, end, owner, offset in the owner's
+    section, size, shape) each, and the section size."""
+    flat = attrs["flat"]
+    arrays = [_cut(xs[src], a, b, flat) for src, a, b in
+              zip(attrs["sources"], attrs["starts"], attrs["ends"])]
+    offsets, section = _sections(arrays, attrs["owners"], comm.size)
+    return [(src, a, b, owner, at, x.size, x.shape) for src, a, b, owner, at, x in
+            zip(attrs["sources"], attrs["starts"], attrs["ends"], attrs["owners"], offsets,
+                arrays)], section
 
 
 @kernel("c_allgather_owned", context=True)
@@ -128,19 +155,40 @@ def c_allgather_owned(xp, ins, attrs, want, ctx):
 def c_allgather_flat(xp, ins, attrs, want, ctx):
     """Every owner's flat pieces gathered; each output is the next counts[j] pieces, which lie
     end to end in the gathered sections, as one view shaped by dims (no concatenation)."""
-    arrays, owners, comm = ins["X"], attrs["owners"], ctx.comm
+    arrays, comm = ins["X"], ctx.comm
     _check_one_dtype(arrays, "c_allgather_flat")
-    offsets, section = _sections(arrays, owners, comm.size)
-    # a new buffer every step, gathered in place (this rank's pieces packed straight into its
-    # section): the parameters become views of it, and a buffer reused across steps would
-    # change under a caller still holding last step's arrays
-    gathered = xp.empty((comm.size, section), dtype=arrays[0].dtype)
-    mine = gathered[comm.rank]
-    for a, owner, at in zip(arrays, owners, offsets):
-        if owner == comm.rank:
-            mine[at:at + a.size] = a.reshape(-1)
+    rank, dtype = comm.rank, arrays[0].dtype
+    mine_at, spans, section = _cached(ctx, (rank, comm.size, tuple(a.size for a in arrays)),
+                                      lambda: _gather_layout(arrays, attrs, comm))
+    # the buffer the plan chose for this step (executor/buckets.py GatherBuffer: never the
+    # one the parameters are views of now, and never one a caller still holds), which the
+    # update ops may have written their pieces into already; else a new one. Gathered in
+    # place, this rank's pieces packed straight into its section.
+    gather, gathered, handed = ctx.bucket, None, {}
+    if gather is not None:
+        gathered, handed = gather.buffer(xp), gather.handed
+        if gathered.shape != (comm.size, section) or gathered.dtype != dtype:
+            gathered, handed = None, {}
+    if gathered is None:
+        gathered = xp.empty((comm.size, section), dtype=dtype)
+    mine = gathered[rank]
+    for i, at, size in mine_at:
+        a = arrays[i]
+        if a is not handed.get(i):  # its producer did not write it in place
+            mine[at:at + size] = a.reshape(-1)
     every = comm.iallgather(mine, out=gathered, overlap=False).wait().reshape(-1)
-    outs, k, d, dims = [], 0, 0, attrs["dims"]
+    if gather is not None:
+        gather.advance()
+    return {"Out": [every[a:b].reshape(shape) for a, b, shape in spans]}
+
+
+def _gather_layout(arrays, attrs, comm):
+    """c_allgather_flat's layout: this rank's pieces (index, offset in its section, size),
+    each output's span of the gathered elements and its shape, and the section size."""
+    owners = attrs["owners"]
+    offsets, section = _sections(arrays, owners, comm.size)
+    mine_at = [(i, offsets[i], a.size) for i, a in enumerate(arrays) if owners[i] == comm.rank]
+    spans, k, d, dims = [], 0, 0, attrs["dims"]
     for count, ndim in zip(attrs["counts"], attrs["ndims"]):
         first = owners[k] * section + offsets[k]
         size = 0
@@ -149,9 +197,9 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
                 raise ValueError(f"c_allgather_flat: piece {i} does not follow piece {i - 1} "
                                  f"in the sections; the pieces are not in section order")
             size += arrays[i].size
-        outs.append(every[first:first + size].reshape(tuple(dims[d:d + ndim])))
+        spans.append((first, first + size, tuple(dims[d:d + ndim])))
         k, d = k + count, d + ndim
-    return {"Out": outs}
+    return mine_at, spans, section
 
 
 @kernel("flat_slice")

@@ -2,6 +2,9 @@
 
 Update kernels return new arrays and never write into their inputs: the executor binds
 ParamOut to the Param variable's name, so the new array replaces the old one in the scope.
+sgd, momentum and adam write ParamOut into the array the plan offers, where it offers one
+(KernelContext.out: in Reduce mode over flat sections, this rank's place in the step's
+all-gather buffer, executor/buckets.py), with the same operations in the same order.
 Scalars (learning rate, beta powers) stay 0-d arrays of the parameter's dtype, so the same code
 runs on numpy and on cupy without a device-to-host copy.
 """
@@ -17,16 +20,33 @@ def _scalar(a, dtype):
     return a.reshape(()).astype(dtype, copy=False)
 
 
-@kernel("sgd", sparse=SparseRule(rows_only=True))
-def sgd(xp, ins, attrs, want):
+def _param_out(xp, ctx, p, *others):
+    """The array the plan offers for ParamOut, where it fits: p's shape and dtype, and the
+    other operands of the last step in p's dtype (so writing there rounds as the plain
+    expression does). None otherwise: the kernel then makes a new array."""
+    out = ctx.out(xp, "ParamOut")
+    if out is None or out.shape != p.shape or out.dtype != p.dtype:
+        return None
+    if any(o.dtype != p.dtype for o in others):
+        return None
+    return out
+
+
+@kernel("sgd", context=True, sparse=SparseRule(rows_only=True))
+def sgd(xp, ins, attrs, want, ctx):
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
-    out = g * -lr.reshape(()).astype(p.dtype)  # one temporary, updated in place
+    step = -lr.reshape(()).astype(p.dtype)
+    out = _param_out(xp, ctx, p, g)
+    if out is None:
+        out = g * step  # one temporary, updated in place
+    else:
+        xp.multiply(g, step, out=out)
     out += p
     return {"ParamOut": out}
 
 
-@kernel("momentum", sparse=SparseRule(rows_only=False))
-def momentum(xp, ins, attrs, want):
+@kernel("momentum", context=True, sparse=SparseRule(rows_only=False))
+def momentum(xp, ins, attrs, want, ctx):
     """fluid 1.8 momentum_op.h (dense): v_out = v*mu + g; nesterov: p - (g + v_out*mu)*lr,
     otherwise p - lr*v_out."""
     p, g, v = ins["Param"], ins["Grad"], ins["Velocity"]
@@ -34,10 +54,14 @@ def momentum(xp, ins, attrs, want):
     mu = p.dtype.type(attrs["mu"])
     v_out = v * mu + g
     if attrs["use_nesterov"]:
-        p_out = p - (g + v_out * mu) * lr
+        step = (g + v_out * mu) * lr
     else:
-        p_out = p - lr * v_out
-    return {"ParamOut": p_out, "VelocityOut": v_out}
+        step = lr * v_out
+    out = _param_out(xp, ctx, p, step)
+    if out is None:
+        return {"ParamOut": p - step, "VelocityOut": v_out}
+    xp.subtract(p, step, out=out)
+    return {"ParamOut": out, "VelocityOut": v_out}
 
 
 def _beta(ins, attrs, name, slot, dtype):
@@ -49,10 +73,10 @@ def _beta(ins, attrs, name, slot, dtype):
     return dtype.type(attrs[name])
 
 
-@kernel("adam", sparse=SparseRule(
+@kernel("adam", context=True, sparse=SparseRule(
     rows_only=lambda attrs: attrs["lazy_mode"],
     state=(("Param", "ParamOut"), ("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))))
-def adam(xp, ins, attrs, want):
+def adam(xp, ins, attrs, want, ctx):
     """The dense update of fluid 1.8's adam_op.h (AdamFunctor), in its order of operations:
 
         lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
@@ -79,7 +103,12 @@ def adam(xp, ins, attrs, want):
     lr_t = _scalar(ins["LearningRate"], dt) * (xp.sqrt(one - b2p) / (one - b1p))
     m1_out = beta1 * m1 + (one - beta1) * g
     m2_out = beta2 * m2 + (one - beta2) * g * g
-    p_out = p - lr_t * (m1_out / (xp.sqrt(m2_out) + eps))
+    step = lr_t * (m1_out / (xp.sqrt(m2_out) + eps))
+    p_out = _param_out(xp, ctx, p, step)
+    if p_out is None:
+        p_out = p - step
+    else:
+        xp.subtract(p, step, out=p_out)
     return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
             "Beta1PowOut": b1p_in * _as(beta1, b1p_in.dtype),
             "Beta2PowOut": b2p_in * _as(beta2, b2p_in.dtype)}

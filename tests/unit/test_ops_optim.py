@@ -106,6 +106,37 @@ def test_update_kernels_leave_inputs_unchanged():
         np.testing.assert_array_equal(mom[k], mom_before[k], err_msg=k)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", [c for c in UPDATE_CASES
+                                  if c.op in ("sgd", "momentum", "adam")], ids=str)
+def test_update_kernels_write_param_out_where_the_plan_offers(case, dtype):
+    """Reduce mode over flat sections offers an update op its piece of the step's all-gather
+    buffer for ParamOut (KernelContext.out): the kernel writes there, and every output is
+    bitwise what it computes without the offer."""
+    from spmd.kernels.context import KernelContext
+    from spmd.kernels.registry import run_kernel
+    from spmd.ops import get_op_def
+
+    opdef = get_op_def(case.op)
+    attrs = opdef.validate_attrs(dict(case.attrs), case.op)
+    want = frozenset(opdef.output_slots)
+    ins = {k: v.astype(dtype) for k, v in case.inputs.items()}
+    plain = run_kernel(case.op, np, ins, attrs, want)
+    offered = np.full(ins["Param"].shape, np.nan, dtype=dtype)
+    ctx = KernelContext()
+    ctx.outputs["ParamOut"] = lambda xp: offered
+    got = run_kernel(case.op, np, ins, attrs, want, ctx)
+    assert got["ParamOut"] is offered
+    assert set(got) == set(plain)
+    for slot, value in plain.items():
+        np.testing.assert_array_equal(got[slot], value, err_msg=slot)
+        assert got[slot].dtype == value.dtype, slot
+    # an offer that does not fit (another dtype) is declined: a new array, as without it
+    ctx.outputs["ParamOut"] = lambda xp: np.zeros(ins["Param"].shape, dtype="float16")
+    np.testing.assert_array_equal(run_kernel(case.op, np, ins, attrs, want, ctx)["ParamOut"],
+                                  plain["ParamOut"])
+
+
 def _append(op_type, shapes, attrs=None, outputs=None):
     block = Program().global_block()
     ins = {slot: block.create_var(name=slot, shape=shape, dtype="float32")

@@ -84,6 +84,42 @@ def test_fused_reduce_mode_in_small_buckets_equals_one_process(monkeypatch, mode
     test_n_ranks_equal_one_process(model, "Reduce", True, "adam", "float64", places)
 
 
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_fused_reduce_mode_parameters_held_by_a_caller_keep_their_values(opt):
+    """Fused Reduce mode hands the scope each step's parameters as views of that step's
+    all-gather buffer, and uses a buffer again once nothing refers to it: arrays a caller
+    took from the scope without a copy (numpy.asarray) keep their values through later
+    steps, held for one step or for all of them, and the training still equals one process."""
+    t = detect()
+    data = batches("float64", 7)
+    want = reference("mlp", opt, "float64", data)
+    main, startup, loss = build("mlp", opt, "float64")
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    strategy = fluid.BuildStrategy()
+    strategy.reduce_strategy = fluid.BuildStrategy.ReduceStrategy.Reduce
+    strategy.fuse_all_reduce_ops = True
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                              build_strategy=strategy)
+    held = {}  # step -> (the arrays taken without a copy, copies of their values)
+    for step, (x, y) in enumerate(data):
+        exe.run(compiled, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
+                fetch_list=[loss], scope=scope)
+        if step in (1, 3):
+            taken = {p.name: np.asarray(scope.find_var(p.name).get_tensor())
+                     for p in main.all_parameters()}
+            held[step] = (taken, {name: a.copy() for name, a in taken.items()})
+        if step == 4:
+            del held[3]  # let go: its buffer may serve again
+    for taken, kept in held.values():
+        for name, value in taken.items():
+            np.testing.assert_array_equal(value, kept[name], err_msg=name)
+    got = params(scope, main)
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-10,
+                                   atol=1e-10 * float(np.abs(value).max()), err_msg=name)
+
+
 def test_reduce_mode_keeps_optimizer_state_on_owners_only():
     t = detect()
     main, startup, loss = build("mlp", "adam", "float64")

@@ -47,6 +47,7 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     crf,
     ctc,
     decode,
+    decode_helpers,
     dynamic_rnn,
     host,
     index,
@@ -127,10 +128,11 @@ _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, li
 _FLUID_MODULES += (sequence_rnn, crf, ctc)  # issue 11: LoD recurrent and structured-loss layers
 _FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
 _FLUID_MODULES += (dynamic_rnn,)  # issue 11: DynamicRNN (LoD control flow)
-_FLUID_MODULES += (rnn_cells, decode)  # issue 11: the 1.8 RNN API
+_FLUID_MODULES += (rnn_cells, decode, decode_helpers)  # issue 11: the 1.8 RNN API
 # fluid.layers.rnn is the function (as in fluid 1.8, it hides the module of that name), so
 # it is imported once the module has been listed above
 from .decode import *  # noqa: E402,F403
+from .decode_helpers import *  # noqa: E402,F403
 from .rnn_cells import *  # noqa: E402,F403
 
 FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))

@@ -277,6 +277,66 @@ def run_beam(fluid, cell_kind, is_test):
     return {"outs": [np.asarray(a) for a in got], "params": _meta(prog)}
 
 
+# -- BasicDecoder with its helpers --------------------------------------------------------------
+
+def _basic_decoder(fluid, helper):
+    return fluid.layers.BasicDecoder(fluid.layers.GRUCell(HID), helper,
+                                     output_fn=_output_layer(fluid))
+
+
+def run_greedy(fluid):
+    """Greedy decoding (GreedyEmbeddingHelper): ids, logits, final state, lengths."""
+    layers = fluid.layers
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        start = fluid.data("start", [None], "int64")
+        h0 = fluid.data("h0", [None, HID], "float32")
+        helper = layers.GreedyEmbeddingHelper(_trg_embedder(fluid), start, EOS)
+        outs, state, lengths = layers.dynamic_decode(_basic_decoder(fluid, helper), inits=h0,
+                                                     max_step_num=MAX_LEN, return_length=True)
+    r = _rng("greedy")
+    feed = {"start": np.full([4], BOS, "int64"),
+            "h0": r.uniform(-1, 1, (4, HID)).astype("float32")}
+    scope, exe = _start(fluid, prog, startup)
+    bias = np.array(scope.find_var("out_b").get_tensor())
+    bias[EOS] += 1.0  # some sequences end before max_step_num
+    scope.var("out_b").get_tensor().set(bias, fluid.CPUPlace())
+    with fluid.scope_guard(scope):
+        got = exe.run(prog, feed=feed,
+                      fetch_list=[outs.sample_ids, outs.cell_outputs, state, lengths])
+    return {"outs": [np.asarray(a) for a in got], "params": _meta(prog)}
+
+
+def run_teacher_forcing(fluid):
+    """TrainingHelper + BasicDecoder + dynamic_decode trained a few SGD steps (gradients
+    through the decoding loop): losses and final parameters."""
+    layers = fluid.layers
+    batch = seq2seq_batch()
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        trg = fluid.data("trg", [None, None], "int64")
+        label = fluid.data("label", [None, None, 1], "int64")
+        trg_mask = fluid.data("trg_mask", [None, None], "float32")
+        trg_len = fluid.data("trg_len", [None], "int64")
+        h0 = fluid.data("h0", [None, HID], "float32")
+        h0.stop_gradient = False
+        helper = layers.TrainingHelper(_trg_embedder(fluid)(trg), trg_len)
+        outs, _ = layers.dynamic_decode(_basic_decoder(fluid, helper), inits=h0)
+        loss = layers.softmax_with_cross_entropy(outs.cell_outputs, label)
+        loss = layers.elementwise_mul(layers.squeeze(loss, [2]), trg_mask)
+        loss = layers.reduce_mean(layers.reduce_sum(loss, dim=[1]))
+        fluid.optimizer.SGD(LR).minimize(loss)
+    feed = {k: batch[k] for k in ("trg", "label", "trg_mask")}
+    feed["trg_len"] = batch["trg_mask"].sum(axis=1).astype("int64")
+    feed["h0"] = _rng("teacher").uniform(-1, 1, (3, HID)).astype("float32")
+    scope, exe = _start(fluid, prog, startup)
+    with fluid.scope_guard(scope):
+        losses = [float(np.asarray(exe.run(prog, feed=feed, fetch_list=[loss])[0]).reshape(-1)[0])
+                  for _ in range(TRAIN_STEPS)]
+        final = exe.run(prog, feed=feed, fetch_list=[p.name for p in _params(prog)])
+    return {"losses": losses, "params": _meta(prog), "final": [np.asarray(a) for a in final]}
+
+
 # -- the beam_search and beam_search_decode ops -------------------------------------------------
 
 # one step on LoD tensors: name -> (pre_ids, pre_scores, ids or None, scores, LoD of the
@@ -416,6 +476,10 @@ def main():
         for is_test in (False, True):
             with fluid.unique_name.guard():
                 cases[f"beam/{kind}/{is_test}"] = run_beam(fluid, kind, is_test)
+    with fluid.unique_name.guard():
+        cases["greedy"] = run_greedy(fluid)
+    with fluid.unique_name.guard():
+        cases["teacher_forcing"] = run_teacher_forcing(fluid)
     for name in beam_search_cases():
         with fluid.unique_name.guard():
             cases["beam_search_op/" + name] = run_beam_search_op(fluid, name)

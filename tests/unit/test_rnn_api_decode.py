@@ -134,3 +134,86 @@ def test_decoder_errors():
             output_fn=lambda x: layers.fc(x, 5, num_flatten_dims=2))
         with pytest.raises(InvalidArgumentError, match="end_token 7 is outside the vocabulary"):
             layers.dynamic_decode(decoder, inits=h, max_step_num=3)
+
+
+# -- BasicDecoder helpers -------------------------------------------------------------------------
+
+class AddCell(layers.RNNCell):
+    """outputs = states + inputs (the running sum of the inputs fed so far)."""
+
+    def call(self, inputs, states):
+        new = states + inputs
+        return new, new
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+def test_training_helper_feeds_the_target_steps(time_major):
+    x = np.arange(24, dtype="float64").reshape(3, 4, 2)  # [batch, time, 2]
+    lengths = np.array([4, 2, 3], dtype="int64")
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        xv = fluid.data("x", [-1, -1, 2], "float64")
+        lv = fluid.data("len", [-1], "int64")
+        h0 = layers.fill_constant_batch_size_like(lv, [-1, 2], "float64", 0.0)
+        inputs = layers.transpose(xv, [1, 0, 2]) if time_major else xv
+        helper = layers.TrainingHelper(inputs, lv, time_major=time_major)
+        outs, state, got_len = layers.dynamic_decode(
+            layers.BasicDecoder(AddCell(), helper), inits=h0, output_time_major=time_major,
+            return_length=True)
+    out, ids, got_len = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": x, "len": lengths},
+        fetch_list=[outs.cell_outputs, outs.sample_ids, got_len])
+    want = np.cumsum(x, axis=1)  # every step runs until the longest sequence ends
+    if time_major:
+        want = want.transpose(1, 0, 2)
+    np.testing.assert_allclose(out, want)
+    np.testing.assert_array_equal(ids, np.argmax(want, axis=-1))
+    np.testing.assert_array_equal(got_len, lengths)
+
+
+def _sampling_program(temperature, seed):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        start = fluid.data("start", [-1], "int64")
+        h0 = fluid.data("h0", [-1, 4], "float32")
+        embed = lambda ids: fluid.embedding(ids, [6, 3],  # noqa: E731
+                                            param_attr=fluid.ParamAttr(name="emb"))
+        project = lambda x: layers.fc(x, 6, param_attr=fluid.ParamAttr(name="proj"))  # noqa: E731
+        helper = (layers.GreedyEmbeddingHelper(embed, start, 5) if temperature is None else
+                  layers.SampleEmbeddingHelper(embed, start, 5, temperature, seed))
+        outs, _ = layers.dynamic_decode(layers.BasicDecoder(layers.GRUCell(4), helper, project),
+                                        inits=h0, max_step_num=4)
+    return main, startup, outs.sample_ids
+
+
+def _sample(temperature, seed):
+    main, startup, ids = _sampling_program(temperature, seed)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"start": np.zeros([8], "int64"),
+            "h0": np.random.default_rng(0).uniform(-1, 1, (8, 4)).astype("float32")}
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        rng = np.random.default_rng(1)
+        for p in sorted(main.global_block().all_parameters(), key=lambda p: p.name):
+            scope.var(p.name).get_tensor().set(
+                rng.uniform(-1, 1, p.shape).astype("float32"))
+        return exe.run(main, feed=feed, fetch_list=[ids])[0]
+
+
+def test_sample_embedding_helper_draws_from_the_softmax():
+    greedy = _sample(None, None)
+    # a tiny temperature makes the softmax one-hot: the greedy ids
+    np.testing.assert_array_equal(_sample(1e-4, 7), greedy)
+    hot = _sample(5.0, 7)
+    assert hot.min() >= 0 and hot.max() < 6
+    np.testing.assert_array_equal(hot, _sample(5.0, 7))  # the seed fixes the draws
+    assert not np.array_equal(hot, greedy)
+
+
+def test_basic_decoder_errors():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        with pytest.raises(InvalidArgumentError, match="helper must be a fluid.layers.Decode"):
+            layers.BasicDecoder(layers.GRUCell(3), object())
+        with pytest.raises(InvalidArgumentError, match="does not define initialize"):
+            layers.dynamic_decode(layers.BasicDecoder(layers.GRUCell(3), layers.DecodeHelper()))

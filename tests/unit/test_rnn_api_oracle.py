@@ -2,7 +2,9 @@
 GRUCell / LSTMCell (outputs, final states, gradients, parameter names), birnn against fluid's
 two rnn calls, a small book-style seq2seq model (bidirectional GRU / LSTM encoder, attention
 decoder) trained a few SGD steps from the same parameters, and its beam-search inference with
-BeamSearchDecoder + dynamic_decode (token ids, final log probabilities and lengths); the
+BeamSearchDecoder + dynamic_decode (token ids, final log probabilities and lengths);
+BasicDecoder with GreedyEmbeddingHelper (ids, logits, lengths) and with TrainingHelper trained
+a few SGD steps through the decoding loop; the
 beam_search op on LoD tensors (ended prefixes, a pruned source, probabilities, ids None) and
 the book's older While loop of beam_search steps decoded by beam_search_decode."""
 from __future__ import annotations
@@ -17,7 +19,9 @@ from oracle.make_rnn_api import (
     run_beam_search_loop,
     run_beam_search_op,
     run_bidirectional,
+    run_greedy,
     run_rnn,
+    run_teacher_forcing,
     run_train,
 )
 from oracle_io import load
@@ -86,3 +90,22 @@ def test_beam_search_loop_and_decode_match_fluid18():
     np.testing.assert_array_equal(got["outs"][0], want["outs"][0])
     assert_array_like_fluid(got["outs"][1], want["outs"][1], "sentence scores", tol=2e-6)
     assert got["lod"] == want["lod"]
+
+
+def test_greedy_basic_decoder_matches_fluid18():
+    got, want = _fresh(run_greedy), FLUID18["greedy"]
+    assert got["params"] == want["params"]
+    ids, logits, state, lengths = got["outs"]
+    w_ids, w_logits, w_state, w_lengths = want["outs"]
+    np.testing.assert_array_equal(ids, w_ids)
+    assert_array_like_fluid(logits, w_logits, "greedy logits", tol=2e-5)
+    assert_array_like_fluid(state, w_state, "greedy final state", tol=2e-5)
+    np.testing.assert_array_equal(lengths, w_lengths)
+
+
+def test_teacher_forcing_sgd_steps_match_fluid18():
+    got, want = _fresh(run_teacher_forcing), FLUID18["teacher_forcing"]
+    assert got["params"] == want["params"]
+    np.testing.assert_allclose(got["losses"], want["losses"], rtol=2e-5)
+    for (name, _), g, w in zip(want["params"], got["final"], want["final"]):
+        assert_array_like_fluid(g, w, f"teacher forcing {name}", tol=5e-5)

@@ -52,16 +52,26 @@ def _insert(top: list, item, beam_size: int) -> None:
     top[k + 1] = item
 
 
-def _candidates(scores, ids, pre_ids, pre_scores, row, end_id, accumulated):
-    """(score, row, id) of every candidate of prefix `row`."""
+def _candidates(scores, ids, pre_ids, pre_scores, row, end_id, accumulated, beam_size):
+    """(score, row, id) of the candidates of prefix `row` that can still be chosen, in
+    column order. A candidate with beam_size better ones in its own row never is, whatever
+    else arrives (and what it could push out has those better ones too), so only the scores
+    at or above the row's beam_size-th best are offered: a row of a whole vocabulary costs
+    one partition, not a Python loop over every column."""
     if pre_ids[row] == end_id:  # an ended prefix can only end again, at its score
         return [(pre_scores[row], row, end_id)]
     s = scores[row]
     if not accumulated:
         with np.errstate(divide="ignore"):
             s = pre_scores[row] + np.log(s)
-    ids_row = ids[row] if ids is not None else range(s.size)
-    return [(s[d], row, int(ids_row[d])) for d in range(s.size)]
+    columns = np.arange(s.size)
+    if s.size > beam_size:
+        threshold = np.partition(s, s.size - beam_size)[s.size - beam_size]
+        columns = np.flatnonzero(s >= threshold)
+    ids_row = ids[row] if ids is not None else columns
+    if ids is not None:
+        ids_row = ids_row[columns]
+    return [(s[d], row, int(i)) for d, i in zip(columns, ids_row)]
 
 
 @kernel("beam_search")
@@ -99,7 +109,7 @@ def beam_search(xp, ins, attrs, want):
         top: list = []
         for row in range(sources[src], sources[src + 1]):
             for item in _candidates(scores, ids, pre_ids, pre_scores, row, end_id,
-                                    attrs["is_accumulated"]):
+                                    attrs["is_accumulated"], beam_size):
                 _insert(top, item, beam_size)
         for item in top:
             chosen[item[1]].append(item)

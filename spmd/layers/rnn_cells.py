@@ -133,6 +133,11 @@ class GRUCell(RNNCell):
         self.hidden_size = _hidden_size(hidden_size, "GRUCell")
         self.dtype = _float_dtype(dtype, "GRUCell")
         self.param_attr, self.bias_attr = param_attr, bias_attr
+        for what, fn in (("gate_activation", gate_activation), ("activation", activation)):
+            if fn is not None and not callable(fn):
+                raise InvalidArgumentError(
+                    f"GRUCell: {what} must be a callable such as fluid.layers.sigmoid or "
+                    f"fluid.layers.tanh (fluid 1.8 calls it on the gates), got {fn!r}")
         self.gate_activation = gate_activation or sigmoid
         self.activation = activation or tanh
         self.helper = LayerHelper("GRUCell", name=unique_name.generate(f"{name}/BasicGRUUnit"))

@@ -197,3 +197,39 @@ def test_errors_say_what_to_give():
         fluid.Executor(place).run(main, feed=feed, fetch_list=[sel])
     with pytest.raises(Exception, match="more than beam_size=1"):
         _decode(TREE, 1, 1)
+
+
+def _fluid_insert_order(items, beam_size):
+    """fluid's CPU Insert over every candidate in arrival order (no filtering)."""
+    def less(a, b):
+        return a[0] < b[0] or (a[0] == b[0] and a[1] < b[1])
+
+    top = []
+    for item in items:
+        if len(top) < beam_size:
+            top.append(None)
+        elif less(item, top[-1]):
+            continue
+        k = len(top) - 2
+        while k >= 0 and less(top[k], item):
+            top[k + 1] = top[k]
+            k -= 1
+        top[k + 1] = item
+    return top
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_many_ties_and_wide_rows_keep_fluids_order(seed):
+    rng = np.random.default_rng(seed)
+    rows, width, beam = 3, 40, 4
+    scores = rng.choice([-1.0, -0.5, -0.25], size=(rows, width)).astype("float32")
+    ids = rng.integers(1, 50, (rows, width)).astype("int64")
+    feeds = {"pre_ids": np.full((rows, 1), 7, "int64"),
+             "pre_scores": np.zeros((rows, 1), "float32"), "ids": ids, "scores": scores}
+    (got_ids, got_scores, parent), _ = _run_step(feeds, [[rows], [1] * rows], beam, 0)
+    items = [(scores[r, d], r, ids[r, d]) for r in range(rows) for d in range(width)]
+    top = _fluid_insert_order(items, beam)
+    want = [it for r in range(rows) for it in top if it[1] == r]  # by row, best first
+    np.testing.assert_array_equal(got_ids.ravel(), [it[2] for it in want])
+    np.testing.assert_array_equal(got_scores.ravel(), [it[0] for it in want])
+    np.testing.assert_array_equal(parent, [it[1] for it in want])

@@ -338,6 +338,8 @@ def test_errors_name_the_fix():
         x = fluid.data("x", [None, 3, 2], "float32")
         with pytest.raises(InvalidArgumentError, match="hidden_size must be a positive int"):
             layers.GRUCell(0)
+        with pytest.raises(InvalidArgumentError, match="gate_activation must be a callable"):
+            layers.GRUCell(3, gate_activation="sigmoid")
         with pytest.raises(InvalidArgumentError, match="dtype must be 'float32' or 'float64'"):
             layers.LSTMCell(3, dtype="int32")
         with pytest.raises(InvalidArgumentError, match="does not define call"):

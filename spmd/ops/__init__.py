@@ -12,6 +12,7 @@ from . import (  # noqa: F401 - registration side effects
     index,
     linalg,
     lod_array,
+    lod_rules,
     logic,
     loss,
     manip,
@@ -23,18 +24,18 @@ from . import (  # noqa: F401 - registration side effects
     random,
     reader,
     reduce,
+    rnn,
     sequence,
     sequence_rnn,
     sparse,
-    rnn,
     sync_batch_norm,
     tensor,
     vision,
 )
-from . import lod_rules  # noqa: F401 - after every op it names is defined
 from .build import build_operator
 from .registry import OP_DEFS, REQUIRED, define_op, get_op_def, grad_var_name
 
+lod_rules.install()  # after every op the table names is defined
 install_op_schema(build_operator,
                   lambda type, attrs: get_op_def(type).validate_attrs(attrs, f"op '{type}'"))
 

@@ -43,7 +43,8 @@ SHARE_LOD: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _install() -> None:
+def install() -> None:
+    """Give the ops of the table their share_lod pairs (called once every op is defined)."""
     for type, pairs in SHARE_LOD.items():
         opdef = get_op_def(type)
         for in_slot, out_slot in pairs:
@@ -53,5 +54,3 @@ def _install() -> None:
                     f"(inputs {sorted(opdef.input_slots)}, outputs {sorted(opdef.output_slots)})")
         opdef.share_lod = tuple(dict.fromkeys(opdef.share_lod + pairs))
 
-
-_install()

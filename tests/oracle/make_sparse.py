@@ -16,6 +16,7 @@ import os
 import sys
 
 import numpy as np
+
 try:
     import paddle.fluid as fluid
 except ImportError:  # imported by the spmd tests for its constants only
@@ -80,7 +81,7 @@ def main():
     cases = {}
     for opt in OPTIMIZERS:
         for sparse in (True, False):
-            key = "train/%s/%s" % (opt, "sparse" if sparse else "dense")
+            key = "train/{}/{}".format(opt, "sparse" if sparse else "dense")
             try:
                 cases[key] = train(opt, sparse)
             except Exception as e:  # noqa: BLE001 - 1.8.5's ftrl refuses SelectedRows

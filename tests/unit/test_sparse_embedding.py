@@ -56,7 +56,7 @@ def test_the_gradient_is_selected_rows_of_the_looked_up_ids():
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
         ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
-        emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, padding_idx=0)
+        fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, padding_idx=0)
     op = next(op for op in main.global_block().ops if op.type == "lookup_table")
     dout = np.arange(12.0).reshape(4, 3)
     g = run_kernel("lookup_table_grad", np, {"W": np.zeros((VOCAB, DIM)), "Ids": IDS[1],

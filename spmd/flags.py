@@ -96,6 +96,10 @@ class Flags:
     """SPMD_PS_RPC_DEADLINE: seconds one parameter-server call (with its retries while a
     pserver starts, and its waits at a barrier) may take before it fails (fluid's
     FLAGS_rpc_deadline, 180 s). See spmd/ps/rpc.py."""
+    ps_idle_timeout_s: float = 1800.0
+    """SPMD_PS_IDLE_TIMEOUT: seconds a pserver serves without any call from its trainers
+    before it fails, naming the trainers that never called Executor.close() (spmd/ps/pserver.py;
+    fluid's pserver waits forever)."""
 
 
 _revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at
@@ -135,4 +139,5 @@ def flags(env=None) -> Flags:
         check_nan_inf=_read_bool(env, "FLAGS_check_nan_inf", False),
         supervise=_read_int(env, "SPMD_SUPERVISE", 1, minimum=0) != 0,
         ps_rpc_deadline_s=_read_float(env, "SPMD_PS_RPC_DEADLINE", 180.0),
+        ps_idle_timeout_s=_read_float(env, "SPMD_PS_IDLE_TIMEOUT", 1800.0),
     )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,6 +19,36 @@ from .allocator import tune_allocator
 from .fetch import as_fetched
 from .plan import Plan
 from .plan_cache import PlanCache
+
+# Programs that do not run as a plan, found by an op in their global block: op type -> a
+# function (program, feed names, fetch names, place) making what Executor.run runs in place of
+# a Plan (same `run(scope, feed, xp, place)` and `fetched_lods`). Parameter-server mode's
+# listen_and_serv registers one (spmd/ps/pserver.py): the pserver's program serves until its
+# trainers are done. Chosen when the plan is compiled, so other programs pay nothing per step.
+PROGRAM_RUNNERS: dict[str, Callable] = {}
+# Called with the executor by Executor.close() (parameter-server mode: tell every pserver this
+# trainer is done, as fluid's Executor.close does).
+CLOSE_HOOKS: list[Callable] = []
+
+
+def register_program_runner(op_type: str):
+    """Decorator: programs whose global block holds an `op_type` op run through the function
+    it decorates (see PROGRAM_RUNNERS)."""
+
+    def register(make):
+        if op_type in PROGRAM_RUNNERS:
+            raise ValueError(f"a program runner for op '{op_type}' is registered twice")
+        PROGRAM_RUNNERS[op_type] = make
+        return make
+
+    return register
+
+
+def register_close_hook(hook: Callable) -> Callable:
+    """`hook(executor)` runs in every Executor.close()."""
+    if hook not in CLOSE_HOOKS:
+        CLOSE_HOOKS.append(hook)
+    return hook
 
 
 def _fetch_name(item) -> str:
@@ -79,7 +110,7 @@ def _handed_out(value, lod, return_numpy: bool):
     a tensor array as a list of those; a sparse gradient as its dense table."""
     if isinstance(value, list):  # a tensor array: its LoD is its elements' LoDs
         lods = lod if isinstance(lod, list) else [None] * len(value)
-        items = [_handed_out(v, l, return_numpy) for v, l in zip(value, lods)]
+        items = [_handed_out(v, v_lod, return_numpy) for v, v_lod in zip(value, lods)]
         return items if return_numpy else LoDTensorArray(items)
     value = dense_of(value)
     if return_numpy:
@@ -116,11 +147,18 @@ class Executor:
         return entry[1]
 
     def _plan(self, program: Program, feed_names, fetch_names) -> Plan:
-        return self.plan_cache.get(
-            program, feed_names, fetch_names, None,
-            lambda: Plan(program, feed_names, fetch_names, self._rng(program),
-                         comm=functools.partial(world_communicator, self._device_id()),
-                         place=self.place))
+        return self.plan_cache.get(program, feed_names, fetch_names, None,
+                                   lambda: self._make_plan(program, feed_names, fetch_names))
+
+    def _make_plan(self, program: Program, feed_names, fetch_names):
+        if PROGRAM_RUNNERS:
+            for op in program.global_block().ops:
+                make = PROGRAM_RUNNERS.get(op.type)
+                if make is not None:
+                    return make(program, feed_names, fetch_names, self.place)
+        return Plan(program, feed_names, fetch_names, self._rng(program),
+                    comm=functools.partial(world_communicator, self._device_id()),
+                    place=self.place)
 
     def _device_id(self) -> int | None:
         return self.place.device_id if self.place.is_gpu else None
@@ -168,6 +206,9 @@ class Executor:
         return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 
     def close(self):
-        """Drop compiled plans; the executor cannot run afterwards."""
+        """Drop compiled plans; the executor cannot run afterwards. In parameter-server mode
+        it also tells every pserver this trainer is done (fluid's Executor.close)."""
         self.plan_cache.clear()
         self._closed = True
+        for hook in list(CLOSE_HOOKS):
+            hook(self)

@@ -138,7 +138,7 @@ class Plan:
             # an update's draws (Dpsgd's noise) are the same on every rank
             ctx = KernelContext(update_rng if update_rng is not None
                                 and op.role in _UPDATE_ROLES else rng,
-                                self._plan_comm, place, rank_tag, self.run_block)
+                                self._plan_comm, place, rank_tag, self.run_block, op)
             self.has_collectives = self.has_collectives or opdef.collective
             fn = get_kernel(op.type)
             if takes_context(op.type):

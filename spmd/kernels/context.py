@@ -30,16 +30,20 @@ class KernelContext:
     - `scratch`: a dict for buffers the kernel keeps from one run to the next;
     - `place`: where the plan runs; `tag`: "[rank r/n] " in multi-process jobs, else "";
     - `run_block(block_index, env, xp)`: run a sub-block of the program on `env` (name ->
-      array: what the block reads from outside it; its writes land there): control flow.
+      array: what the block reads from outside it; its writes land there): control flow;
+    - `op`: the Operator it runs, or None outside a plan (read-only: the variable names of
+      its slots, for ops that address values by name, as parameter-server mode's send and
+      recv do).
     """
 
     __slots__ = ("rng", "place", "outputs", "bucket", "scratch", "_comm", "_comm_source",
-                 "_tag", "_run_block")
+                 "_tag", "_run_block", "op")
 
     def __init__(self, rng=None, comm: Callable | object | None = None, place=None,
-                 tag: Callable | str = "", run_block: Callable | None = None):
+                 tag: Callable | str = "", run_block: Callable | None = None, op=None):
         """`comm` and `tag` may be functions giving them on first use."""
         self.rng = rng
+        self.op = op
         self.place = place
         self._tag = tag
         self._run_block = run_block

@@ -54,6 +54,9 @@ def scale(xp, ins, attrs, want):
     x = ins["X"]
     factor = ins.get("ScaleTensor")
     factor = attrs["scale"] if factor is None else float(factor.reshape(-1)[0])
+    if isinstance(x, SelectedRows):  # fluid scales a sparse gradient's values (its rows kept)
+        return {"Out": SelectedRows(x.rows, scale(xp, dict(ins, X=x.value), attrs,
+                                                  want)["Out"], x.height)}
     # constants in X's dtype (fluid casts them so: an int tensor scaled by 0.5 gives zeros);
     # one fresh buffer updated in place
     s, b = x.dtype.type(factor), x.dtype.type(attrs["bias"])

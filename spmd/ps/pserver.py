@@ -1,0 +1,340 @@
+"""The pserver side of parameter-server mode at run time: `exe.run(pserver_program)` serves.
+
+A program whose global block holds `listen_and_serv` does not run as a plan: Executor.run
+hands it to ListenAndServ (registered in PROGRAM_RUNNERS, so the executor imports nothing of
+ps), which gets the scope the startup program filled, starts a PServer on the op's endpoint
+(only that one) with a PServerRuntime as its handler, and serves until every trainer called
+`complete` (Executor.close() on the trainer); then the updated persistables are written back
+to the scope (fluid.io.save_persistables on the pserver program saves this pserver's slice).
+
+PServerRuntime holds the pserver's values (name -> array, from the scope) and runs the
+optimize blocks through plans of the program's sub-blocks (Plan(..., block_index).run_in):
+- sync (distributed_mode 0): the gradients of step s from every trainer (named
+  <grad>.trainer_<i>; the optimize blocks sum and average them) are kept until the last
+  running trainer reaches the send barrier of step s; that call runs the learning-rate block
+  once, then every optimize block once, then releases the barrier; parameters asked for with
+  min_step s are those after step s;
+- async (1, and half async 2): each gradient runs its block (after the learning-rate block)
+  as it arrives;
+- prefetch: rows of a parameter block (a sparse table's) by their local ids;
+- checkpoint_notify(dir): this pserver's persistables saved into dir/pserver_<id> (load them
+  with fluid.io.load_persistables(exe, that dir, pserver_program) after the startup).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+
+import numpy as np
+
+from ..core.places import array_module
+from ..core.scope import Scope, scope_guard
+from ..core.selected_rows import SelectedRows, dense_of
+from ..errors import InvalidArgumentError, PreconditionError
+from ..executor.executor import register_program_runner
+from ..executor.plan import Plan
+from ..flags import flags
+from .handler import BARRIER_KINDS, PServerHandler, UnknownVariableError
+
+__all__ = ["ListenAndServ", "PServerRuntime"]
+
+log = logging.getLogger(__name__)
+SYNC = 0
+_TRAINER_SUFFIX = re.compile(r"^(.*)\.trainer_(\d+)$")
+
+
+class PServerRuntime(PServerHandler):
+    """The handler of one pserver: its values, its optimize blocks, its barriers."""
+
+    def __init__(self, program, op, values: dict, place):
+        self.program, self.place = program, place
+        self.xp = array_module(place)
+        a = op.attrs
+        self.endpoint, self.pserver_id = a["endpoint"], a["pserver_id"]
+        self.trainers, self.sync = int(a["Fanin"]), a["distributed_mode"] == SYNC
+        if a.get("dc_asgd"):
+            raise InvalidArgumentError(
+                f"pserver {self.endpoint}: DC-ASGD (enable_dc_asgd) is transpiled but not run "
+                f"by this version; transpile without it")
+        self.lr_block = int(a["lr_decay_block_id"])
+        self.grad_blocks = {}
+        for entry in a["grad_to_block_id"]:
+            grad, _, idx = entry.rpartition(":")
+            self.grad_blocks[grad] = int(idx)
+        self.blocks = [b for b in a["optimize_blocks"] if b != self.lr_block]
+        self.vars = program.global_block().vars
+        self.accepted = set(op.input("X")) | self._lr_inputs()
+        rng = np.random.default_rng(program.random_seed or None)
+        self._plans = {b: Plan(program, [], [], rng, place=place, block_index=b)
+                       for b in self.blocks + ([self.lr_block] if self.lr_block >= 0 else [])}
+        self.values = values
+        self.step = 0  # sync: the step whose gradients are being received
+        self.completed: set = set()
+        self.failure: Exception | None = None
+        self.last_call = time.monotonic()
+        self._arrived = {kind: {} for kind in BARRIER_KINDS}
+        self._generation = dict.fromkeys(BARRIER_KINDS, 0)
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def _lr_inputs(self) -> set:
+        """What the learning-rate block reads and nothing writes: the async step counters
+        the trainers send."""
+        if self.lr_block < 0:
+            return set()
+        ops = self.program.block(self.lr_block).ops
+        written = {n for op in ops for n in op.output_arg_names}
+        return {n for op in ops for n in op.input_arg_names if n not in written}
+
+    # -- checks --------------------------------------------------------------------------
+    def _where(self, trainer_id) -> str:
+        return f"pserver {self.endpoint} (trainer {trainer_id})"
+
+    def _check_value(self, trainer_id, name, value) -> None:
+        if name not in self.accepted:
+            raise UnknownVariableError(
+                f"{self._where(trainer_id)}: '{name}' is not a gradient this pserver "
+                f"receives (it receives {sorted(self.accepted)[:8]}); was the trainer's "
+                f"program transpiled with the same pservers and trainers?")
+        m = _TRAINER_SUFFIX.match(name)
+        if m and name in self.vars and int(m.group(2)) != trainer_id:
+            raise InvalidArgumentError(
+                f"{self._where(trainer_id)}: trainer {trainer_id} sent '{name}', trainer "
+                f"{m.group(2)}'s gradient: check PADDLE_TRAINER_ID (each trainer transpiles "
+                f"with its own trainer_id)")
+        var = self.vars[name]
+        shape = value.shape
+        dtype = value.dtype
+        if tuple(var.shape) != tuple(shape) or np.dtype(dtype) != np.dtype(var.dtype):
+            raise InvalidArgumentError(
+                f"{self._where(trainer_id)}: '{name}' should be {var.dtype} "
+                f"{list(var.shape)}, got {np.dtype(dtype)} {list(shape)}")
+
+    def _running(self, trainer_id, what) -> None:
+        self.last_call = time.monotonic()
+        if self.failure is not None:
+            raise PreconditionError(f"pserver {self.endpoint} failed: {self.failure}")
+        if self._closed:
+            raise PreconditionError(f"pserver {self.endpoint} is shutting down")
+        if trainer_id in self.completed:
+            raise PreconditionError(
+                f"{self._where(trainer_id)}: {what} after this trainer completed "
+                f"(Executor.close()); create a new Executor only after training")
+
+    # -- running blocks ------------------------------------------------------------------
+    def _run_block(self, b: int) -> None:
+        self._plans[b].run_in(self.values, self.xp)
+
+    def _optimize(self, blocks, what: str) -> None:
+        try:
+            if self.lr_block >= 0:
+                self._run_block(self.lr_block)
+            for b in blocks:
+                self._run_block(b)
+        except Exception as e:  # noqa: BLE001 - every waiting trainer is told
+            self.failure = PreconditionError(
+                f"pserver {self.endpoint}: the optimize blocks of {what} failed: "
+                f"{type(e).__name__}: {e}")
+            self._cond.notify_all()
+            log.error("%s", self.failure)
+            raise self.failure from e
+
+    # -- the calls -----------------------------------------------------------------------
+    def send_variables(self, trainer_id, step, values):
+        with self._cond:
+            self._running(trainer_id, "send_variables")
+            for name, value in values.items():
+                self._check_value(trainer_id, name, value)
+            if self.sync and step != self.step and not set(values) <= self._lr_inputs():
+                raise InvalidArgumentError(
+                    f"{self._where(trainer_id)}: gradients of step {step} sent while the "
+                    f"pserver gathers step {self.step}; every trainer must run the same "
+                    f"sequence of trainer programs")
+            for name, value in values.items():
+                self.values[name] = _on(self.xp, value)
+            if not self.sync:
+                blocks = sorted({self.grad_blocks[g] for g in values if g in self.grad_blocks})
+                if blocks:
+                    self._optimize(blocks, f"trainer {trainer_id}'s gradients")
+
+    def get_variables(self, trainer_id, names, min_step, timeout):
+        with self._cond:
+            self._running(trainer_id, "get_variables")
+            if min_step is not None and self.sync:
+                done = self._cond.wait_for(
+                    lambda: self.step > min_step or self.failure is not None or self._closed,
+                    timeout)
+                if not done:
+                    raise TimeoutError(
+                        f"pserver {self.endpoint}: parameters after step {min_step} not "
+                        f"ready within {timeout:.1f} s (the send barrier of that step has "
+                        f"not passed)")
+                self._running(trainer_id, "get_variables")
+            missing = [n for n in names if n not in self.values]
+            if missing:
+                raise UnknownVariableError(
+                    f"{self._where(trainer_id)}: no variable {missing}; this pserver holds "
+                    f"{sorted(n for n in self.values if '@GRAD' not in n)[:8]}")
+            return {n: _host(dense_of(self.values[n])) for n in names}
+
+    def prefetch(self, trainer_id, table, ids, timeout):
+        with self._cond:
+            self._running(trainer_id, "prefetch")
+            held = self.values.get(table)
+            if held is None or isinstance(held, SelectedRows) or held.ndim < 1:
+                raise UnknownVariableError(
+                    f"{self._where(trainer_id)}: no table '{table}' to prefetch rows of")
+            if ids.size and (ids.min() < 0 or ids.max() >= held.shape[0]):
+                raise InvalidArgumentError(
+                    f"{self._where(trainer_id)}: prefetch of '{table}': ids must be in "
+                    f"[0, {held.shape[0]}), got [{ids.min()}, {ids.max()}]")
+            return _host(held[ids])
+
+    def _release(self, kind: str) -> None:
+        arrived = self._arrived[kind]
+        running = set(range(self.trainers)) - self.completed
+        if not arrived or not set(arrived) >= running:
+            return
+        step = next(iter(arrived.values()))
+        arrived.clear()
+        if kind == "send":
+            self._optimize(self.blocks, f"step {step}")
+            self.step = step + 1
+        self._generation[kind] += 1
+        self._cond.notify_all()
+
+    def barrier(self, trainer_id, kind, step, timeout):
+        if not self.sync:
+            return  # async: nothing waits (the async trainer program has no barrier)
+        with self._cond:
+            self._running(trainer_id, f"the {kind} barrier")
+            arrived = self._arrived[kind]
+            others = {s for t, s in arrived.items() if t != trainer_id}
+            if others and step not in others:
+                raise InvalidArgumentError(
+                    f"pserver {self.endpoint}: {kind} barrier: trainer {trainer_id} is at "
+                    f"step {step} but trainers {sorted(arrived)} wait at step {others.pop()}")
+            arrived[trainer_id] = step
+            generation = self._generation[kind]
+            self._release(kind)
+            ready = self._cond.wait_for(
+                lambda: self._generation[kind] != generation or self.failure is not None
+                or self._closed, timeout)
+            if not ready:
+                arrived.pop(trainer_id, None)
+                lost = set(range(self.trainers)) - self.completed - set(arrived) - {trainer_id}
+                raise TimeoutError(
+                    f"pserver {self.endpoint}: {kind} barrier of step {step}: trainers "
+                    f"{sorted(lost)} did not arrive within {timeout:.1f} s")
+            if self._generation[kind] == generation:
+                self._running(trainer_id, f"the {kind} barrier")
+
+    def checkpoint_notify(self, trainer_id, dirname):
+        with self._cond:
+            self._running(trainer_id, "checkpoint_notify")
+            self.save(os.path.join(dirname, f"pserver_{self.pserver_id}"))
+
+    def complete(self, trainer_id):
+        with self._cond:
+            self.last_call = time.monotonic()
+            self.completed.add(trainer_id)
+            for kind in BARRIER_KINDS:
+                self._release(kind)
+            self._cond.notify_all()
+
+    def shutdown(self):
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # -- values and the scope ------------------------------------------------------------
+    def persistables(self) -> dict:
+        """This pserver's persistable values (a sparse gradient as its dense table; one
+        never received as zeros), as its program declares them."""
+        out = {}
+        for name, var in self.vars.items():
+            if not var.persistable or var.type == "RAW":
+                continue
+            value = self.values.get(name)
+            if value is None:
+                if any(d < 0 for d in var.shape):
+                    continue
+                value = self.xp.zeros(tuple(var.shape), dtype=var.dtype)
+            out[name] = dense_of(value)
+        return out
+
+    def save(self, dirname: str) -> None:
+        from ..io import save_vars
+
+        scope = Scope()
+        for name, value in self.persistables().items():
+            scope.put(name, value)
+        block = self.program.global_block()
+        with scope_guard(scope):
+            save_vars(None, dirname, self.program,
+                      vars=[block.var(n) for n in scope.local_var_names()])
+
+
+def _on(xp, value):
+    if xp is np or isinstance(value, SelectedRows):
+        return value if not isinstance(value, SelectedRows) or xp is np else SelectedRows(
+            xp.asarray(value.rows), xp.asarray(value.value), value.height)
+    return xp.asarray(value)
+
+
+def _host(value):
+    return value if isinstance(value, np.ndarray) else value.get()
+
+
+class ListenAndServ:
+    """What Executor.run runs for a pserver program (see the module doc)."""
+
+    fetched_lods = None
+
+    def __init__(self, program, feed_names, fetch_names, place):
+        if feed_names or fetch_names:
+            raise InvalidArgumentError(
+                "exe.run(pserver_program) serves until the trainers are done: it takes no "
+                "feed and fetches nothing")
+        ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
+        if len(ops) != 1:
+            raise InvalidArgumentError(
+                f"a pserver program holds one listen_and_serv op, this one {len(ops)}")
+        self.program, self.op, self.place = program, ops[0], place
+        self.runtime: PServerRuntime | None = None
+
+    def run(self, scope, feed, xp, place):
+        from .rpc import PServer
+
+        values = {n: scope.get(n) for n in self.program.global_block().vars
+                  if scope.get(n) is not None}
+        runtime = self.runtime = PServerRuntime(self.program, self.op, values, self.place)
+        server = PServer(runtime.endpoint, runtime, trainers=runtime.trainers)
+        server.start()
+        idle = flags().ps_idle_timeout_s
+        try:
+            while not server.wait_complete(0.2):
+                if runtime.failure is not None:
+                    raise runtime.failure
+                if time.monotonic() - runtime.last_call > idle:
+                    missing = sorted(set(range(runtime.trainers)) - runtime.completed)
+                    raise TimeoutError(
+                        f"pserver {runtime.endpoint}: no call from any trainer for {idle:g} s; "
+                        f"trainers {missing} never completed (each trainer ends with "
+                        f"exe.close()). Raise SPMD_PS_IDLE_TIMEOUT if they are that slow")
+        finally:
+            server.stop(grace=1.0)
+        with runtime._cond:
+            for name, value in runtime.persistables().items():
+                scope._assign(name, value)
+        log.info("pserver %s: every trainer completed after %d sync steps", runtime.endpoint,
+                 runtime.step)
+        return []
+
+
+@register_program_runner("listen_and_serv")
+def _listen_and_serv(program, feed_names, fetch_names, place):
+    return ListenAndServ(program, feed_names, fetch_names, place)

@@ -1,0 +1,143 @@
+"""The trainer side of parameter-server mode at run time: this process's connections to its
+pservers and where it is in the step sequence, shared by the send / recv / barrier /
+prefetch kernels (spmd/ps/kernels.py).
+
+One PServerClient per endpoint per process, made on first use (fluid's RPCClient is a
+process singleton too); Executor.close() calls `complete` on every pserver this process
+talked to, then closes the connections, so the pservers know this trainer is done.
+
+Steps: in sync mode the n-th send_barrier of the process closes step n (its gradients were
+sent with step n); the parameters received after it are those after step n; the n-th
+fetch_barrier is barrier n of its kind on every pserver (the startup program's is the first).
+Every trainer runs the same programs, so these counts agree across trainers.
+
+>>> session().send_steps
+0
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..core.lod import LoDTensor
+from ..core.selected_rows import SelectedRows
+from ..errors import InvalidArgumentError
+from ..executor.executor import register_close_hook
+
+__all__ = ["TrainerSession", "session"]
+
+log = logging.getLogger(__name__)
+COMPLETE_TIMEOUT_S = 60.0  # Executor.close() waits at most this long for each pserver
+
+
+def to_host(value):
+    """A value as it goes on the wire: numpy arrays (a GPU array or SelectedRows copied to
+    the host)."""
+    if isinstance(value, SelectedRows):
+        return SelectedRows(to_host(value.rows), to_host(value.value), value.height)
+    if isinstance(value, LoDTensor):
+        return value
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "get"):  # cupy
+        return value.get()
+    return np.asarray(value)
+
+
+class TrainerSession:
+    """This process's trainer: its clients, its step counts, and the values `recv` received
+    that the next fetch_barrier hands on (its outputs name them, as fluid's do)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._clients: dict = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self.trainer_id: int | None = None
+        self.send_steps = 0  # send barriers passed: the sync step being sent
+        self.fetch_steps = 0  # fetch barriers passed
+        self.received: dict = {}  # recv outputs, until the fetch_barrier that lists them
+        self.merged: dict = {}  # merge_add sends (the async step counter): the running sums
+
+    def client(self, endpoint: str, trainer_id: int):
+        from .rpc import PServerClient  # grpc loads only when a trainer talks to a pserver
+
+        with self._lock:
+            if self.trainer_id is None:
+                self.trainer_id = int(trainer_id)
+            elif int(trainer_id) != self.trainer_id:
+                raise InvalidArgumentError(
+                    f"this process already talks to the pservers as trainer {self.trainer_id}, "
+                    f"but an op of trainer {trainer_id} runs here: one trainer per process; "
+                    f"transpile every program of this process with the same trainer_id "
+                    f"(PADDLE_TRAINER_ID)")
+            c = self._clients.get(endpoint)
+            if c is None:
+                c = self._clients[endpoint] = PServerClient(endpoint, trainer_id)
+            return c
+
+    def each(self, fn, items) -> list:
+        """fn(item) for every item, concurrently (one call per pserver at a time); the first
+        failure is raised once all finished."""
+        items = list(items)
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(8, thread_name_prefix="ps-trainer")
+            pool = self._pool
+        futures = [pool.submit(fn, item) for item in items]
+        errors = [f.exception() for f in futures]
+        for e in errors:
+            if e is not None:
+                raise e
+        return [f.result() for f in futures]
+
+    def per_endpoint(self, names, endpoints) -> dict:
+        """{endpoint: [names]} in order, checking there is one endpoint per name."""
+        names, endpoints = list(names), list(endpoints)
+        if len(names) != len(endpoints):
+            raise InvalidArgumentError(
+                f"{len(names)} variables {names[:4]} but {len(endpoints)} pserver endpoints "
+                f"{endpoints[:4]} (epmap): the program was not made by the transpiler, or "
+                f"was edited after it")
+        groups: dict = {}
+        for n, ep in zip(names, endpoints):
+            groups.setdefault(ep, []).append(n)
+        return groups
+
+    def close(self) -> None:
+        """Tell every pserver this trainer is done, close the connections, start over."""
+        with self._lock:
+            clients, self._clients = self._clients, {}
+            pool, self._pool = self._pool, None
+            self.trainer_id = None
+            self.send_steps = self.fetch_steps = 0
+            self.received, self.merged = {}, {}
+        errors = []
+        for c in clients.values():  # one at a time: a dead pserver fails at once
+            try:
+                c.complete(timeout=COMPLETE_TIMEOUT_S)
+            except Exception as e:  # noqa: BLE001 - every pserver is told, then raised
+                errors.append(e)
+            finally:
+                c.close()
+        if pool is not None:
+            pool.shutdown(wait=False)
+        if errors:
+            raise errors[0]
+
+
+_SESSION = TrainerSession()
+
+
+def session() -> TrainerSession:
+    """This process's trainer session."""
+    return _SESSION
+
+
+@register_close_hook
+def _close_on_executor_close(executor) -> None:
+    _SESSION.close()

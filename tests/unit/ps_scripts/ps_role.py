@@ -1,0 +1,143 @@
+"""One role of a parameter-server job, written as the seed's DistributeTranspiler example:
+the role from PADDLE_TRAINING_ROLE (PSERVER / TRAINER, or LOCAL: one process, no
+transpiler), the pservers from PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM,
+PADDLE_TRAINER_ID, PADDLE_CURRENT_ENDPOINT. `--out` gets an .npz of what the role ends with
+(a pserver also its values after its startup in `--out`.init.npz); LOCAL starts from the
+parameters in `--init`.
+
+Models: "mixed" (a sparse embedding of 2048 rows and an fc weight, both cut across 2
+pservers, then a small fc; SGD or Adam, optionally with a decay schedule) regressing a
+fixed random target; "digits" (sklearn's digits, softmax regression through a hidden layer)
+for async convergence.
+
+    PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=127.0.0.1:6170 ... \\
+        python ps_role.py --model mixed --opt adam --steps 4 --out ps0.npz
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+import spmd.fluid as fluid
+
+BATCH = 16
+
+
+def build(model: str, opt: str, decay: bool):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        if model == "mixed":
+            ids = fluid.data("ids", [None, 1], "int64")
+            x = fluid.data("x", [None, 100], "float32")
+            y = fluid.data("y", [None, 1], "float32")
+            emb = fluid.layers.embedding(ids, size=[2048, 16], is_sparse=True)
+            h = fluid.layers.fc(fluid.layers.concat([x, emb], axis=1), 200, act="tanh")
+            pred = fluid.layers.fc(h, 1)
+            loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        else:
+            x = fluid.data("x", [None, 64], "float32")
+            y = fluid.data("y", [None, 1], "int64")
+            h = fluid.layers.fc(x, 256, act="relu")
+            logits = fluid.layers.fc(h, 10)
+            loss = fluid.layers.mean(
+                fluid.layers.softmax_with_cross_entropy(logits, y))
+        lr = (0.05 if opt == "sgd" else 0.01) * (4 if model == "digits" else 1)
+        if decay:
+            lr = fluid.layers.exponential_decay(lr, 2, 0.5, staircase=False)
+        optimizer = fluid.optimizer.SGD(lr) if opt == "sgd" else fluid.optimizer.Adam(lr)
+        optimizer.minimize(loss)
+    return main, startup, loss
+
+
+def batches(model: str, steps: int):
+    """The global batch of every step (each trainer takes its half)."""
+    if model == "mixed":
+        rng = np.random.default_rng(0)
+        for _ in range(steps):
+            yield {"ids": rng.integers(0, 2048, (BATCH, 1)).astype("int64"),
+                   "x": rng.standard_normal((BATCH, 100)).astype("float32"),
+                   "y": rng.standard_normal((BATCH, 1)).astype("float32")}
+        return
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    xs = (data.data / 16.0).astype("float32")
+    ys = data.target.astype("int64").reshape(-1, 1)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        pick = rng.integers(0, len(xs), 64)
+        yield {"x": xs[pick], "y": ys[pick]}
+
+
+def shard(feed: dict, trainer_id: int, trainers: int) -> dict:
+    n = len(next(iter(feed.values()))) // trainers
+    return {k: v[trainer_id * n:(trainer_id + 1) * n] for k, v in feed.items()}
+
+
+def persistables(program, scope) -> dict:
+    return {n: np.array(scope.get(n)) for n, v in program.global_block().vars.items()
+            if v.persistable and scope.get(n) is not None and "@GRAD" not in n}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="mixed")
+    p.add_argument("--opt", default="sgd")
+    p.add_argument("--decay", action="store_true")
+    p.add_argument("--async", dest="async_", action="store_true")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--out", required=True)
+    p.add_argument("--init")
+    p.add_argument("--checkpoint")
+    p.add_argument("--restore")
+    args = p.parse_args(argv)
+
+    role = os.environ["PADDLE_TRAINING_ROLE"]
+    main_prog, startup, loss = build(args.model, args.opt, args.decay)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.global_scope()
+    if role == "LOCAL":
+        exe.run(startup)
+        for name, value in np.load(args.init).items():
+            scope.var(name).get_tensor().set(value)
+        losses = [float(exe.run(main_prog, feed=feed, fetch_list=[loss])[0])
+                  for feed in batches(args.model, args.steps)]
+        np.savez(args.out, losses=np.array(losses), **persistables(main_prog, scope))
+        return 0
+
+    endpoints = os.environ["PADDLE_PSERVERS_IP_PORT_LIST"]
+    trainers = int(os.environ["PADDLE_TRAINERS_NUM"])
+    trainer_id = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
+    t = fluid.DistributeTranspiler()
+    t.transpile(trainer_id, program=main_prog, pservers=endpoints, trainers=trainers,
+                sync_mode=not args.async_, startup_program=startup)
+    if role == "PSERVER":
+        current = os.environ["PADDLE_CURRENT_ENDPOINT"]
+        ps_prog = t.get_pserver_program(current)
+        ps_startup = t.get_startup_program(current, ps_prog)
+        exe.run(ps_startup)
+        if args.restore:
+            fluid.io.load_persistables(exe, args.restore, ps_prog)
+        np.savez(args.out + ".init.npz", **persistables(ps_prog, scope))
+        exe.run(ps_prog)
+        np.savez(args.out, **persistables(ps_prog, scope))
+        if args.checkpoint:
+            fluid.io.save_persistables(exe, args.checkpoint, ps_prog)
+        return 0
+    trainer_prog = t.get_trainer_program()
+    exe.run(startup)
+    losses = []
+    for feed in batches(args.model, args.steps):
+        losses.append(float(exe.run(trainer_prog, feed=shard(feed, trainer_id, trainers),
+                                    fetch_list=[loss])[0]))
+    exe.close()
+    np.savez(args.out, losses=np.array(losses), **persistables(trainer_prog, scope))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -119,7 +119,7 @@ class TrainerSession:
         errors = []
         for c in clients.values():  # one at a time: a dead pserver fails at once
             try:
-                c.complete(timeout=COMPLETE_TIMEOUT_S)
+                c.complete(timeout=min(COMPLETE_TIMEOUT_S, c.deadline))
             except Exception as e:  # noqa: BLE001 - every pserver is told, then raised
                 errors.append(e)
             finally:

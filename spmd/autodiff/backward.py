@@ -176,21 +176,32 @@ class ReverseWalk:
     its outputs and adds contributions to those of its inputs; a version of a value whose
     readers have all been passed gets its contributions renamed (one) or summed (several) into
     `name_for((name, version))`. `seeds` gives the gradients flowing into the walk:
-    (name, version) -> gradient name."""
+    (name, version) -> gradient name; a seeded version that ops of the walk also read gets the
+    seed plus their contributions (a loop body's state that the body reads after writing it)."""
 
-    def __init__(self, ops, block, needs: set, no_grad: set, name_for, seeds: dict):
-        self.ops, self.block, self.name_for = ops, block, name_for
+    def __init__(self, ops, block, needs: set, no_grad: set, name_for, seeds: dict,
+                 saver: OverwrittenValues | None = None):
+        self.ops, self.block, self.name_for, self.saver = ops, block, name_for, saver
         self.writes = _write_counts(ops)
         self.specs: list = []
         self.rename: dict[str, str] = {}
-        self.finalized: dict[tuple, str | None] = dict(seeds)
+        self.seeds = dict(seeds)
+        self.finalized: dict[tuple, str | None] = {}
         self.ctx = GradContext(needs, self.finalize, block, no_grad)
 
     def finalize(self, key: tuple) -> str | None:
         if key in self.finalized:
             return self.finalized[key]
         contribs = self.ctx._contrib.get(key, [])
+        seed = self.seeds.get(key)
+        if seed is not None and not contribs:
+            self.finalized[key] = seed
+            return seed
         final = self.name_for(key) if contribs else None
+        if seed is not None:
+            if final == seed:  # the sum must not overwrite the seed it reads
+                final = f"{seed}@SUM"
+            contribs = [seed, *contribs]
         if len(contribs) == 1:
             self.rename[contribs[0]] = final
         elif len(contribs) > 1:
@@ -210,6 +221,8 @@ class ReverseWalk:
             maker = _grad_maker(op)
             if maker is not None:
                 made = maker(op, ctx)
+                if self.saver is not None:
+                    made = self.saver.rewrite(op, made)
                 self.specs.extend(ctx._zero_specs)
                 ctx._zero_specs.clear()
                 self.specs.extend(made)
@@ -218,7 +231,66 @@ class ReverseWalk:
             ctx._after = {}
         for key in list(ctx._contrib):
             self.finalize(key)
+        for key, seed in self.seeds.items():
+            self.finalized.setdefault(key, seed)
         return self
+
+
+_SAVED_TYPES = frozenset({"LOD_TENSOR", "LOD_TENSOR_ARRAY"})
+
+
+class OverwrittenValues:
+    """Forward values a grad op reads by name that a later forward op overwrites (a loop
+    counter a tensor array was written at before a While, a tensor a loop then updates in
+    place): the grad ops run after the whole forward pass, so they would read the last value
+    instead. Each such value is copied (`assign`) into `<name>@SAVED@<k>` where the forward op
+    reads it (before it for its inputs, after it for its outputs), and the grad op reads the
+    copy. Programs that never overwrite what a gradient reads get no copies."""
+
+    def __init__(self, block):
+        self.block = block
+        self.position = {id(op): i for i, op in enumerate(block.ops)}
+        self.last_write: dict[str, int] = {}
+        for i, op in enumerate(block.ops):
+            if op.role in (OpRole.FORWARD, OpRole.LOSS):
+                for n in op.output_arg_names:
+                    self.last_write[n] = i
+        self.saves: dict[tuple, str] = {}  # (position, after the op, name) -> copy
+
+    def rewrite(self, op, specs: list) -> list:
+        p = self.position.get(id(op))
+        if p is None or not any(self.last_write.get(n, -1) > p
+                                for n in op.input_arg_names + op.output_arg_names):
+            return specs
+        return [(t, {s: self._slot(op, p, s, names) for s, names in ins.items()}, outs, attrs)
+                for t, ins, outs, attrs in specs]
+
+    def _slot(self, op, p: int, slot: str, names: list) -> list:
+        if slot in op.inputs and list(names) == op.input(slot):
+            after = False
+        elif slot in op.outputs and list(names) == op.output(slot):
+            after = True
+        else:  # gradients, or names the grad maker chose itself
+            return names
+        return [self._saved(p, after, n) for n in names]
+
+    def _saved(self, p: int, after: bool, name: str) -> str:
+        var = self.block._find_var_recursive(name)
+        if self.last_write.get(name, -1) <= p or var is None or var.type not in _SAVED_TYPES:
+            return name
+        key = (p, after, name)
+        if key not in self.saves:
+            copy = f"{name}@SAVED@{len(self.saves)}"
+            self.block.create_var(name=copy, shape=var.shape, dtype=var.dtype, type=var.type,
+                                  lod_level=var.lod_level, stop_gradient=True)
+            self.saves[key] = copy
+        return self.saves[key]
+
+    def insert_copies(self) -> None:
+        """The copies, into the forward ops (last position first, so earlier ones stay put)."""
+        for (p, after, name), copy in sorted(self.saves.items(), reverse=True):
+            self.block._insert_op(p + 1 if after else p, "assign", {"X": [name]},
+                                  {"Out": [copy]}, {}, role=OpRole.FORWARD)
 
 
 def _backward(block, targets, target_seeds, sources: set, no_grad: set):
@@ -244,7 +316,9 @@ def _backward(block, targets, target_seeds, sources: set, no_grad: set):
         return f"{grad_var_name(name)}@SSA@{version}"
 
     seeds = {(t.name, writes.get(t.name, 0)): grad_var_name(t.name) for t in targets}
-    walk = ReverseWalk(ops, block, needs, no_grad, name_for, seeds).run()
+    saver = OverwrittenValues(block)
+    walk = ReverseWalk(ops, block, needs, no_grad, name_for, seeds, saver).run()
+    saver.insert_copies()
     specs = list(target_seeds) + walk.specs
     rename, ctx = walk.rename, walk.ctx
 

@@ -4,10 +4,12 @@ split_lod_tensor / merge_lod_tensor (rows chosen by a [N, 1] bool mask).
 """
 from __future__ import annotations
 
+from ..core.lod import lod_key
 from ..errors import ExecutionError, InvalidArgumentError
 from .control_flow import (
     RngReplay,
     block_env,
+    lod_entries,
     materialize,
     rng_state,
     scalar_int,
@@ -24,17 +26,19 @@ def conditional_block(xp, ins, attrs, want, ctx):
         run = bool(scalar_int(conds[0], "conditional_block's condition"))
     else:  # fluid: the block runs unless a condition tensor is empty
         run = all(c.size != 0 for c in conds)
-    inputs = dict(zip(attrs["input_names"], ins.get("Input", [])))
+    names, out_names = attrs["input_names"], attrs["out_names"]
+    # the inputs with their LoD: a sequence op in the block reads it
+    inputs = block_env(zip(names, ins.get("Input", [])), lod_entries(names, ins.get("Input@LOD")))
     rng = rng_state(ctx) if "Scope" in want else None
+    # a variable the block would write keeps the value it had (None: it had none)
+    env = block_env(inputs)
     if run:
-        env = block_env(inputs)
         ctx.run_block(attrs["sub_block"], env, xp)
-        outs = [env.get(n) for n in attrs["out_names"]]
-    else:  # a variable the block would write keeps the value it had (None: it had none)
-        outs = [inputs.get(n) for n in attrs["out_names"]]
-    res = {"Out": outs}
+    res = {"Out": [env.get(n) for n in out_names],
+           "Out@LOD": [env.get(lod_key(n)) for n in out_names]}
     if "Scope" in want:  # and what the block overwrites, as the gradient block reads it
-        res["Scope"] = (run, rng, {n: inputs[n] for n in attrs["out_names"] if n in inputs})
+        res["Scope"] = (run, rng, {k: inputs[k] for n in out_names
+                                   for k in (n, lod_key(n)) if k in inputs})
     return res
 
 
@@ -42,8 +46,8 @@ def conditional_block(xp, ins, attrs, want, ctx):
 def conditional_block_grad(xp, ins, attrs, want, ctx):
     run, rng, overwritten = ins["Scope"]
     names = attrs["input_names"]
-    inputs = dict(zip(names, ins.get("Input", [])))
-    inputs.update(overwritten)
+    inputs = block_env(zip(names, ins.get("Input", [])), lod_entries(names, ins.get("Input@LOD")),
+                       overwritten)
     incoming = dict(zip(attrs["grad_out_names"], ins.get("Out@GRAD", [])))
     if run:
         env = block_env(inputs)
@@ -78,7 +82,8 @@ def select_input(xp, ins, attrs, want):
     k = _branch(ins["Mask"], len(xs), "select_input")
     if xs[k] is None:
         raise ExecutionError(f"select_input: branch {k} was chosen but computed no value")
-    return {"Out": xs[k]}
+    lods = ins.get("X@LOD")
+    return {"Out": xs[k], "Out@LOD": lods[k] if lods else None}
 
 
 @kernel("select_input_grad")
@@ -92,7 +97,7 @@ def select_input_grad(xp, ins, attrs, want):
 def select_output(xp, ins, attrs, want):
     # the outputs after the chosen one are not written (fluid leaves them as they were)
     k = scalar_int(ins["Mask"], "select_output's Mask")
-    return {"Out": [None] * k + [ins["X"]]}
+    return {"Out": [None] * k + [ins["X"]], "Out@LOD": [None] * k + [ins.get("X@LOD")]}
 
 
 @kernel("select_output_grad")

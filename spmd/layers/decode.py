@@ -41,7 +41,7 @@ from .math_ops import (
 )
 from .nn import softmax, topk
 from .tensor import assign, cast, fill_constant, reshape, transpose, unsqueeze
-from .tensor_array import ARRAY, array_write, tensor_array_to_tensor
+from .tensor_array import ARRAY, array_read, array_write, tensor_array_to_tensor
 
 __all__ = ["BeamSearchDecoder", "Decoder", "beam_search", "beam_search_decode", "dynamic_decode"]
 
@@ -245,9 +245,10 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
     Returns (final_outputs, final_states), plus the sequence lengths with return_length;
     outputs are stacked [batch, time, ...] ([time, batch, ...] with output_time_major) and
     passed through decoder.finalize. `impute_finished` keeps a finished sequence's states
-    unchanged; `is_test` runs the loop without keeping what a backward pass needs, and
-    writes the steps' inputs and states into the decoder's initial variables, as fluid's
-    does. `kwargs` go to decoder.step.
+    unchanged. As in fluid 1.8, the steps' inputs and states are kept in tensor arrays
+    (written before the loop at step 0, read and written inside it), so a backward pass
+    differentiates through every step; `is_test` instead writes them into the decoder's
+    initial variables (nothing kept for a backward pass). `kwargs` go to decoder.step.
 
     >>> # ids, _ = fluid.layers.dynamic_decode(beam_decoder, inits=h0, max_step_num=10)
     """
@@ -256,7 +257,8 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
             f"dynamic_decode: decoder must be a fluid.layers.Decoder, got "
             f"{type(decoder).__name__}")
     initial_inputs, initial_states, initial_finished = decoder.initialize(inits)
-    global_finished = initial_finished
+    global_inputs, global_states, global_finished = (initial_inputs, initial_states,
+                                                     initial_finished)
     global_finished.stop_gradient = True
     step_idx = fill_constant([1], "int64", 0)
     cond = logical_not(reduce_all(initial_finished))
@@ -265,17 +267,16 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
     loop = While(cond, is_test=is_test)
     sequence_lengths = cast(zeros_like(initial_finished), "int64")
     sequence_lengths.stop_gradient = True
-    if is_test:  # fluid reuses the initial variables
+    if is_test:
         inputs, states = initial_inputs, initial_states
     else:
-        # fluid 1.8 keeps every step's inputs and states in tensor arrays for its backward
-        # pass; spmd's While keeps each iteration's values itself, so the loop carries them
-        # as loop variables (copies: the decoder's initial values stay as they are), with the
-        # same values and gradients
-        inputs = nest.map_structure(assign, initial_inputs)
-        states = nest.map_structure(assign, initial_states)
+        inputs_arrays = nest.map_structure(lambda x: array_write(x, step_idx), initial_inputs)
+        states_arrays = nest.map_structure(lambda x: array_write(x, step_idx), initial_states)
 
     with loop.block() as body:
+        if not is_test:
+            inputs = nest.map_structure(lambda a: array_read(a, step_idx), inputs_arrays)
+            states = nest.map_structure(lambda a: array_read(a, step_idx), states_arrays)
         outputs, next_states, next_inputs, next_finished = decoder.step(
             step_idx, inputs, states, **kwargs)
         next_finished = logical_or(next_finished, global_finished)
@@ -288,8 +289,14 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
         nest.map_structure(lambda x, a: array_write(x, step_idx, array=a), outputs,
                            outputs_arrays)
         increment(step_idx, value=1.0, in_place=True)
-        nest.map_structure(assign, next_inputs, inputs)
-        nest.map_structure(assign, next_states, states)
+        if is_test:
+            nest.map_structure(assign, next_inputs, global_inputs)
+            nest.map_structure(assign, next_states, global_states)
+        else:
+            nest.map_structure(lambda x, a: array_write(x, step_idx, array=a), next_inputs,
+                               inputs_arrays)
+            nest.map_structure(lambda x, a: array_write(x, step_idx, array=a), next_states,
+                               states_arrays)
         assign(next_finished, global_finished)
         assign(next_sequence_lengths, sequence_lengths)
         running = logical_not(reduce_all(global_finished))
@@ -300,7 +307,10 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
 
     final_outputs = nest.map_structure(
         lambda a: tensor_array_to_tensor(a, axis=0, use_stack=True)[0], outputs_arrays)
-    final_states = states
+    if is_test:
+        final_states = global_states
+    else:
+        final_states = nest.map_structure(lambda a: array_read(a, step_idx), states_arrays)
     try:
         final_outputs, final_states = decoder.finalize(final_outputs, final_states,
                                                        sequence_lengths)

@@ -38,7 +38,7 @@ def _while_grad(ctx):
 
 
 @define_op("conditional_block", inputs=["Cond*", "Input*"], outputs=["Out*", "Scope?"],
-           grad=None,
+           grad=None, lod_inputs=("Input",), lod_outputs=("Out",),
            attrs={"sub_block": "int", "is_scalar_condition": ("bool", False),
                   "input_names": _NAMES, "out_names": _NAMES})
 def _conditional_block(ctx):
@@ -47,7 +47,7 @@ def _conditional_block(ctx):
 
 
 @define_op("conditional_block_grad", inputs=["Input*", "Out@GRAD*", "Scope"],
-           outputs=["Input@GRAD*"], grad=None,
+           outputs=["Input@GRAD*"], grad=None, lod_inputs=("Input",),
            attrs={"sub_block": "int", "input_names": _NAMES, "out_names": _NAMES,
                   "grad_out_names": _NAMES, "seed_names": _NAMES, "result_names": _NAMES})
 def _conditional_block_grad(ctx):
@@ -91,16 +91,18 @@ def _rnn_memory_helper(ctx):
 # -- selecting a branch's value ---------------------------------------------------------------
 
 @define_op("select_input", inputs=["X*", "Mask"], outputs=["Out"], no_grad_inputs=("Mask",),
-           grad_uses=("X", "Mask"))
+           grad_uses=("X", "Mask"), lod_inputs=("X",), lod_outputs=("Out",))
 def _select_input(ctx):
+    """Out = X[Mask], with its LoD (a branch may return a LoD tensor)."""
     mask = ctx.input("Mask")
     ctx.check(mask.dtype == "int32", f"Mask '{mask.name}' must be int32, got {mask.dtype}")
-    first = ctx.inputs("X")[0]
-    ctx.set_output("Out", first.shape, first.dtype)
+    xs = ctx.inputs("X")
+    ctx.set_output("Out", xs[0].shape, xs[0].dtype)
+    ctx.set_lod_level("Out", max(x.lod_level for x in xs))
 
 
 @define_op("select_output", inputs=["X", "Mask"], outputs=["Out*"], no_grad_inputs=("Mask",),
-           grad_uses=("X", "Mask"))
+           grad_uses=("X", "Mask"), lod_inputs=("X",), lod_outputs=("Out",))
 def _select_output(ctx):
     mask = ctx.input("Mask")
     ctx.check(mask.dtype == "int32", f"Mask '{mask.name}' must be int32, got {mask.dtype}")

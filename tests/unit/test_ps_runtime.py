@@ -6,10 +6,13 @@ Sync mode equals one process fed the whole batch (each trainer fed its half), fr
 initial parameters (the pservers initialize their slices; the one process starts from them
 assembled): a weight cut across both pservers and a sparse embedding table (cut too, its rows
 prefetched by distributed_lookup_table), SGD, and Adam with an exponential decay schedule.
-Async mode learns sklearn's digits.
+The SGD run also equals fluid 1.8.5's own pserver run of the same script (the trainers'
+losses and parameters, tests/oracle/make_pserver.py; Adam: see FLUID_EQUAL). Async mode
+learns sklearn's digits.
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -20,6 +23,7 @@ import time
 
 import numpy as np
 import pytest
+from oracle_io import DATA_DIR, load
 
 pytest.importorskip("grpc")
 pytestmark = pytest.mark.timeout(120)
@@ -107,12 +111,43 @@ def run_local(tmp: pathlib.Path, init: dict, args: list[str]) -> dict:
     return dict(np.load(tmp / "local.npz"))
 
 
-@pytest.mark.parametrize("args", [["--opt", "sgd", "--steps", "3"],
-                                  ["--opt", "adam", "--decay", "--steps", "4"]],
-                         ids=["sgd", "adam-decay"])
-def test_sync_mode_equals_one_process(tmp_path, args):
-    out = run_job(tmp_path, args)
+ORACLE = load("pserver")  # fluid 1.8.5's run of the same cases
+with open(os.path.join(DATA_DIR, "pserver.json")) as _f:
+    ORACLE_META = json.load(_f)["meta"]
+
+
+# Known gap: with Adam, fluid 1.8.5's own pserver run leaves one process's numbers after its
+# first update (trainer 1's loss of step 2 off by 5e-4 relative, trainer 0's of step 3 by
+# 1.6e-4, fc_0.w_0 by 1.2e-3 after 4 steps), while SGD, with or without a decay schedule and
+# with the sparse embedding prefetched, equals it to 1e-7. spmd's pserver run equals spmd's
+# one process there; why fluid's pserver Adam differs (its sparse Adam on the pserver is the
+# suspect) is not found yet, so the Adam case checks only that numpy drew fluid's parameters.
+FLUID_EQUAL = {"sgd"}
+
+
+def check_against_fluid(case: str, out: dict, init: dict) -> None:
+    fluid = ORACLE[case]
+    for name, total in ORACLE_META["init_sums"].items():  # numpy drew the same parameters
+        np.testing.assert_allclose(init[name].astype("float64").sum(), total, rtol=1e-6)
+    if case not in FLUID_EQUAL:
+        return
+    for t in ("t0", "t1"):
+        np.testing.assert_allclose(out[t]["losses"], fluid[f"losses_{t}"], rtol=1e-5,
+                                   err_msg=f"trainer {t}'s losses vs fluid 1.8.5")
+    w = out["t0"]["fc_0.w_0"]
+    mine = {"fc_0.w_0.rows": w[ORACLE_META["sample_rows"]], "fc_0.w_0.row_sums": w.sum(1),
+            **{n: out["t0"][n] for n in ("fc_0.b_0", "fc_1.w_0", "fc_1.b_0")}}
+    for name, value in mine.items():
+        np.testing.assert_allclose(value, fluid[name], rtol=1e-4, atol=2e-5,
+                                   err_msg=f"{name} vs fluid 1.8.5's pserver run")
+
+
+@pytest.mark.parametrize("case", ["sgd", "adam-decay"])
+def test_sync_mode_equals_one_process_and_fluid(tmp_path, case):
+    args = list(ORACLE[case]["args"])
+    out = run_job(tmp_path, args + ["--init-seed", str(ORACLE_META["seed"])])
     init = assemble(out["ps0.init"], out["ps1.init"])
+    check_against_fluid(case, out, init)
     # the table and the weight are cut across both pservers
     for name in ("embedding_0.w_0", "fc_0.w_0"):
         assert f"{name}.block0" in {**out["ps0.init"], **out["ps1.init"]}

@@ -2,8 +2,10 @@
 the role from PADDLE_TRAINING_ROLE (PSERVER / TRAINER, or LOCAL: one process, no
 transpiler), the pservers from PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM,
 PADDLE_TRAINER_ID, PADDLE_CURRENT_ENDPOINT. `--out` gets an .npz of what the role ends with
-(a pserver also its values after its startup in `--out`.init.npz); LOCAL starts from the
-parameters in `--init`.
+(a pserver also its values after its startup in `--out`.init.npz); with `--init` (an .npz of
+whole parameters) LOCAL starts from them and each pserver sets its blocks of them after its
+startup; `--init-seed S` gives them seeded_init(S) instead. PS_ROLE_FLUID=paddle runs it in
+real fluid 1.8.5 (tests/oracle/make_pserver.py).
 
 Models: "mixed" (a sparse embedding of 2048 rows and an fc weight, both cut across 2
 pservers, then a small fc; SGD or Adam, optionally with a decay schedule) regressing a
@@ -16,14 +18,26 @@ for async convergence.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
 import numpy as np
 
-import spmd.fluid as fluid
+if os.environ.get("PS_ROLE_FLUID") == "paddle":
+    import paddle.fluid as fluid
+else:
+    import spmd.fluid as fluid
 
 BATCH = 16
+SHAPES = {"embedding_0.w_0": (2048, 16), "fc_0.w_0": (116, 200), "fc_0.b_0": (200,),
+          "fc_1.w_0": (200, 1), "fc_1.b_0": (1,)}  # the "mixed" model's parameters
+
+
+def seeded_init(seed: int) -> dict:
+    """Parameters of the mixed model drawn from numpy's generator with `seed`."""
+    rng = np.random.default_rng(seed)
+    return {n: (0.1 * rng.standard_normal(s)).astype("float32") for n, s in SHAPES.items()}
 
 
 def build(model: str, opt: str, decay: bool):
@@ -78,9 +92,48 @@ def shard(feed: dict, trainer_id: int, trainers: int) -> dict:
     return {k: v[trainer_id * n:(trainer_id + 1) * n] for k, v in feed.items()}
 
 
+def _value(scope, name):
+    var = scope.find_var(name)
+    if var is None:
+        return None
+    try:  # fluid's Variable has no is_initialized; an empty tensor raises
+        value = np.array(var.get_tensor())
+    except Exception:  # noqa: BLE001
+        return None
+    return value if value.size else None
+
+
 def persistables(program, scope) -> dict:
-    return {n: np.array(scope.get(n)) for n, v in program.global_block().vars.items()
-            if v.persistable and scope.get(n) is not None and "@GRAD" not in n}
+    out = {}
+    for name, var in program.global_block().vars.items():
+        if var.persistable and "@GRAD" not in name and "@LR_DECAY" not in name:
+            value = _value(scope, name)
+            if value is not None:
+                out[name] = value
+    return out
+
+
+def block_rows(shape, index: int, pservers: int, min_block_size: int = 8192):
+    """Rows [start, end) of block `index` of a parameter of `shape` (fluid's slice_variable)."""
+    numel, width = int(np.prod(shape)), int(np.prod(shape[1:]))
+    count = min(pservers, max(1, numel // min_block_size))
+    size = math.ceil(numel / count)
+    if size % width:
+        size += width - size % width
+    rows = size // width
+    return index * rows, min((index + 1) * rows, shape[0])
+
+
+def set_blocks(program, scope, init: dict, pservers: int) -> None:
+    """The pserver's parameters (or their blocks, name.blockN) set from whole ones."""
+    for name in program.global_block().vars:
+        base, _, index = name.partition(".block")
+        if base in init and (not index or index.isdigit()):
+            value = init[base]
+            if index:
+                start, end = block_rows(value.shape, int(index), pservers)
+                value = value[start:end]
+            scope.var(name).get_tensor().set(value, fluid.CPUPlace())
 
 
 def main(argv=None):
@@ -92,6 +145,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True)
     p.add_argument("--init")
+    p.add_argument("--init-seed", type=int)
     p.add_argument("--checkpoint")
     p.add_argument("--restore")
     args = p.parse_args(argv)
@@ -103,7 +157,7 @@ def main(argv=None):
     if role == "LOCAL":
         exe.run(startup)
         for name, value in np.load(args.init).items():
-            scope.var(name).get_tensor().set(value)
+            scope.var(name).get_tensor().set(value, fluid.CPUPlace())
         losses = [float(exe.run(main_prog, feed=feed, fetch_list=[loss])[0])
                   for feed in batches(args.model, args.steps)]
         np.savez(args.out, losses=np.array(losses), **persistables(main_prog, scope))
@@ -120,6 +174,9 @@ def main(argv=None):
         ps_prog = t.get_pserver_program(current)
         ps_startup = t.get_startup_program(current, ps_prog)
         exe.run(ps_startup)
+        if args.init or args.init_seed is not None:
+            init = dict(np.load(args.init)) if args.init else seeded_init(args.init_seed)
+            set_blocks(ps_prog, scope, init, len(endpoints.split(",")))
         if args.restore:
             fluid.io.load_persistables(exe, args.restore, ps_prog)
         np.savez(args.out + ".init.npz", **persistables(ps_prog, scope))

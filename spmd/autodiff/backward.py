@@ -15,6 +15,7 @@ from ..core.operator import OpRole
 from ..core.variable import Parameter, Variable
 from ..errors import InvalidArgumentError
 from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
+from .overwritten import OverwrittenValues
 
 
 class GradContext:
@@ -234,63 +235,6 @@ class ReverseWalk:
         for key, seed in self.seeds.items():
             self.finalized.setdefault(key, seed)
         return self
-
-
-_SAVED_TYPES = frozenset({"LOD_TENSOR", "LOD_TENSOR_ARRAY"})
-
-
-class OverwrittenValues:
-    """Forward values a grad op reads by name that a later forward op overwrites (a loop
-    counter a tensor array was written at before a While, a tensor a loop then updates in
-    place): the grad ops run after the whole forward pass, so they would read the last value
-    instead. Each such value is copied (`assign`) into `<name>@SAVED@<k>` where the forward op
-    reads it (before it for its inputs, after it for its outputs), and the grad op reads the
-    copy. Programs that never overwrite what a gradient reads get no copies."""
-
-    def __init__(self, block):
-        self.block = block
-        self.position = {id(op): i for i, op in enumerate(block.ops)}
-        self.last_write: dict[str, int] = {}
-        for i, op in enumerate(block.ops):
-            if op.role in (OpRole.FORWARD, OpRole.LOSS):
-                for n in op.output_arg_names:
-                    self.last_write[n] = i
-        self.saves: dict[tuple, str] = {}  # (position, after the op, name) -> copy
-
-    def rewrite(self, op, specs: list) -> list:
-        p = self.position.get(id(op))
-        if p is None or not any(self.last_write.get(n, -1) > p
-                                for n in op.input_arg_names + op.output_arg_names):
-            return specs
-        return [(t, {s: self._slot(op, p, s, names) for s, names in ins.items()}, outs, attrs)
-                for t, ins, outs, attrs in specs]
-
-    def _slot(self, op, p: int, slot: str, names: list) -> list:
-        if slot in op.inputs and list(names) == op.input(slot):
-            after = False
-        elif slot in op.outputs and list(names) == op.output(slot):
-            after = True
-        else:  # gradients, or names the grad maker chose itself
-            return names
-        return [self._saved(p, after, n) for n in names]
-
-    def _saved(self, p: int, after: bool, name: str) -> str:
-        var = self.block._find_var_recursive(name)
-        if self.last_write.get(name, -1) <= p or var is None or var.type not in _SAVED_TYPES:
-            return name
-        key = (p, after, name)
-        if key not in self.saves:
-            copy = f"{name}@SAVED@{len(self.saves)}"
-            self.block.create_var(name=copy, shape=var.shape, dtype=var.dtype, type=var.type,
-                                  lod_level=var.lod_level, stop_gradient=True)
-            self.saves[key] = copy
-        return self.saves[key]
-
-    def insert_copies(self) -> None:
-        """The copies, into the forward ops (last position first, so earlier ones stay put)."""
-        for (p, after, name), copy in sorted(self.saves.items(), reverse=True):
-            self.block._insert_op(p + 1 if after else p, "assign", {"X": [name]},
-                                  {"Out": [copy]}, {}, role=OpRole.FORWARD)
 
 
 def _backward(block, targets, target_seeds, sources: set, no_grad: set):

@@ -112,6 +112,8 @@ def _handed_out(value, lod, return_numpy: bool):
         lods = lod if isinstance(lod, list) else [None] * len(value)
         items = [_handed_out(v, v_lod, return_numpy) for v, v_lod in zip(value, lods)]
         return items if return_numpy else LoDTensorArray(items)
+    if value is None:  # a variable no op wrote (a loop that ran zero times): fluid's None
+        return None
     value = dense_of(value)
     if return_numpy:
         return as_fetched(host_array(value, copy=True))

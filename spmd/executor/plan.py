@@ -310,9 +310,15 @@ class Plan:
         i, op = step.where
         shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
                   if n in env and hasattr(env[n], "shape")}
+        unset = [n for n in dict.fromkeys(op.input_arg_names) if n in env and env[n] is None]
+        hint = "".join(
+            f"\n  '{n}' holds no value: no op wrote it before this one (a While loop that ran "
+            f"zero times, or a conditional block that did not run, leaves a variable only it "
+            f"writes without one); give it a value before, e.g. "
+            f"fluid.layers.fill_constant(shape, dtype, value, out={n})" for n in unset)
         return ExecutionError(
-            f"{self.tag}op #{i} '{op.type}' failed: {type(e).__name__}: {e}\n  op: {op}\n"
-            f"  input shapes: {shapes}"
+            f"{self.tag}op #{i} '{op.type}' failed: {type(e).__name__}: {e}{hint}\n"
+            f"  op: {op}\n  input shapes: {shapes}"
         )
 
     def _run_profiled(self, rec, scope, feed, xp, checked):

@@ -38,3 +38,21 @@ def c_allgather_rows(xp, ins, attrs, want, ctx):
     values = [every[r, most * 8:most * 8 + c * value_bytes].view(g.value.dtype).reshape(
         (c,) + tail) for r, c in enumerate(counts)]
     return {"Out": SelectedRows(xp.concatenate(rows), xp.concatenate(values), g.height)}
+
+
+def _selected_rows(x, op: str) -> SelectedRows:
+    if not isinstance(x, SelectedRows):
+        raise InvalidArgumentError(
+            f"{op} takes a sparse gradient (SelectedRows: the gradient of an "
+            f"embedding(is_sparse=True) table), got a dense {type(x).__name__}")
+    return x
+
+
+@kernel("merge_selected_rows")
+def merge_selected_rows(xp, ins, attrs, want):
+    return {"Out": _selected_rows(ins["X"], "merge_selected_rows").merged(xp)}
+
+
+@kernel("get_tensor_from_selected_rows")
+def get_tensor_from_selected_rows(xp, ins, attrs, want):
+    return {"Out": _selected_rows(ins["X"], "get_tensor_from_selected_rows").value.copy()}

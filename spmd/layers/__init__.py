@@ -68,6 +68,7 @@ from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers 
     rnn_cells,
     sequence,
     sequence_rnn,
+    sparse,
     static_rnn,
     tensor,
     tensor_array,
@@ -113,6 +114,7 @@ from .random import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sequence import *  # noqa: F403
 from .sequence_rnn import *  # noqa: F403
+from .sparse import *  # noqa: F403
 from .static_rnn import *  # noqa: F403
 from .tensor import *  # noqa: F403
 from .tensor_array import *  # noqa: F403
@@ -128,6 +130,7 @@ _FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, li
 _FLUID_MODULES += (sequence_rnn, crf, ctc)  # issue 11: LoD recurrent and structured-loss layers
 _FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
 _FLUID_MODULES += (dynamic_rnn,)  # issue 11: DynamicRNN (LoD control flow)
+_FLUID_MODULES += (sparse,)  # issue 11: sparse gradients
 _FLUID_MODULES += (rnn_cells, decode, decode_helpers)  # issue 11: the 1.8 RNN API
 # fluid.layers.rnn is the function (as in fluid 1.8, it hides the module of that name), so
 # it is imported once the module has been listed above

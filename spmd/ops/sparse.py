@@ -17,3 +17,17 @@ from .registry import define_op
 def _c_allgather_rows(ctx):
     x = ctx.input("X")
     ctx.set_output("Out", x.shape, x.dtype)
+
+
+# fluid.layers.merge_selected_rows / get_tensor_from_selected_rows: a sparse gradient's rows
+# merged (each once, summed), and its value rows as a dense tensor
+@define_op("merge_selected_rows", inputs=["X"], outputs=["Out"], grad=None)
+def _merge_selected_rows(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", x.shape, x.dtype)
+
+
+@define_op("get_tensor_from_selected_rows", inputs=["X"], outputs=["Out"], grad=None)
+def _get_tensor_from_selected_rows(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", (-1,) + tuple(x.shape[1:]), x.dtype)

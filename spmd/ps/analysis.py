@@ -120,10 +120,11 @@ def is_sparse_grad(block, grad: str) -> bool:
 def remote_prefetch_tables(block) -> dict[str, list]:
     """Tables read by lookups that prefetch their rows from the pservers -> those ops.
     fluid 1.8.5's embedding sets remote_prefetch = is_sparse and not is_distributed; an op
-    built without that attribute set is read the same way."""
+    built without that attribute set is read the same way, and is_distributed tables are
+    prefetched too (the transpiler makes their lookups sparse remote-prefetch ones)."""
     tables: dict[str, list] = {}
     for op in block.ops:
-        if op.type in LOOKUP_TYPES and not op.attrs.get("is_distributed", False) and (
+        if op.type in LOOKUP_TYPES and (
                 op.attrs.get("remote_prefetch", False) or op.attrs.get("is_sparse", False)):
             tables.setdefault(op.input("W")[0], []).append(op)
     return tables

@@ -14,6 +14,7 @@ import numpy as np
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
 from .analysis import (
+    LOOKUP_TYPES,
     analyze,
     distributed_tables,
     is_sparse_grad,
@@ -70,14 +71,7 @@ class PServerTranspile:
                                  ASYNC if config.runtime_split_send_recv else HALF_ASYNC)
         self._check_options()
         block = program.global_block()
-        tables = distributed_tables(block)
-        if tables:
-            raise InvalidArgumentError(
-                f"DistributeTranspiler: embedding table(s) {tables} have is_distributed=True "
-                f"(kept only on the pservers and prefetched through split_ids / prefetch / "
-                f"merge_ids), which this version does not transpile; build them with "
-                f"is_sparse=True, is_distributed=False: their rows are then prefetched from "
-                f"the pservers by distributed_lookup_table (fluid 1.8's remote prefetch)")
+        _prefetch_distributed_tables(block, distributed_tables(block))
         self.origin, self.origin_startup = program.clone(), startup.clone()
         self.origin_analysis = analyze(self.origin)
         self.analysis = analyze(program)
@@ -256,3 +250,19 @@ def _wait_server_ready(endpoints, timeout_s: float | None = None):
                 f"connection after {timeout_s or flags().ps_rpc_deadline_s:.0f}s; start the "
                 f"pservers first, or pass wait_port=False")
         time.sleep(0.5)
+
+
+def _prefetch_distributed_tables(block, tables: list[str]) -> None:
+    """is_distributed=True tables live on the pservers only, as fluid's do: their lookups
+    (and the lookups' gradient ops) become sparse remote-prefetch lookups, the path
+    is_sparse=True tables take (distributed_lookup_table on the trainer, the rows' gradients
+    sent as SelectedRows). fluid 1.8 reached the same rows through split_ids / prefetch /
+    merge_ids ops; the values and updates are the same."""
+    if not tables:
+        return
+    for op in block.ops:
+        reads_table = any(n in tables for n in op.input("W")) if "W" in op.inputs else False
+        if reads_table and op.type in LOOKUP_TYPES + tuple(t + "_grad" for t in LOOKUP_TYPES):
+            op._set_attr("is_sparse", True)
+            if op.type in LOOKUP_TYPES:
+                op._set_attr("remote_prefetch", True)

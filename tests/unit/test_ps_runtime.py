@@ -167,6 +167,20 @@ def test_sync_mode_equals_one_process_and_fluid(tmp_path, case):
                                local["losses"], rtol=1e-5)
 
 
+def test_a_distributed_table_is_prefetched_and_equals_one_process(tmp_path):
+    """embedding(is_distributed=True): the table lives on the pservers only (cut across
+    both), the trainers prefetch its rows, and the job equals one process."""
+    args = ["--model", "mixed", "--opt", "sgd", "--steps", "3", "--distributed"]
+    out = run_job(tmp_path, args + ["--init-seed", "5"])
+    init = assemble(out["ps0.init"], out["ps1.init"])
+    local = run_local(tmp_path, init, args)
+    final = assemble(out["ps0"], out["ps1"])
+    for name in PARAMS:
+        np.testing.assert_allclose(final[name], local[name], rtol=1e-4, atol=2e-5,
+                                   err_msg=f"pservers' {name} vs one process")
+    assert np.abs(local["embedding_0.w_0"] - init["embedding_0.w_0"]).max() > 1e-4
+
+
 def test_async_mode_learns_digits(tmp_path):
     pytest.importorskip("sklearn")
     from sklearn.datasets import load_digits

@@ -121,15 +121,23 @@ def _config(**fields):
     return config
 
 
-def test_a_distributed_table_is_refused_with_the_alternative():
+def test_a_distributed_table_is_prefetched_from_the_pservers():
+    """is_distributed=True: the table stays on the pservers, read by the remote-prefetch
+    lookup and updated from sparse gradients (fluid 1.8 used split_ids / prefetch /
+    merge_ids ops for it; the values are the same)."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         ids = fluid.data("ids", [None, 1], "int64")
         emb = fluid.layers.embedding(ids, size=[100, 4], is_distributed=True)
         fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(emb))
-    with pytest.raises(InvalidArgumentError, match="is_sparse=True, is_distributed=False"):
-        fluid.DistributeTranspiler().transpile(0, program=main, pservers=PSERVERS,
-                                               trainers=2, startup_program=startup)
+    t = fluid.DistributeTranspiler()
+    t.transpile(0, program=main, pservers=PSERVERS, trainers=2, startup_program=startup)
+    types = [op.type for op in t.get_trainer_program(wait_port=False).global_block().ops]
+    assert "distributed_lookup_table" in types and "lookup_table" not in types
+    sends = [op for op in t.get_trainer_program(wait_port=False).global_block().ops
+             if op.type == "send"]
+    table = main.global_block().all_parameters()[0].name
+    assert any(n.startswith(table + "@GRAD") for op in sends for n in op.input_arg_names)
 
 
 def test_a_sliced_parameter_needs_a_row_separable_update():

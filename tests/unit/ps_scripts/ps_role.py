@@ -40,7 +40,7 @@ def seeded_init(seed: int) -> dict:
     return {n: (0.1 * rng.standard_normal(s)).astype("float32") for n, s in SHAPES.items()}
 
 
-def build(model: str, opt: str, decay: bool):
+def build(model: str, opt: str, decay: bool, distributed: bool = False):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -48,7 +48,9 @@ def build(model: str, opt: str, decay: bool):
             ids = fluid.data("ids", [None, 1], "int64")
             x = fluid.data("x", [None, 100], "float32")
             y = fluid.data("y", [None, 1], "float32")
-            emb = fluid.layers.embedding(ids, size=[2048, 16], is_sparse=True)
+            # --distributed: fluid's table kept on the pservers only (is_distributed=True)
+            emb = fluid.layers.embedding(ids, size=[2048, 16], is_sparse=not distributed,
+                                         is_distributed=distributed)
             h = fluid.layers.fc(fluid.layers.concat([x, emb], axis=1), 200, act="tanh")
             pred = fluid.layers.fc(h, 1)
             loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
@@ -141,6 +143,7 @@ def main(argv=None):
     p.add_argument("--model", default="mixed")
     p.add_argument("--opt", default="sgd")
     p.add_argument("--decay", action="store_true")
+    p.add_argument("--distributed", action="store_true")
     p.add_argument("--async", dest="async_", action="store_true")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True)
@@ -151,7 +154,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     role = os.environ["PADDLE_TRAINING_ROLE"]
-    main_prog, startup, loss = build(args.model, args.opt, args.decay)
+    main_prog, startup, loss = build(args.model, args.opt, args.decay, args.distributed)
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.global_scope()
     if role == "LOCAL":

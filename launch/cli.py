@@ -2,6 +2,7 @@
 
     paddle-launch --nproc_per_node 2 train.py --epochs 3
     paddle-launch --selected_gpus 0,1 train.py
+    paddle-launch --server_num 2 --worker_num 2 train.py   # parameter-server mode
     paddle-launch --cluster_node_ips 10.0.0.1,10.0.0.2 --node_ip 10.0.0.1 train.py
 
 Bad usage gets one line on stderr and exit code 2.
@@ -53,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collective_timeout", type=float, default=None,
                    help="seconds a collective may wait before the job fails (default: "
                         "SPMD_COLLECTIVE_TIMEOUT, else 1800)")
+    p.add_argument("--server_num", type=int, default=None,
+                   help="parameter-server mode: this many pservers (local: started here on "
+                        "free ports, serverlog.N; under mpiexec/srun: the first N ranks serve)")
+    p.add_argument("--worker_num", type=int, default=None,
+                   help="parameter-server mode: this many trainers started here (workerlog.N)")
     p.add_argument("training_script", help="the training script, run on every worker")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER,
                    help="arguments for the training script")
@@ -67,7 +73,8 @@ def parse(argv: list[str] | None = None, env=None):
         nproc_per_node=args.nproc_per_node, selected_gpus=args.selected_gpus,
         cluster_node_ips=args.cluster_node_ips, node_ip=args.node_ip,
         started_port=args.started_port, log_dir=args.log_dir, print_config=args.print_config,
-        collective_timeout=args.collective_timeout, env=env)
+        collective_timeout=args.collective_timeout, env=env,
+        server_num=args.server_num, worker_num=args.worker_num)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,25 @@ class LaunchConfig:
     scheduler: str = sched.LOCAL
     mpi: MPIInfo | None = None
     python: str = sys.executable
+    server_num: int = 0
+    """Parameter-server mode when > 0: this many pservers (launch/ps.py; under an MPI process
+    manager, the first server_num ranks serve, launch/env.py)."""
+    worker_num: int = 0
+    """Trainers of a parameter-server job started here."""
+    server_ports: list = field(default_factory=list)
+    """One port per pserver (parameter-server mode on this machine)."""
+
+    @property
+    def pserver_endpoints(self) -> list[str]:
+        """PADDLE_PSERVERS_IP_PORT_LIST of a parameter-server job started here."""
+        ports = self.server_ports or [(self.started_port or DEFAULT_PORT) + i
+                                      for i in range(self.server_num)]
+        return [f"{self.node_ip}:{port}" for port in ports]
+
+    def role_log(self, role: str, index: int) -> str:
+        """The log of pserver `index` (serverlog.N) or trainer `index` (workerlog.N)."""
+        name = "serverlog" if role == "PSERVER" else "workerlog"
+        return os.path.join(self.log_dir, f"{name}.{index}")
 
     @property
     def world_size(self) -> int:
@@ -143,9 +162,13 @@ def resolve_config(training_script: str | None, training_script_args: list | Non
                    cluster_node_ips: str | None = None, node_ip: str | None = None,
                    started_port: int | None = None, log_dir: str = "log",
                    print_config: bool = True, collective_timeout: float | None = None,
-                   env: Mapping[str, str] | None = None, find_mpi_fn=find_mpi) -> LaunchConfig:
+                   env: Mapping[str, str] | None = None, find_mpi_fn=find_mpi,
+                   server_num: int | None = None, worker_num: int | None = None) -> LaunchConfig:
     """Validate the command line's values and resolve the launch; raises UsageError."""
     env = os.environ if env is None else env
+    if server_num is not None or worker_num is not None:
+        return _resolve_ps(training_script, training_script_args, server_num, worker_num,
+                           started_port, log_dir, print_config, env)
     if not training_script:
         raise UsageError("no training script given: paddle-launch [options] train.py [args]")
     if not os.path.isfile(training_script):
@@ -178,6 +201,39 @@ def resolve_config(training_script: str | None, training_script_args: list | Non
         started_port=started_port, ports=ports, log_dir=os.path.abspath(log_dir),
         print_config=print_config, collective_timeout=collective_timeout, scheduler=scheduler,
         mpi=mpi, python=sys.executable)
+
+
+def _resolve_ps(training_script, training_script_args, server_num, worker_num, started_port,
+                log_dir, print_config, env) -> LaunchConfig:
+    """A parameter-server launch: --server_num pservers and --worker_num trainers on this
+    machine, or, under an MPI process manager, its ranks mapped to roles."""
+    from .env import ps_server_num
+
+    if not training_script or not os.path.isfile(training_script):
+        raise UsageError(f"training script {training_script!r} not found (working directory "
+                         f"{os.getcwd()}); pass the path of a Python file")
+    scheduler = sched.detect_scheduler(env)
+    if scheduler == sched.MPI:
+        server_num = ps_server_num(server_num, env)
+        if server_num < 1:
+            raise UsageError("--server_num must be at least 1 (the first N ranks serve)")
+        worker_num = 0  # the process manager's other ranks
+    else:
+        server_num = 1 if server_num is None else server_num
+        worker_num = 1 if worker_num is None else worker_num
+        if server_num < 1 or worker_num < 1:
+            raise UsageError(f"a parameter-server job needs --server_num >= 1 and "
+                             f"--worker_num >= 1, got {server_num} and {worker_num}")
+    if started_port is not None and not 1 <= started_port <= 65535:
+        raise UsageError(f"--started_port must be a TCP port (1-65535), got {started_port}")
+    ports = (sched.free_ports(server_num, "127.0.0.1")
+             if started_port is None and scheduler != sched.MPI else [])
+    return LaunchConfig(
+        training_script=training_script, training_script_args=list(training_script_args or []),
+        nproc_per_node=max(1, worker_num), started_port=started_port,
+        log_dir=os.path.abspath(log_dir), print_config=print_config, scheduler=scheduler,
+        python=sys.executable, server_num=server_num, worker_num=worker_num,
+        server_ports=ports)
 
 
 def format_config(config: LaunchConfig) -> str:

@@ -17,7 +17,7 @@ import time
 
 from . import scheduler as sched
 from .config import LaunchConfig, format_config
-from .env import job_env, mpi_worker_env, rank_env, without_proxies
+from .env import job_env, mpi_worker_env, ps_mpi_env, rank_env, without_proxies
 from .mpi import build_command
 from .report import Outcome, format_report
 
@@ -53,6 +53,12 @@ def launch(config: LaunchConfig) -> int:
     """
     if config.scheduler == sched.MPI:
         _become_worker(config)
+    if config.server_num:
+        from .ps import PSJob, format_ps_config
+
+        if config.print_config:
+            print(format_ps_config(config), flush=True)
+        return PSJob(config).run()
     if config.print_config:
         print(format_config(config), flush=True)
     return _Job(config).run()
@@ -68,7 +74,18 @@ def _become_worker(config: LaunchConfig) -> None:
               f"  scheduler          : mpi (started by an MPI process manager: each of its "
               f"{size} process(es) runs the script itself)\n"
               f"  training script    : {' '.join(worker_program(config)[3:])}\n"
-              f"  collective_timeout : {timeout}", flush=True)
+              f"  collective_timeout : {timeout}"
+              + (f"\n  roles              : ranks 0-{config.server_num - 1} pservers, ranks "
+                 f"{config.server_num}-{size - 1} trainers (parameter-server mode)"
+                 if config.server_num else ""), flush=True)
+    if config.server_num:  # parameter-server mode: the first server_num ranks serve
+        try:
+            env = ps_mpi_env(rank, size, config.server_num, os.environ)
+        except ValueError as e:
+            print(f"paddle-launch: error: [rank {rank}/{size}] {e}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        sys.stdout.flush()
+        os.execve(config.python, worker_program(config), env)
     gpu = None
     local = sched.mpi_local_rank(os.environ)
     if config.selected_gpus and local is not None:

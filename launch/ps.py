@@ -1,0 +1,209 @@
+"""A parameter-server job on this machine: `paddle-launch --server_num N --worker_num M
+script.py` starts N pservers and M trainers as fluid 1.8's `launch_ps` did (each its own
+process, `python -u script.py`, the PADDLE_* variables of launch.env.ps_role_env; pservers on
+free ports of 127.0.0.1 unless --started_port), each with its log: log_dir/serverlog.N and
+log_dir/workerlog.N (trainer 0's also on this console).
+
+It waits for the trainers. When they all succeeded it gives the pservers a moment to end by
+themselves (spmd's pserver ends once every trainer called exe.close(); fluid's never did), then
+stops them. When any process fails (a trainer, or a pserver that ends with an error) it stops
+every other one and reports the role and rank that failed first, its exit code or signal and
+the end of its log. Each process leads its own process group, and dies with the launcher
+(PR_SET_PDEATHSIG), so nothing outlives the job.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .config import LaunchConfig
+from .env import PSERVER, TRAINER, ps_role_env, without_proxies
+from .report import signal_name, tail
+
+POLL_S = 0.05
+SERVER_GRACE_S = 10.0  # after the last trainer, how long the pservers get to end by themselves
+TERM_WAIT_S = 3.0  # SIGTERM, then SIGKILL after this
+
+
+@dataclass
+class _Proc:
+    role: str
+    index: int
+    log: str
+    popen: subprocess.Popen
+    stopped: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{'pserver' if self.role == PSERVER else 'trainer'} {self.index}"
+
+    def how(self) -> str:
+        rc = self.popen.returncode
+        if rc is None:
+            return "running"
+        return f"killed by {signal_name(-rc)}" if rc < 0 else f"exit code {rc}"
+
+
+def _die_with_launcher() -> None:
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def format_ps_config(config: LaunchConfig) -> str:
+    rows = [
+        ("mode", "parameter server (fluid's launch_ps)"),
+        ("training script", " ".join([config.training_script, *config.training_script_args])),
+        ("pservers", f"{config.server_num}: {','.join(config.pserver_endpoints)}"),
+        ("trainers", str(config.worker_num)),
+        ("log_dir", f"{config.log_dir} (serverlog.N, workerlog.N; trainer 0 also on this "
+                    f"console)"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(["paddle-launch configuration:"]
+                     + [f"  {k:<{width}} : {v}" for k, v in rows])
+
+
+def role_envs(config: LaunchConfig, base_env) -> list[tuple[str, int, dict]]:
+    """(role, index, environment) of every process of the job, pservers first."""
+    servers = config.pserver_endpoints
+    trainers = [f"{config.node_ip}:0"] * config.worker_num  # trainers listen on nothing
+    common = dict(without_proxies(base_env), PYTHONUNBUFFERED="1")
+    if "OMP_NUM_THREADS" not in base_env:
+        common["OMP_NUM_THREADS"] = "1"
+    for name in ("PADDLE_TRAINER_ID", "PADDLE_CURRENT_ENDPOINT", "PADDLE_PORT", "POD_IP",
+                 "SPMD_STATUS_FILE", "SPMD_WORKER_LOG"):
+        common.pop(name, None)
+    out = []
+    for role, count in ((PSERVER, config.server_num), (TRAINER, config.worker_num)):
+        for i in range(count):
+            env = ps_role_env(role, i, servers, config.worker_num)
+            if role == TRAINER:
+                env["POD_IP"] = trainers[i].rsplit(":", 1)[0]
+            out.append((role, i, {**common, **env}))
+    return out
+
+
+class PSJob:
+    def __init__(self, config: LaunchConfig):
+        self.config = config
+        self.procs: list[_Proc] = []
+        self.signal: int | None = None
+
+    def run(self) -> int:
+        os.makedirs(self.config.log_dir, exist_ok=True)
+        report = os.path.join(self.config.log_dir, "failure_report.txt")
+        if os.path.exists(report):
+            os.remove(report)
+        previous = {s: signal.signal(s, self._on_signal)
+                    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            for role, index, env in role_envs(self.config, os.environ):
+                self._start(role, index, env)
+            return self._watch()
+        finally:
+            self._stop([p for p in self.procs if p.popen.poll() is None])
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    def _on_signal(self, signum, frame) -> None:
+        self.signal = signum
+
+    def _start(self, role: str, index: int, env: dict) -> None:
+        log = self.config.role_log(role, index)
+        cmd = [self.config.python, "-u", self.config.training_script,
+               *self.config.training_script_args]
+        with open(log, "wb") as out:
+            popen = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_launcher)
+        self.procs.append(_Proc(role, index, log, popen))
+
+    def _watch(self) -> int:
+        from .job import _Follower
+
+        console = _Follower(self.config.role_log(TRAINER, 0), sys.stdout.buffer)
+        trainers = [p for p in self.procs if p.role == TRAINER]
+        servers = [p for p in self.procs if p.role == PSERVER]
+        done_at = None
+        while True:
+            console.pump()
+            failed = [p for p in self.procs if p.popen.poll() not in (None, 0)]
+            if failed:
+                return self._fail(failed[0], "")
+            if self.signal is not None:
+                name = signal.Signals(self.signal).name
+                return self._fail(None, f"paddle-launch got {name}", 128 + self.signal)
+            if all(p.popen.poll() == 0 for p in trainers):
+                done_at = done_at or time.monotonic()
+                if all(p.popen.poll() is not None for p in servers) or \
+                        time.monotonic() - done_at > SERVER_GRACE_S:
+                    console.pump()
+                    return 0  # run()'s finally stops the pservers still serving
+            time.sleep(POLL_S)
+
+    def _stop(self, procs: list[_Proc]) -> None:
+        """SIGTERM the process group of each, then SIGKILL what is left."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p in procs:
+                if p.popen.poll() is None:
+                    p.stopped = True
+                try:
+                    os.killpg(p.popen.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            deadline = time.monotonic() + TERM_WAIT_S
+            while time.monotonic() < deadline and any(p.popen.poll() is None for p in procs):
+                time.sleep(POLL_S)
+        for p in procs:
+            try:
+                p.popen.wait(TERM_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _fail(self, root: _Proc | None, reason: str, code: int | None = None) -> int:
+        self._stop([p for p in self.procs if p.popen.poll() is None])
+        text = format_ps_report(self.procs, root, reason, self.config.log_dir)
+        sys.stdout.flush()
+        print(text, file=sys.stderr, flush=True)
+        with open(os.path.join(self.config.log_dir, "failure_report.txt"), "w") as f:
+            f.write(text + "\n")
+        if code is not None:
+            return code
+        rc = root.popen.returncode
+        return 128 - rc if rc < 0 else rc
+
+
+def format_ps_report(procs: list[_Proc], root: _Proc | None, reason: str,
+                     log_dir: str) -> str:
+    """Which role and rank failed first, how, the end of its log; then every process."""
+    if root is not None:
+        head = (f"paddle-launch: the parameter-server job failed: {root.name} "
+                f"(PADDLE_TRAINING_ROLE={root.role}, rank {root.index}), {root.how()}")
+    else:
+        head = f"paddle-launch: the parameter-server job failed: {reason}"
+    lines = [head, f"  every process was stopped; each one's output is in {log_dir}/"
+                   f"serverlog.N and workerlog.N"]
+    for p in sorted(procs, key=lambda p: p is not root):
+        if p is root:
+            label = "[root cause] " + p.how()
+        elif p.stopped:
+            label = "stopped by the launcher"
+        else:
+            label = p.how() + (" (after the root cause)" if root is not None and
+                               p.popen.returncode not in (0, None) else "")
+        lines.append(f"  {p.name}: {label}")
+        if p is root:
+            last = tail(p.log)
+            lines.append(f"    log {p.log}, last {len(last)} line(s):")
+            lines += [f"      | {line}" for line in last]
+        elif p.popen.returncode not in (0, None) and not p.stopped:
+            lines.append(f"    log {p.log}")
+    return "\n".join(lines)

@@ -1,0 +1,32 @@
+"""tests/unit/ps_scripts/ps_role.py as one role of a job that paddle-launch starts: the role
+and rank come from the PADDLE_* variables (launch.env.read_ps_role), and `--out BASE` becomes
+BASE.ps<I>.npz for pserver I and BASE.t<I>.npz for trainer I. With PS_FAIL_TRAINER=I, trainer I
+exits with code 3 after its first step (the launcher must then stop the pservers)."""
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit" / "ps_scripts")]
+
+import ps_role  # noqa: E402
+
+from launch.env import PSERVER, read_ps_role  # noqa: E402
+
+
+def main() -> int:
+    role = read_ps_role()
+    argv = sys.argv[1:]
+    at = argv.index("--out") + 1
+    argv[at] += f".{'ps' if role.role == PSERVER else 't'}{role.index}.npz"
+    fail = os.environ.get("PS_FAIL_TRAINER")
+    if fail is not None and role.role != PSERVER and int(fail) == role.index:
+        print(f"trainer {role.index}: failing on purpose (PS_FAIL_TRAINER)", flush=True)
+        return 3
+    return ps_role.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

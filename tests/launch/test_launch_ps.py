@@ -1,0 +1,149 @@
+"""Parameter-server mode under the launcher: `paddle-launch --server_num 2 --worker_num 2`
+and `mpiexec -n 4 paddle-launch --server_num 2` (the first 2 ranks serve) run
+tests/unit/ps_scripts/ps_role.py's sync SGD job (through scripts/ps_launch_role.py, which names
+each role's output by its role and rank) equal to one process; a trainer that fails makes the
+launcher stop the pservers and name it. Every run is bounded and the `token` fixture checks
+that no process outlives its test. Also the environment contract (launch.env) in one process.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from launch_helpers import MPIEXEC, PYTHON, ROOT, SCRIPTS, launcher, run
+
+from launch.env import PSERVER, TRAINER, ps_mpi_env, ps_role_env, read_ps_role
+
+pytest.importorskip("grpc")
+
+sys.path.insert(0, str(ROOT / "tests" / "unit" / "ps_scripts"))
+import ps_role  # noqa: E402
+
+SCRIPT = str(SCRIPTS / "ps_launch_role.py")
+DEADLINE_S = 90
+ARGS = ["--model", "mixed", "--opt", "sgd", "--steps", "3", "--init-seed", "3"]
+PARAMS = tuple(ps_role.SHAPES)
+PS_ENV = {"SPMD_PS_RPC_DEADLINE": "30", "SPMD_PS_IDLE_TIMEOUT": "45"}
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def assemble(*parts: dict) -> dict:
+    """Whole variables from the pservers' blocks (name.blockN joined in order)."""
+    blocks: dict = {}
+    for values in parts:
+        for name, value in values.items():
+            m = re.match(r"^(.*)\.block(\d+)$", name)
+            base, index = (m.group(1), int(m.group(2))) if m else (name, -1)
+            blocks.setdefault(base, {})[index] = value
+    return {n: d[-1] if -1 in d else np.concatenate([d[i] for i in sorted(d)])
+            for n, d in blocks.items()}
+
+
+def check_equals_one_process(tmp_path, out: str) -> None:
+    roles = {r: dict(np.load(f"{out}.{r}.npz")) for r in ("ps0", "ps1", "t0", "t1")}
+    init = assemble(dict(np.load(f"{out}.ps0.npz.init.npz")),
+                    dict(np.load(f"{out}.ps1.npz.init.npz")))
+    np.savez(tmp_path / "init.npz", **{n: init[n] for n in PARAMS})
+    subprocess.run([PYTHON, str(ROOT / "tests" / "unit" / "ps_scripts" / "ps_role.py"),
+                    "--out", str(tmp_path / "local.npz"), "--init", str(tmp_path / "init.npz"),
+                    *ARGS[:-2]], check=True, timeout=DEADLINE_S,
+                   env=dict(os.environ, PADDLE_TRAINING_ROLE="LOCAL", OMP_NUM_THREADS="1"))
+    local = dict(np.load(tmp_path / "local.npz"))
+    final = assemble(roles["ps0"], roles["ps1"])
+    for name in PARAMS:
+        assert np.abs(local[name] - init[name]).max() > 1e-3, f"{name} did not train"
+        np.testing.assert_allclose(final[name], local[name], rtol=1e-4, atol=2e-5,
+                                   err_msg=f"pservers' {name} vs one process")
+    np.testing.assert_allclose((roles["t0"]["losses"] + roles["t1"]["losses"]) / 2,
+                               local["losses"], rtol=1e-5)
+
+
+@pytest.mark.timeout(3 * DEADLINE_S)
+def test_launch_2_servers_2_workers_equals_one_process(tmp_path, token):
+    log = tmp_path / "log"
+    out = str(tmp_path / "run")
+    res = run(launcher("--server_num", "2", "--worker_num", "2", "--log_dir", str(log),
+                       SCRIPT, *ARGS, "--out", out), token, timeout=DEADLINE_S, **PS_ENV)
+    assert res.returncode == 0, res.output[-4000:]
+    assert "parameter server" in res.stdout and res.stdout.count("configuration:") == 1
+    assert sorted(os.listdir(log)) == ["serverlog.0", "serverlog.1", "workerlog.0",
+                                       "workerlog.1"]
+    check_equals_one_process(tmp_path, out)
+
+
+@pytest.mark.timeout(3 * DEADLINE_S)
+def test_mpiexec_first_ranks_serve(tmp_path, token):
+    endpoints = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+    out = str(tmp_path / "mpi")
+    res = run([MPIEXEC, "-n", "4", PYTHON, "-m", "launch", "--server_num", "2", SCRIPT, *ARGS,
+               "--out", out], token, timeout=DEADLINE_S,
+              PADDLE_PSERVERS_IP_PORT_LIST=endpoints, **PS_ENV)
+    assert res.returncode == 0, res.output[-4000:]
+    assert "ranks 0-1 pservers, ranks 2-3 trainers" in res.stdout, res.stdout[-2000:]
+    check_equals_one_process(tmp_path, out)
+
+
+@pytest.mark.timeout(2 * DEADLINE_S)
+def test_failing_worker_stops_servers_and_is_named(tmp_path, token):
+    log = tmp_path / "log"
+    res = run(launcher("--server_num", "2", "--worker_num", "2", "--log_dir", str(log),
+                       SCRIPT, *ARGS, "--out", str(tmp_path / "f")), token,
+              timeout=DEADLINE_S, PS_FAIL_TRAINER="1", **PS_ENV)
+    assert res.returncode == 3, res.output[-4000:]
+    report = res.stderr[res.stderr.find("paddle-launch: the parameter-server job failed"):]
+    assert report.startswith("paddle-launch: the parameter-server job failed: trainer 1 "
+                             "(PADDLE_TRAINING_ROLE=TRAINER, rank 1), exit code 3"), res.stderr
+    assert "failing on purpose" in report and str(log / "workerlog.1") in report
+    for i in (0, 1):  # the pservers never end by themselves here: the launcher stopped them
+        assert f"pserver {i}: stopped by the launcher" in report
+    assert (log / "failure_report.txt").read_text().strip() == report.strip()
+    # the fixture checks that no process is left
+
+
+def test_role_env_round_trips_through_the_contract():
+    servers = ["127.0.0.1:7001", "127.0.0.1:7002"]
+    for role, index in ((PSERVER, 1), (TRAINER, 0), (TRAINER, 2)):
+        env = ps_role_env(role, index, servers, 3)
+        got = read_ps_role(env)
+        assert (got.role, got.index, got.trainers_num) == (role, index, 3)
+        assert list(got.pserver_endpoints) == servers
+    assert read_ps_role({}) is None
+    # the seed example's older form: PADDLE_PSERVER_IPS and one PADDLE_PORT, POD_IP
+    old = read_ps_role({"PADDLE_TRAINING_ROLE": "PSERVER", "PADDLE_PSERVER_IPS": "a,b",
+                        "PADDLE_PORT": "6174", "POD_IP": "b", "PADDLE_TRAINERS_NUM": "2"})
+    assert old.current_endpoint == "b:6174" and old.index == 1
+    with pytest.raises(ValueError, match="PADDLE_TRAINER_ID=2"):
+        read_ps_role(ps_role_env(TRAINER, 2, servers, 2))
+    with pytest.raises(ValueError, match="not in the pservers' list"):
+        read_ps_role(dict(ps_role_env(PSERVER, 0, servers, 2), PADDLE_CURRENT_ENDPOINT="x:1"))
+
+
+def test_mpi_rank_mapping():
+    roles = [read_ps_role(ps_mpi_env(r, 5, 2, {"PADDLE_PORT": "9000"})) for r in range(5)]
+    assert [(r.role, r.index) for r in roles] == [
+        (PSERVER, 0), (PSERVER, 1), (TRAINER, 0), (TRAINER, 1), (TRAINER, 2)]
+    assert roles[1].current_endpoint == "127.0.0.1:9001"
+    assert all(r.trainers_num == 3 for r in roles)
+    listed = ps_mpi_env(0, 3, 2, {"PADDLE_PSERVERS_IP_PORT_LIST": "h1:1,h2:2"})
+    assert listed["PADDLE_CURRENT_ENDPOINT"] == "h1:1"
+    with pytest.raises(ValueError, match="lists 2 endpoint"):
+        ps_mpi_env(0, 4, 3, {"PADDLE_PSERVERS_IP_PORT_LIST": "h1:1,h2:2"})
+    with pytest.raises(ValueError, match="at least one rank must serve and one train"):
+        ps_mpi_env(0, 2, 2, {})

@@ -213,6 +213,8 @@ def _resolve_ps(training_script, training_script_args, server_num, worker_num, s
         raise UsageError(f"training script {training_script!r} not found (working directory "
                          f"{os.getcwd()}); pass the path of a Python file")
     scheduler = sched.detect_scheduler(env)
+    if scheduler == sched.SLURM and sched.in_srun_step(env):
+        scheduler = sched.MPI  # `srun paddle-launch --server_num N`: each task is a rank
     if scheduler == sched.MPI:
         server_num = ps_server_num(server_num, env)
         if server_num < 1:

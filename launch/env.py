@@ -18,6 +18,9 @@ and the launcher's own:
 
 http_proxy and https_proxy are dropped: workers talk to each other, never through a proxy.
 
+A parameter-server job's roles (PADDLE_TRAINING_ROLE and the rest) are written and read here
+too: see the section "parameter-server mode" below.
+
 >>> from launch.config import LaunchConfig
 >>> rank_env(LaunchConfig("t.py", nproc_per_node=2, log_dir="/l"), 1)["PADDLE_TRAINER_ID"]
 '1'
@@ -107,7 +110,7 @@ def mpi_worker_env(rank: int, size: int, base_env: Mapping[str, str],
 #     PADDLE_PSERVERS_IP_PORT_LIST  ip:port of every pserver, in pserver order
 #     PADDLE_PSERVER_IPS            their ips (with PADDLE_PORT: the seed example's older form)
 #     PADDLE_TRAINERS_NUM           the number of trainers (on a pserver too)
-#     PADDLE_TRAINER_ENDPOINTS      ip:port of every trainer
+#     PADDLE_TRAINER_ENDPOINTS      ip:port of every trainer (local launch only; unused by spmd)
 #     PADDLE_TRAINER_ID             a trainer's index, 0 .. PADDLE_TRAINERS_NUM - 1
 #     PADDLE_CURRENT_ENDPOINT       a pserver's own entry of PADDLE_PSERVERS_IP_PORT_LIST
 #     PADDLE_PORT, POD_IP           a pserver's own port and ip

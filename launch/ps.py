@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from .config import LaunchConfig
 from .env import PSERVER, TRAINER, ps_role_env, without_proxies
 from .report import signal_name, tail
+from .scheduler import free_ports
 
 POLL_S = 0.05
 SERVER_GRACE_S = 10.0  # after the last trainer, how long the pservers get to end by themselves
@@ -75,7 +76,9 @@ def format_ps_config(config: LaunchConfig) -> str:
 def role_envs(config: LaunchConfig, base_env) -> list[tuple[str, int, dict]]:
     """(role, index, environment) of every process of the job, pservers first."""
     servers = config.pserver_endpoints
-    trainers = [f"{config.node_ip}:0"] * config.worker_num  # trainers listen on nothing
+    # fluid's trainers had endpoints of their own (fleet's role maker reads them); spmd's
+    # listen on nothing, so these are only free ports, as fluid's were
+    trainers = [f"{config.node_ip}:{p}" for p in free_ports(config.worker_num, "127.0.0.1")]
     common = dict(without_proxies(base_env), PYTHONUNBUFFERED="1")
     if "OMP_NUM_THREADS" not in base_env:
         common["OMP_NUM_THREADS"] = "1"
@@ -85,9 +88,7 @@ def role_envs(config: LaunchConfig, base_env) -> list[tuple[str, int, dict]]:
     out = []
     for role, count in ((PSERVER, config.server_num), (TRAINER, config.worker_num)):
         for i in range(count):
-            env = ps_role_env(role, i, servers, config.worker_num)
-            if role == TRAINER:
-                env["POD_IP"] = trainers[i].rsplit(":", 1)[0]
+            env = ps_role_env(role, i, servers, config.worker_num, trainers)
             out.append((role, i, {**common, **env}))
     return out
 

@@ -37,9 +37,17 @@ def detect_scheduler(env: Mapping[str, str]) -> str:
 
 def mpi_rank_size(env: Mapping[str, str]) -> tuple[int, int]:
     """(rank, size) given by the process manager that started this process."""
-    rank = next((env[v] for v in _RANK_VARS if v in env), "0")
-    size = next((env[v] for v in _SIZE_VARS if v in env), env.get("SLURM_NTASKS", "1"))
+    rank = next((env[v] for v in _RANK_VARS if v in env), env.get("SLURM_PROCID", "0"))
+    size = next((env[v] for v in _SIZE_VARS if v in env),
+                env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS", "1"))
     return int(rank), int(size)
+
+
+def in_srun_step(env: Mapping[str, str]) -> bool:
+    """Whether this process is one task of an `srun` step (each task then is a rank, even
+    without an MPI plugin: SLURM_PROCID of SLURM_STEP_NUM_TASKS)."""
+    return bool(env.get("SLURM_JOB_ID") and env.get("SLURM_PROCID", "").isdigit()
+                and env.get("SLURM_STEP_ID", "").isdigit() and "SLURM_STEP_NUM_TASKS" in env)
 
 
 def mpi_local_rank(env: Mapping[str, str]) -> int | None:

@@ -147,3 +147,49 @@ def test_mpi_rank_mapping():
         ps_mpi_env(0, 4, 3, {"PADDLE_PSERVERS_IP_PORT_LIST": "h1:1,h2:2"})
     with pytest.raises(ValueError, match="at least one rank must serve and one train"):
         ps_mpi_env(0, 2, 2, {})
+
+
+def _port_pair() -> int:
+    """A port p with p and p + 1 free now."""
+    for _ in range(50):
+        p = _free_ports(1)[0]
+        if p < 65535 and _free_ports_at([p, p + 1]):
+            return p
+    raise AssertionError("no two consecutive free ports")
+
+
+def _free_ports_at(ports: list[int]) -> bool:
+    socks = []
+    try:
+        for p in ports:
+            s = socket.socket()
+            s.bind(("127.0.0.1", p))
+            socks.append(s)
+        return True
+    except OSError:
+        return False
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.timeout(240)
+def test_slurm_job_three_ways(tmp_path, token, tmp_path_factory):
+    from slurm_cluster import skip_reason, slurm_cluster, tail
+
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    path = f"{os.path.dirname(PYTHON)}{os.pathsep}{os.environ.get('PATH', '')}"
+    with slurm_cluster(tmp_path_factory.mktemp("slurm")) as cluster:
+        out = tmp_path / "job.out"
+        res = run(["sbatch", "--wait", "-n", "4", "--overcommit", "--output", str(out),
+                   str(SCRIPTS / "ps_job.sbatch")], token, timeout=150, cwd=ROOT, PATH=path,
+                  PYTHON=PYTHON, SCRIPT=SCRIPT, OUT=str(tmp_path), PORT0=str(_port_pair()),
+                  PORT1=str(_port_pair()), **PS_ENV, **cluster.env)
+        text = out.read_text() if out.exists() else "(no job output)"
+        assert res.returncode == 0, f"{res.output}\n{text}\n{tail(cluster.dir / 'slurmd.log')}"
+    assert "== done" in text, text
+    assert text.count("ranks 0-1 pservers, ranks 2-3 trainers") == 2, text
+    for form in ("pmi2", "srun", "local"):
+        check_equals_one_process(tmp_path, str(tmp_path / form))

@@ -84,8 +84,7 @@ def _become_worker(config: LaunchConfig) -> None:
         except ValueError as e:
             print(f"paddle-launch: error: [rank {rank}/{size}] {e}", file=sys.stderr, flush=True)
             sys.exit(2)
-        sys.stdout.flush()
-        os.execve(config.python, worker_program(config), env)
+        sys.exit(_run_ps_rank(config, rank, size, env))
     gpu = None
     local = sched.mpi_local_rank(os.environ)
     if config.selected_gpus and local is not None:
@@ -93,6 +92,33 @@ def _become_worker(config: LaunchConfig) -> None:
     env = mpi_worker_env(rank, size, os.environ, config.collective_timeout, gpu)
     sys.stdout.flush()
     os.execve(config.python, worker_program(config), env)
+
+
+def _run_ps_rank(config: LaunchConfig, rank: int, size: int, env: dict) -> int:
+    """One rank of a parameter-server job under an MPI process manager: run the script as a
+    child and, when it fails, end the whole job. A process that never started MPI and exits
+    non-zero does not make Hydra stop the others (a pserver would serve on); a rank killed by
+    a signal does, so this one kills itself with SIGTERM after saying who failed."""
+    role = f"pserver {rank}" if rank < config.server_num else \
+        f"trainer {rank - config.server_num}"
+    sys.stdout.flush()
+    child = subprocess.Popen(worker_program(config), env=env, preexec_fn=_die_with_launcher)
+
+    def forward(signum, frame):
+        _kill(child.pid, signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, forward)
+    rc = child.wait()
+    if rc == 0:
+        return 0
+    how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+    print(f"paddle-launch: [rank {rank}/{size}] {role} (PADDLE_TRAINING_ROLE="
+          f"{env['PADDLE_TRAINING_ROLE']}) failed, {how}: ending the job", file=sys.stderr,
+          flush=True)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return rc  # not reached
 
 
 def _alive(pid: int | None) -> bool:

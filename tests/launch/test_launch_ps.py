@@ -117,6 +117,30 @@ def test_failing_worker_stops_servers_and_is_named(tmp_path, token):
     # the fixture checks that no process is left
 
 
+@pytest.mark.timeout(2 * DEADLINE_S)
+def test_failing_server_is_named(tmp_path, token):
+    res = run(launcher("--server_num", "2", "--worker_num", "2", "--log_dir",
+                       str(tmp_path / "log"), SCRIPT, *ARGS, "--out", str(tmp_path / "f")),
+              token, timeout=DEADLINE_S, PS_FAIL_SERVER="1", **PS_ENV)
+    assert res.returncode == 3, res.output[-4000:]
+    assert ("the parameter-server job failed: pserver 1 (PADDLE_TRAINING_ROLE=PSERVER, rank 1), "
+            "exit code 3") in res.stderr, res.stderr
+    assert str(tmp_path / "log" / "serverlog.1") in res.stderr
+
+
+@pytest.mark.timeout(2 * DEADLINE_S)
+def test_mpiexec_failing_trainer_ends_the_job(tmp_path, token):
+    res = run([MPIEXEC, "-n", "4", PYTHON, "-m", "launch", "--print_config", "false",
+               "--server_num", "2", SCRIPT, *ARGS, "--out", str(tmp_path / "f")], token,
+              timeout=DEADLINE_S, PS_FAIL_TRAINER="0", PADDLE_PORT=str(_port_pair()), **PS_ENV)
+    assert res.returncode != 0, res.output[-4000:]
+    assert "trainer 0: failing on purpose" in res.output
+    assert ("[rank 2/4] trainer 0 (PADDLE_TRAINING_ROLE=TRAINER) failed, exit code 3: ending "
+            "the job") in res.stderr, res.output[-4000:]
+    assert res.seconds < 30, f"the job took {res.seconds:.0f} s to end: it waited for a timeout"
+    # the pservers, which would serve forever, were ended with the job (the fixture checks)
+
+
 def test_role_env_round_trips_through_the_contract():
     servers = ["127.0.0.1:7001", "127.0.0.1:7002"]
     for role, index in ((PSERVER, 1), (TRAINER, 0), (TRAINER, 2)):

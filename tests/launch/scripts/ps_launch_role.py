@@ -1,7 +1,8 @@
 """tests/unit/ps_scripts/ps_role.py as one role of a job that paddle-launch starts: the role
 and rank come from the PADDLE_* variables (launch.env.read_ps_role), and `--out BASE` becomes
 BASE.ps<I>.npz for pserver I and BASE.t<I>.npz for trainer I. With PS_FAIL_TRAINER=I, trainer I
-exits with code 3 after its first step (the launcher must then stop the pservers)."""
+exits with code 3 at its start (the launcher must then stop the pservers); PS_FAIL_SERVER=I the
+same for pserver I."""
 from __future__ import annotations
 
 import os
@@ -21,9 +22,10 @@ def main() -> int:
     argv = sys.argv[1:]
     at = argv.index("--out") + 1
     argv[at] += f".{'ps' if role.role == PSERVER else 't'}{role.index}.npz"
-    fail = os.environ.get("PS_FAIL_TRAINER")
-    if fail is not None and role.role != PSERVER and int(fail) == role.index:
-        print(f"trainer {role.index}: failing on purpose (PS_FAIL_TRAINER)", flush=True)
+    name, var = ("pserver", "PS_FAIL_SERVER") if role.role == PSERVER else \
+        ("trainer", "PS_FAIL_TRAINER")
+    if os.environ.get(var, "") == str(role.index):
+        print(f"{name} {role.index}: failing on purpose ({var})", flush=True)
         return 3
     return ps_role.main(argv)
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
-from launch_helpers import MPIEXEC, PYTHON, ROOT, SCRIPTS, launcher, run
+from launch_helpers import MPIEXEC, PYTHON, ROOT, SCRIPTS, base_env, launcher, run
 
 from launch.env import PSERVER, TRAINER, ps_mpi_env, ps_role_env, read_ps_role
 
@@ -139,6 +141,40 @@ def test_mpiexec_failing_trainer_ends_the_job(tmp_path, token):
             "the job") in res.stderr, res.output[-4000:]
     assert res.seconds < 30, f"the job took {res.seconds:.0f} s to end: it waited for a timeout"
     # the pservers, which would serve forever, were ended with the job (the fixture checks)
+
+
+@pytest.mark.timeout(DEADLINE_S)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_launcher_interrupted_or_killed_leaves_no_process(tmp_path, token, sig):
+    log = tmp_path / "log"
+    proc = subprocess.Popen(
+        launcher("--server_num", "2", "--worker_num", "2", "--log_dir", str(log), SCRIPT, *ARGS,
+                 "--out", str(tmp_path / "h")), cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env=base_env(token, PS_HANG_TRAINER="1", **PS_ENV))
+    try:
+        deadline = time.monotonic() + 30
+        while "hanging on purpose" not in _read(log / "workerlog.1"):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if sig == signal.SIGINT:
+        assert proc.returncode == 128 + sig, out + err
+        assert "the parameter-server job failed: paddle-launch got SIGINT" in err, err
+        assert "trainer 1: stopped by the launcher" in err, err
+    # the fixture checks that every pserver and trainer ended with the launcher
+
+
+def _read(path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
 
 
 def test_role_env_round_trips_through_the_contract():

@@ -2,12 +2,13 @@
 and rank come from the PADDLE_* variables (launch.env.read_ps_role), and `--out BASE` becomes
 BASE.ps<I>.npz for pserver I and BASE.t<I>.npz for trainer I. With PS_FAIL_TRAINER=I, trainer I
 exits with code 3 at its start (the launcher must then stop the pservers); PS_FAIL_SERVER=I the
-same for pserver I."""
+same for pserver I; PS_HANG_TRAINER=I makes trainer I sleep instead."""
 from __future__ import annotations
 
 import os
 import pathlib
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit" / "ps_scripts")]
@@ -27,6 +28,9 @@ def main() -> int:
     if os.environ.get(var, "") == str(role.index):
         print(f"{name} {role.index}: failing on purpose ({var})", flush=True)
         return 3
+    if role.role != PSERVER and os.environ.get("PS_HANG_TRAINER", "") == str(role.index):
+        print(f"trainer {role.index}: hanging on purpose (PS_HANG_TRAINER)", flush=True)
+        time.sleep(600)
     return ps_role.main(argv)
 
 

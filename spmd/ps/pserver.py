@@ -226,9 +226,15 @@ class PServerRuntime(PServerHandler):
             if not ready:
                 arrived.pop(trainer_id, None)
                 lost = set(range(self.trainers)) - self.completed - set(arrived) - {trainer_id}
-                raise TimeoutError(
+                error = TimeoutError(
                     f"pserver {self.endpoint}: {kind} barrier of step {step}: trainers "
                     f"{sorted(lost)} did not arrive within {timeout:.1f} s")
+                # sync mode cannot go on without them: every waiting call fails now and the
+                # pserver stops serving (ListenAndServ raises this) instead of idling on
+                self.failure = error
+                self._cond.notify_all()
+                log.error("%s; the pserver stops", error)
+                raise error
             if self._generation[kind] == generation:
                 self._running(trainer_id, f"the {kind} barrier")
 

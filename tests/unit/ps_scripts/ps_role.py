@@ -21,6 +21,7 @@ import argparse
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -151,6 +152,8 @@ def main(argv=None):
     p.add_argument("--init-seed", type=int)
     p.add_argument("--checkpoint")
     p.add_argument("--restore")
+    p.add_argument("--progress", help="a trainer appends the number of each step it ends")
+    p.add_argument("--step-sleep", type=float, default=0.0, help="seconds after each step")
     args = p.parse_args(argv)
 
     role = os.environ["PADDLE_TRAINING_ROLE"]
@@ -194,6 +197,10 @@ def main(argv=None):
     for feed in batches(args.model, args.steps):
         losses.append(float(exe.run(trainer_prog, feed=shard(feed, trainer_id, trainers),
                                     fetch_list=[loss])[0]))
+        if args.progress:  # tests/unit/test_ps_faults.py kills a role between steps
+            with open(args.progress, "a") as f:
+                f.write(f"{len(losses)}\n")
+        time.sleep(args.step_sleep)
     exe.close()
     np.savez(args.out, losses=np.array(losses), **persistables(trainer_prog, scope))
     return 0

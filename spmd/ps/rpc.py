@@ -283,11 +283,25 @@ _FIX = {
 }
 
 
+_BYTES_LOCK = threading.Lock()
+_BYTES = {"sent": 0, "received": 0}  # every PServerClient of this process, since it started
+
+
+def client_bytes() -> dict:
+    """{"sent": n, "received": n}: the frame bytes all the pserver clients of this process
+    sent in requests and received in replies (retries and failed calls included), since the
+    process started. Take it before and after a step for the bytes on the wire per step."""
+    with _BYTES_LOCK:
+        return dict(_BYTES)
+
+
 class PServerClient:
     """Trainer `trainer_id`'s connection to the pserver at `endpoint`. Thread-safe: the
     trainer may run several calls at once. `deadline` (seconds, default SPMD_PS_RPC_DEADLINE)
     bounds every call, its retries and its waits included; `max_retries` (default: as many as
-    the deadline allows) bounds the retries while nothing listens at the endpoint yet."""
+    the deadline allows) bounds the retries while nothing listens at the endpoint yet.
+    `bytes_sent` / `bytes_received` count this client's frame bytes (client_bytes(): all of
+    this process's clients)."""
 
     def __init__(self, endpoint: str, trainer_id: int, *, deadline: float | None = None,
                  max_retries: int | None = None, max_message_bytes: int = MAX_FRAME_BYTES,
@@ -307,6 +321,7 @@ class PServerClient:
             ("grpc.max_reconnect_backoff_ms", int(backoff[1] * 1000))])
         self._stubs = {call: self._channel.unary_unary(f"/{SERVICE}/{call}") for call in _CALLS}
         self._reached = False  # once the pserver answered, UNAVAILABLE means it is gone
+        self.bytes_sent = self.bytes_received = 0
 
     # -- the calls -----------------------------------------------------------------------------
     def send_variables(self, values: dict, step: int = 0, *, timeout=None) -> None:
@@ -359,6 +374,7 @@ class PServerClient:
         delay, attempts = self.backoff[0], 0
         while True:
             attempts += 1
+            self._count("sent", len(request))
             try:
                 reply = self._stubs[call](request, timeout=max(end - time.monotonic(), 1e-3))
             except grpc.RpcError as exc:
@@ -375,11 +391,17 @@ class PServerClient:
                 raise self._error(call, code.name, exc.details() or "", attempts,
                                   deadline) from None
             self._reached = True
+            self._count("received", len(reply))
             try:
                 return decode_frame(reply, max_frame_bytes=self.max_message_bytes)
             except WireError as exc:
                 raise self._error(call, "DATA_LOSS", f"its reply is not valid: {exc}",
                                   attempts, deadline) from None
+
+    def _count(self, key: str, n: int) -> None:
+        with _BYTES_LOCK:
+            _BYTES[key] += n
+            setattr(self, f"bytes_{key}", getattr(self, f"bytes_{key}") + n)
 
     def _error(self, call, code, details, attempts, deadline) -> RpcError:
         where = f"[trainer {self.trainer_id}] {call} to pserver {self.endpoint}"

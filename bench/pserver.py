@@ -195,7 +195,8 @@ def report(ps: list[dict], nc: dict, args) -> str:
         f"trainer's clients sent and received: the dense gradients and the embedding "
         f"gradient's rows, the barriers, the dense parameters received, and the embedding "
         f"rows the trainer prefetches from the pservers, as the transpiler turns the "
-        f"is_sparse lookup into distributed_lookup_table as fluid 1.8 did). nccl2 bytes are the collective's payload per rank: "
+        f"is_sparse lookup into distributed_lookup_table as fluid 1.8 did). nccl2 bytes are "
+        f"the collective's payload per rank: "
         f"{nc['dense'] / kb:.1f} KB of dense gradients in a ring all-reduce "
         f"(2 (n-1)/n of them each way) plus {nc['rows']:.0f} touched embedding rows per "
         f"rank gathered by rows.",

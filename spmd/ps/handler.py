@@ -175,12 +175,7 @@ class InMemoryHandler(PServerHandler):
         with self._cond:
             self._running(trainer_id, f"the {kind} barrier")
             arrived = self._arrived[kind]
-            others = {s for t, s in arrived.items() if t != trainer_id}
-            if others and step not in others:
-                raise InvalidArgumentError(
-                    f"{kind} barrier: trainer {trainer_id} is at step {step} but trainers "
-                    f"{sorted(arrived)} wait at step {others.pop()}")
-            arrived[trainer_id] = step
+            arrive(arrived, trainer_id, kind, step)
             generation = self._generation[kind]
             self._release(kind)
 
@@ -207,3 +202,14 @@ class InMemoryHandler(PServerHandler):
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+
+def arrive(arrived: dict, trainer_id: int, kind: str, step: int, where: str = "") -> None:
+    """Record `trainer_id` at the `kind` barrier of `step` in `arrived` (trainer -> step), or
+    refuse it when the trainers already waiting there are at another step."""
+    others = {s for t, s in arrived.items() if t != trainer_id}
+    if others and step not in others:
+        raise InvalidArgumentError(
+            f"{where}{kind} barrier: trainer {trainer_id} is at step {step} but trainers "
+            f"{sorted(arrived)} wait at step {others.pop()}")
+    arrived[trainer_id] = step

@@ -37,7 +37,7 @@ from ..errors import InvalidArgumentError, PreconditionError
 from ..executor.executor import register_program_runner
 from ..executor.plan import Plan
 from ..flags import flags
-from .handler import BARRIER_KINDS, PServerHandler, UnknownVariableError
+from .handler import BARRIER_KINDS, PServerHandler, UnknownVariableError, arrive
 
 __all__ = ["ListenAndServ", "PServerRuntime"]
 
@@ -212,12 +212,7 @@ class PServerRuntime(PServerHandler):
         with self._cond:
             self._running(trainer_id, f"the {kind} barrier")
             arrived = self._arrived[kind]
-            others = {s for t, s in arrived.items() if t != trainer_id}
-            if others and step not in others:
-                raise InvalidArgumentError(
-                    f"pserver {self.endpoint}: {kind} barrier: trainer {trainer_id} is at "
-                    f"step {step} but trainers {sorted(arrived)} wait at step {others.pop()}")
-            arrived[trainer_id] = step
+            arrive(arrived, trainer_id, kind, step, f"pserver {self.endpoint}: ")
             generation = self._generation[kind]
             self._release(kind)
             ready = self._cond.wait_for(

@@ -83,7 +83,7 @@ def test_sparse_gradients_match_fluids_sparse_run(opt):
     _close(*train(opt, True), CASES[f"train/{opt}/sparse"], f"{opt} sparse vs fluid sparse")
 
 
-def test_where_fluid_18s_own_sparse_updates_differ_from_its_dense_ones():
+def test_where_fluid_18s_own_sparse_updates_differ_and_spmds_do_not():
     """fluid 1.8.5's sparse Momentum and Adam do not give its dense result (spmd does, above):
     its momentum looks rows up by binary search in the unmerged, unsorted ids (rows 2 and 4
     of the last batch [2, 1, 8, 4] miss their gradient), and its sparse adam computes the
@@ -96,3 +96,12 @@ def test_where_fluid_18s_own_sparse_updates_differ_from_its_dense_ones():
     assert abs(CASES["train/adam/dense"]["losses"][1] - CASES["train/adam/sparse"]["losses"][1]) \
         > 1e-3
     assert "ftrl" in CASES["train/ftrl/sparse"]["error"]
+    # spmd's sparse momentum gives those two rows their gradient: fluid's dense values there
+    _, got = train("momentum", True)
+    rows = [2, 4]
+    np.testing.assert_allclose(got["table_a"][rows], dense["params"]["table_a"][rows],
+                               rtol=1e-5, atol=1e-6)
+    assert np.abs(got["table_a"][rows] - sparse["params"]["table_a"][rows]).max() > 1e-4
+    # and spmd's ftrl applies a SelectedRows gradient where fluid's refuses it
+    losses, _ = train("ftrl", True)
+    assert np.all(np.isfinite(losses))

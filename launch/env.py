@@ -18,8 +18,8 @@ and the launcher's own:
 
 http_proxy and https_proxy are dropped: workers talk to each other, never through a proxy.
 
-A parameter-server job's roles (PADDLE_TRAINING_ROLE and the rest) are written and read here
-too: see the section "parameter-server mode" below.
+A parameter-server job's roles (PADDLE_TRAINING_ROLE and the rest) are written here too: see
+the section "parameter-server mode" below.
 
 >>> from launch.config import LaunchConfig
 >>> rank_env(LaunchConfig("t.py", nproc_per_node=2, log_dir="/l"), 1)["PADDLE_TRAINER_ID"]
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from .config import LaunchConfig
 
@@ -103,7 +102,8 @@ def mpi_worker_env(rank: int, size: int, base_env: Mapping[str, str],
 
 # --- parameter-server mode -------------------------------------------------------------------
 #
-# fluid's roles, read and written only here. A process of a pserver job gets (as fluid 1.8's
+# fluid's roles, written here and read by the worker with spmd.ps.role.read_ps_role (the one
+# reader: fleet's role makers use it too). A process of a pserver job gets (as fluid 1.8's
 # `python -m paddle.distributed.launch_ps` set them):
 #
 #     PADDLE_TRAINING_ROLE          PSERVER or TRAINER (TRAINING_ROLE too, for fleet's role maker)
@@ -126,84 +126,11 @@ TRAINER = "TRAINER"
 PS_DEFAULT_PORT = 6170
 
 
-@dataclass(frozen=True)
-class PSRole:
-    """This process's part in a parameter-server job, as the PADDLE_* variables say."""
-
-    role: str
-    """PSERVER or TRAINER."""
-    pserver_endpoints: tuple
-    trainers_num: int
-    trainer_id: int
-    """A trainer's index (0 on a pserver)."""
-    current_endpoint: str | None
-    """A pserver's own endpoint (None on a trainer)."""
-
-    @property
-    def index(self) -> int:
-        """The rank within its role: pserver i, or trainer i."""
-        if self.role == PSERVER:
-            return self.pserver_endpoints.index(self.current_endpoint)
-        return self.trainer_id
-
-
-def _pserver_endpoints(env: Mapping[str, str]) -> list[str]:
-    listed = env.get("PADDLE_PSERVERS_IP_PORT_LIST") or env.get("PADDLE_PSERVER_ENDPOINTS")
-    if listed:
-        return [e.strip() for e in listed.split(",") if e.strip()]
-    ips = env.get("PADDLE_PSERVER_IPS") or env.get("PADDLE_PSERVERS")
-    if not ips:
-        return []
-    ips_list = [ip.strip() for ip in ips.split(",") if ip.strip()]
-    ports = [p.strip() for p in env.get("PADDLE_PORT", str(PS_DEFAULT_PORT)).split(",")]
-    if len(ports) == 1:
-        ports *= len(ips_list)
-    if len(ports) != len(ips_list):
-        raise ValueError(f"PADDLE_PSERVER_IPS lists {len(ips_list)} ip(s) but PADDLE_PORT "
-                         f"{len(ports)} port(s); give one port, or one per ip, or set "
-                         f"PADDLE_PSERVERS_IP_PORT_LIST=ip:port,...")
-    return [f"{ip}:{port}" for ip, port in zip(ips_list, ports)]
-
-
-def read_ps_role(env: Mapping[str, str] | None = None) -> PSRole | None:
-    """This process's role from fluid's variables; None when PADDLE_TRAINING_ROLE (or
-    TRAINING_ROLE) is unset. Raises ValueError naming the variable to fix.
-
-    >>> r = read_ps_role({"PADDLE_TRAINING_ROLE": "PSERVER", "PADDLE_PSERVER_IPS": "10.0.0.1",
-    ...                   "PADDLE_PORT": "6174", "POD_IP": "10.0.0.1", "PADDLE_TRAINERS_NUM": "2"})
-    >>> r.role, r.current_endpoint, r.index
-    ('PSERVER', '10.0.0.1:6174', 0)
-    """
-    env = os.environ if env is None else env
-    role = (env.get("PADDLE_TRAINING_ROLE") or env.get("TRAINING_ROLE") or "").strip().upper()
-    if not role:
-        return None
-    if role not in (PSERVER, TRAINER):
-        raise ValueError(f"PADDLE_TRAINING_ROLE={role!r}: expected PSERVER or TRAINER")
-    endpoints = _pserver_endpoints(env)
-    if not endpoints:
-        raise ValueError("PADDLE_TRAINING_ROLE is set but no pserver is named: set "
-                         "PADDLE_PSERVERS_IP_PORT_LIST=ip:port,... (or PADDLE_PSERVER_IPS and "
-                         "PADDLE_PORT)")
-    try:
-        trainers = int(env.get("PADDLE_TRAINERS_NUM", "1"))
-        trainer_id = int(env.get("PADDLE_TRAINER_ID", "0")) if role == TRAINER else 0
-    except ValueError as e:
-        raise ValueError(f"PADDLE_TRAINERS_NUM / PADDLE_TRAINER_ID must be integers ({e})") \
-            from None
-    if trainers < 1 or not 0 <= trainer_id < trainers:
-        raise ValueError(f"PADDLE_TRAINER_ID={trainer_id} must be in 0..PADDLE_TRAINERS_NUM-1 "
-                         f"(PADDLE_TRAINERS_NUM={trainers})")
-    current = None
-    if role == PSERVER:
-        current = env.get("PADDLE_CURRENT_ENDPOINT")
-        if not current and env.get("POD_IP") and env.get("PADDLE_PORT", "").isdigit():
-            current = f"{env['POD_IP']}:{env['PADDLE_PORT']}"
-        if current not in endpoints:
-            raise ValueError(f"this pserver's endpoint {current!r} (PADDLE_CURRENT_ENDPOINT, or "
-                             f"POD_IP:PADDLE_PORT) is not in the pservers' list "
-                             f"{','.join(endpoints)}")
-    return PSRole(role, tuple(endpoints), trainers, trainer_id, current)
+def _listed_endpoints(env: Mapping[str, str]) -> list[str]:
+    """PADDLE_PSERVERS_IP_PORT_LIST as a list (the launcher's own reading; a worker reads its
+    whole role with spmd.ps.role.read_ps_role)."""
+    listed = env.get("PADDLE_PSERVERS_IP_PORT_LIST", "")
+    return [e.strip() for e in listed.split(",") if e.strip()]
 
 
 def ps_role_env(role: str, index: int, pserver_endpoints: list[str], trainers_num: int,
@@ -241,7 +168,7 @@ def ps_server_num(option: int | None, env: Mapping[str, str]) -> int:
     if env.get("PADDLE_PSERVERS_NUM", "").isdigit():
         return int(env["PADDLE_PSERVERS_NUM"])
     if env.get("PADDLE_PSERVERS_IP_PORT_LIST") and not env.get("PADDLE_TRAINING_ROLE"):
-        return len(_pserver_endpoints(env))
+        return len(_listed_endpoints(env))
     return 0
 
 
@@ -253,8 +180,7 @@ def ps_mpi_env(rank: int, size: int, server_num: int,
         raise ValueError(f"{server_num} pserver(s) in an MPI job of {size} process(es): at "
                          f"least one rank must serve and one train; start more processes "
                          f"or lower --server_num / PADDLE_PSERVERS_NUM")
-    endpoints = _pserver_endpoints({k: v for k, v in base_env.items()
-                                    if k == "PADDLE_PSERVERS_IP_PORT_LIST"})
+    endpoints = _listed_endpoints(base_env)
     if endpoints and len(endpoints) != server_num:
         raise ValueError(f"PADDLE_PSERVERS_IP_PORT_LIST lists {len(endpoints)} endpoint(s) "
                          f"but the job has {server_num} pserver(s); make them agree")

@@ -30,6 +30,18 @@ class FleetBase:
         self._role_maker = role_maker
         self._is_initialized = True
 
+    def _refuse_parameter_server_role(self):
+        """Collective fleets: a role with pservers belongs to the parameter-server fleet."""
+        if self._role_maker.get_pserver_endpoints():
+            role = self._role_maker
+            self._is_initialized = False
+            raise InvalidArgumentError(
+                f"this fleet trains collectively, but its role ({type(role).__name__}) names "
+                f"parameter servers {role.get_pserver_endpoints()}: for parameter-server "
+                f"training use `from paddle.fluid.incubate.fleet.parameter_server."
+                f"distribute_transpiler import fleet`; for collective training use "
+                f"role_maker.PaddleCloudRoleMaker(is_collective=True)")
+
     def _check_initialized(self):
         if not self._is_initialized:
             raise PreconditionError(

@@ -154,6 +154,7 @@ class Collective(FleetBase):
 
         super().init(role_maker if role_maker is not None
                      else PaddleCloudRoleMaker(is_collective=True))
+        self._refuse_parameter_server_role()
 
     def distributed_optimizer(self, optimizer, strategy=None) -> CollectiveOptimizer:
         """Wrap `optimizer` so that minimize() trains data-parallel over every worker."""

@@ -142,6 +142,7 @@ class Fleet(FleetBase):
         self._user_strategy = strategy
         super().init(role_maker if role_maker is not None
                      else PaddleCloudRoleMaker(is_collective=is_collective))
+        self._refuse_parameter_server_role()
 
     def distributed_optimizer(self, optimizer, strategy=None):
         """Wrap `optimizer`: minimize() then trains data-parallel over every worker."""

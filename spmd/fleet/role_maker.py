@@ -1,18 +1,28 @@
-"""Role makers of fleet's collective mode: who this worker is and who its peers are.
+"""Role makers of fleet: who this process is and who its peers are.
 
-In collective mode every process is a worker. PaddleCloudRoleMaker reads fluid's PADDLE_*
-contract (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS,
-PADDLE_CURRENT_ENDPOINT); under a plain `mpirun -n 4 python train.py` with none set, the MPI
-rank and size stand in (spmd's topology cross-checks the two when both are there).
+Collective mode (`PaddleCloudRoleMaker(is_collective=True)`, UserDefinedCollectiveRoleMaker):
+every process is a worker. PaddleCloudRoleMaker reads fluid's PADDLE_* contract
+(PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS, PADDLE_CURRENT_ENDPOINT);
+under a plain `mpirun -n 4 python train.py` with none set, the MPI rank and size stand in
+(spmd's topology cross-checks the two when both are there).
+
+Parameter-server mode (`PaddleCloudRoleMaker()`, UserDefinedRoleMaker): a process is a
+server or a worker. PaddleCloudRoleMaker reads the roles that paddle-launch --server_num
+writes (spmd.ps.role.read_ps_role: TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST,
+PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID, POD_IP with PADDLE_PORT).
 """
 from __future__ import annotations
+
+import os
+import warnings
 
 import numpy as np
 
 from ..comm.topology import detect
 from ..errors import InvalidArgumentError, PreconditionError
 
-__all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker"]
+__all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker",
+           "UserDefinedRoleMaker"]
 
 _BASE_PORT = 6170  # placeholder endpoints when none are given: spmd talks MPI, not sockets
 
@@ -32,6 +42,7 @@ class RoleMakerBase:
         self._server_endpoints: list[str] = []
         self._current_id = 0
         self._trainers_num = 1
+        self._role = Role.WORKER
         self._role_is_generated = False
 
     def generate_role(self):
@@ -44,16 +55,16 @@ class RoleMakerBase:
         return self
 
     def is_worker(self) -> bool:
-        """Collective mode: every process is a worker."""
-        return True
+        """Whether this process trains (every process does in collective mode)."""
+        return self._generated()._role == Role.WORKER
 
     def is_server(self) -> bool:
-        """Collective mode has no parameter servers."""
-        return False
+        """Whether this process is a parameter server (none is in collective mode)."""
+        return self._generated()._role == Role.SERVER
 
     def is_first_worker(self) -> bool:
         """Whether this is worker 0 (the one that saves, by convention)."""
-        return self._generated()._current_id == 0
+        return self.is_worker() and self._current_id == 0
 
     def worker_index(self) -> int:
         """This worker's id, 0 .. worker_num() - 1 (its rank)."""
@@ -64,7 +75,7 @@ class RoleMakerBase:
         return self._generated()._trainers_num
 
     def server_index(self) -> int:
-        """As fluid: the current id (collective mode has no servers)."""
+        """A server's index among the servers (as fluid: the current id on a worker)."""
         return self._generated()._current_id
 
     def get_trainer_endpoints(self) -> list[str]:
@@ -77,11 +88,15 @@ class RoleMakerBase:
 
     def to_string(self) -> str:
         """A one-line description of the role."""
-        return (f"role: worker, current_id: {self.worker_index()}, worker_endpoints: "
-                f"{self.get_trainer_endpoints()}")
+        return (f"role: {'server' if self.is_server() else 'worker'}, current_id: "
+                f"{self._current_id}, worker_endpoints: {self.get_trainer_endpoints()}, "
+                f"server_endpoints: {self.get_pserver_endpoints()}")
 
     def barrier_worker(self):
         """Wait for every worker (an MPI barrier in a multi-process job)."""
+        if self.get_pserver_endpoints():
+            _no_worker_collectives("barrier_worker")
+            return
         if detect().size > 1:
             from ..comm.mpi import world
 
@@ -102,14 +117,35 @@ class RoleMakerBase:
         >>> out
         array([1., 2.])
         """
+        if self._generated().get_pserver_endpoints():
+            _no_worker_collectives("all_reduce_worker")
+            output[:] = _one_dim(input, "input")
+            return
         all_reduce_workers(self._generated().worker_num(), input, output, mode)
+
+
+def _no_worker_collectives(what: str) -> None:
+    """Parameter-server mode: the workers share no communicator (each talks only to the
+    pservers), so, as in fluid 1.x, barrier_worker and all_reduce_worker act on this worker
+    alone; said once."""
+    if what not in _WARNED:
+        _WARNED.add(what)
+        warnings.warn(
+            f"fleet {what} in parameter-server mode acts on this worker alone (as in fluid "
+            f"1.x: the workers share no communicator); synchronize through the pservers or "
+            f"a file", stacklevel=3)
+
+
+_WARNED: set = set()
 
 
 class PaddleCloudRoleMaker(RoleMakerBase):
     """fluid's role maker for jobs started by a launcher (paddle-launch, mpirun, srun).
 
-    Only collective mode (`is_collective=True`) is available: parameter-server roles
-    (TRAINING_ROLE=PSERVER) are refused with the reason.
+    `is_collective=True`: every process a worker (PADDLE_* or the MPI world).
+    `is_collective=False` (fluid's default): a parameter-server role from TRAINING_ROLE and
+    the rest (spmd.ps.role.read_ps_role), as `paddle-launch --server_num N --worker_num M`
+    sets them.
 
     >>> role = PaddleCloudRoleMaker(is_collective=True)
     >>> role.worker_num() >= 1
@@ -126,11 +162,8 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         if self._role_is_generated:
             return
         if not self._is_collective:
-            raise InvalidArgumentError(
-                "PaddleCloudRoleMaker(is_collective=False) makes parameter-server roles, which "
-                "spmd does not run; use PaddleCloudRoleMaker(is_collective=True) with "
-                "`from paddle.fluid.incubate.fleet.collective import fleet` (data parallel "
-                "over MPI / NCCL)")
+            self._generate_ps_role()
+            return
         topology = detect()  # PADDLE_* when set, else the MPI world; checked against each other
         self._current_id = topology.rank
         self._trainers_num = topology.size
@@ -138,6 +171,30 @@ class PaddleCloudRoleMaker(RoleMakerBase):
             f"127.0.0.1:{_BASE_PORT + i}" for i in range(topology.size)]
         self._current_endpoint = (topology.current_endpoint
                                   or self._worker_endpoints[topology.rank])
+        self._role_is_generated = True
+
+    def _generate_ps_role(self):
+        from ..ps.role import PSERVER, read_ps_role
+
+        try:
+            ps = read_ps_role()
+        except ValueError as e:
+            raise InvalidArgumentError(f"PaddleCloudRoleMaker: {e}") from None
+        if ps is None:
+            raise InvalidArgumentError(
+                "PaddleCloudRoleMaker(is_collective=False) makes parameter-server roles, but "
+                "TRAINING_ROLE (PADDLE_TRAINING_ROLE) is not set: start the job with "
+                "`paddle-launch --server_num N --worker_num M train.py` (or `mpiexec -n N+M "
+                "paddle-launch --server_num N train.py`), or set TRAINING_ROLE, "
+                "PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM and PADDLE_TRAINER_ID "
+                "(POD_IP and PADDLE_PORT on a pserver); for collective data-parallel "
+                "training pass is_collective=True")
+        self._role = Role.SERVER if ps.role == PSERVER else Role.WORKER
+        self._current_id = ps.index
+        self._trainers_num = ps.trainers_num
+        self._server_endpoints = list(ps.pserver_endpoints)
+        trainers = os.environ.get("PADDLE_TRAINER_ENDPOINTS", "")
+        self._worker_endpoints = [e for e in trainers.split(",") if e]
         self._role_is_generated = True
 
 
@@ -226,3 +283,46 @@ def _reduce_over_mpi(workers: int, result: np.ndarray, mode: str) -> None:
             f"{tag} all_reduce_worker: the workers passed different inputs ({seen}); every "
             f"worker must pass a 1-D array of one length and dtype")
     comm.allreduce(result, mode)
+
+
+class UserDefinedRoleMaker(RoleMakerBase):
+    """Parameter-server roles given by hand: this process's id within its role, whether it
+    serves or trains, the number of workers and every server's endpoint (fluid's checks).
+
+    >>> role = UserDefinedRoleMaker(0, Role.SERVER, 2, ["127.0.0.1:6170", "127.0.0.1:6171"])
+    >>> role.is_server(), role.server_index(), role.worker_num()
+    (True, 0, 2)
+    """
+
+    def __init__(self, current_id: int = 0, role: int = Role.WORKER, worker_num: int = 0,
+                 server_endpoints=None):
+        super().__init__()
+        if not isinstance(server_endpoints, list):
+            raise InvalidArgumentError(
+                f"server_endpoints must be a list of 'ip:port' strings, got "
+                f"{type(server_endpoints).__name__}")
+        if not server_endpoints:
+            raise InvalidArgumentError("server_endpoints must name at least one server")
+        if not all(isinstance(e, str) for e in server_endpoints):
+            raise InvalidArgumentError("every entry of server_endpoints must be a string")
+        if len(set(server_endpoints)) != len(server_endpoints):
+            raise InvalidArgumentError(f"server_endpoints has duplicates: {server_endpoints}")
+        if role not in (Role.WORKER, Role.SERVER):
+            raise InvalidArgumentError(
+                f"role must be Role.WORKER ({Role.WORKER}) or Role.SERVER ({Role.SERVER}), "
+                f"got {role!r}")
+        for name, value in (("current_id", current_id), ("worker_num", worker_num)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidArgumentError(f"{name} must be an int, got {type(value).__name__}")
+        if worker_num <= 0:
+            raise InvalidArgumentError(f"worker_num must be at least 1, got {worker_num}")
+        limit = len(server_endpoints) if role == Role.SERVER else worker_num
+        if not 0 <= current_id < limit:
+            what = "len(server_endpoints)" if role == Role.SERVER else "worker_num"
+            raise InvalidArgumentError(
+                f"current_id={current_id} must be in [0, {limit - 1}] ({what} = {limit})")
+        self._server_endpoints = list(server_endpoints)
+        self._role = role
+        self._current_id = current_id
+        self._trainers_num = worker_num
+        self._role_is_generated = True

@@ -67,6 +67,11 @@ def _var_file(dirname: str, name: str) -> str:
     return name + ".npy"
 
 
+def var_path(dirname: str, name: str) -> str:
+    """Where save_vars (without filename=) puts variable `name` under `dirname`."""
+    return os.path.join(dirname, _var_file(dirname, name))
+
+
 # -- variables, scope --------------------------------------------------------------------------
 def _as_program(program, who: str) -> Program:
     if program is None:

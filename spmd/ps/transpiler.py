@@ -138,6 +138,20 @@ class DistributeTranspiler:
             return self._program
         return self._ps.trainer_program(wait_port)
 
+    def param_blocks(self) -> dict:
+        """{parameter: [(its block's variable name, first row, end row, pserver endpoint),
+        ...]}: how pserver mode cut each parameter across the pservers (one entry, the whole
+        rows, when it was not cut)."""
+        ps = self._pserver("param_blocks")
+        out = {}
+        for param, blocks in ps.param_blocks.items():
+            start, cut = 0, []
+            for b in blocks:
+                cut.append((b.name, start, start + b.rows, ps.block_endpoint[b.name]))
+                start += b.rows
+            out[param] = cut
+        return out
+
     def get_pserver_program(self, endpoint):
         """The program the pserver at `endpoint` runs: its listen_and_serv op and one optimize
         block per parameter block it holds."""

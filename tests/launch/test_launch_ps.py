@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from launch_helpers import MPIEXEC, PYTHON, ROOT, SCRIPTS, base_env, launcher, run
 
-from launch.env import PSERVER, TRAINER, ps_mpi_env, ps_role_env, read_ps_role
+from launch.env import PSERVER, TRAINER, ps_mpi_env, ps_role_env
+from spmd.ps.role import read_ps_role  # the worker's reading of what launch.env writes
 
 pytest.importorskip("grpc")
 

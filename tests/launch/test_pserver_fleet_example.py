@@ -216,11 +216,6 @@ def test_fleet_example_saves_whole_parameters_and_pserver_slices(tmp_path, token
         assert np.isfinite(np.asarray(value)).all()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "spmd: fleet.save_persistables writes the trainer's own copy of the is_sparse embedding "
-    "(remote-prefetched, so on the trainer only fake_init's zeros) as DIR/ctr_embedding.npy, "
-    "not the table the pservers trained; fluid 1.8 fetched it from the pservers (recv_save)"))
-@pytest.mark.timeout(2 * DEADLINE_S)
 def test_fleet_example_saved_embedding_is_the_trained_table(tmp_path, token):
     model = _save_job(tmp_path, token)
     slices, _ = _pserver_slices(model)

@@ -14,101 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
-import re
-import socket
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 from oracle_io import DATA_DIR, load
+from ps_jobs import PARAMS, assemble, run_job, run_local
 
 pytest.importorskip("grpc")
 pytestmark = pytest.mark.timeout(120)
 
-SCRIPT = pathlib.Path(__file__).resolve().parent / "ps_scripts" / "ps_role.py"
-JOB_TIMEOUT_S = 60
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _tail(path: pathlib.Path) -> str:
-    return path.read_text()[-3000:] if path.exists() else "(no log)"
-
-
-def run_job(tmp: pathlib.Path, args: list[str], pservers: int = 2, trainers: int = 2) -> dict:
-    """Start the pservers and trainers; wait for all (killing all on a failure or after
-    JOB_TIMEOUT_S); return {role: its .npz} with the pservers' "psI.init" values too."""
-    endpoints = [f"127.0.0.1:{p}" for p in _free_ports(pservers)]
-    base = dict(os.environ, PADDLE_PSERVERS_IP_PORT_LIST=",".join(endpoints),
-                PADDLE_TRAINERS_NUM=str(trainers), SPMD_PS_RPC_DEADLINE="30",
-                SPMD_PS_IDLE_TIMEOUT="45", PYTHONUNBUFFERED="1")
-    roles = [(f"ps{i}", {"PADDLE_TRAINING_ROLE": "PSERVER", "PADDLE_CURRENT_ENDPOINT": ep})
-             for i, ep in enumerate(endpoints)]
-    roles += [(f"t{i}", {"PADDLE_TRAINING_ROLE": "TRAINER", "PADDLE_TRAINER_ID": str(i)})
-              for i in range(trainers)]
-    procs = {}
-    try:
-        for name, env in roles:
-            log = open(tmp / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-            procs[name] = (subprocess.Popen(
-                [sys.executable, str(SCRIPT), "--out", str(tmp / f"{name}.npz"), *args],
-                env=dict(base, **env), stdout=log, stderr=subprocess.STDOUT), log)
-        end = time.monotonic() + JOB_TIMEOUT_S
-        while time.monotonic() < end and any(p.poll() is None for p, _ in procs.values()):
-            failed = [n for n, (p, _) in procs.items() if p.poll() not in (None, 0)]
-            if failed:
-                break
-            time.sleep(0.1)
-    finally:
-        for p, log in procs.values():
-            if p.poll() is None:
-                p.kill()
-            p.wait(10)
-            log.close()
-    bad = {n: p.returncode for n, (p, _) in procs.items() if p.returncode != 0}
-    assert not bad, "roles failed (exit codes; -9: killed after the failure or the timeout) " \
-        f"{bad}\n" + "\n".join(f"--- {n}\n{_tail(tmp / f'{n}.log')}" for n in procs)
-    out = {n: dict(np.load(tmp / f"{n}.npz")) for n in procs}
-    for i in range(pservers):
-        out[f"ps{i}.init"] = dict(np.load(tmp / f"ps{i}.npz.init.npz"))
-    return out
-
-
-def assemble(*parts: dict) -> dict:
-    """Whole variables from the pservers' blocks (name.blockN joined in order)."""
-    blocks: dict = {}
-    for values in parts:
-        for name, value in values.items():
-            m = re.match(r"^(.*)\.block(\d+)$", name)
-            base, index = (m.group(1), int(m.group(2))) if m else (name, -1)
-            blocks.setdefault(base, {})[index] = value
-    return {n: d[-1] if -1 in d else np.concatenate([d[i] for i in sorted(d)])
-            for n, d in blocks.items()}
-
-
-PARAMS = ("embedding_0.w_0", "fc_0.w_0", "fc_0.b_0", "fc_1.w_0", "fc_1.b_0")
-
-
-def run_local(tmp: pathlib.Path, init: dict, args: list[str]) -> dict:
-    np.savez(tmp / "init.npz", **{n: init[n] for n in PARAMS})
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp / "local.npz"),
-                    "--init", str(tmp / "init.npz"), *args], check=True, timeout=JOB_TIMEOUT_S,
-                   env=dict(os.environ, PADDLE_TRAINING_ROLE="LOCAL"))
-    return dict(np.load(tmp / "local.npz"))
 
 
 ORACLE = load("pserver")  # fluid 1.8.5's run of the same cases

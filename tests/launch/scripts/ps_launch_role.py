@@ -1,5 +1,5 @@
 """tests/unit/ps_scripts/ps_role.py as one role of a job that paddle-launch starts: the role
-and rank come from the PADDLE_* variables (launch.env.read_ps_role), and `--out BASE` becomes
+and rank come from the PADDLE_* variables (spmd.ps.role.read_ps_role), and `--out BASE` becomes
 BASE.ps<I>.npz for pserver I and BASE.t<I>.npz for trainer I. With PS_FAIL_TRAINER=I, trainer I
 exits with code 3 at its start (the launcher must then stop the pservers); PS_FAIL_SERVER=I the
 same for pserver I; PS_HANG_TRAINER=I makes trainer I sleep instead."""
@@ -15,7 +15,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit" / "ps_scripts")]
 
 import ps_role  # noqa: E402
 
-from launch.env import PSERVER, read_ps_role  # noqa: E402
+from spmd.ps.role import PSERVER, read_ps_role  # noqa: E402
 
 
 def main() -> int:

@@ -41,7 +41,9 @@ def seeded_init(seed: int) -> dict:
     return {n: (0.1 * rng.standard_normal(s)).astype("float32") for n, s in SHAPES.items()}
 
 
-def build(model: str, opt: str, decay: bool, distributed: bool = False):
+def build(model: str, opt: str, decay: bool, distributed: bool = False, wrap=None):
+    """(main, startup, loss) of `model` minimized with `opt`; `wrap(optimizer)` (fleet's
+    distributed_optimizer) wraps the optimizer before minimize when given."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -66,6 +68,8 @@ def build(model: str, opt: str, decay: bool, distributed: bool = False):
         if decay:
             lr = fluid.layers.exponential_decay(lr, 2, 0.5, staircase=False)
         optimizer = fluid.optimizer.SGD(lr) if opt == "sgd" else fluid.optimizer.Adam(lr)
+        if wrap is not None:
+            optimizer = wrap(optimizer)
         optimizer.minimize(loss)
     return main, startup, loss
 

@@ -1,4 +1,5 @@
-"""fluid.incubate.fleet: `base.role_maker`, the `collective` mode and `utils.fs`."""
-from . import base, collective, utils
+"""fluid.incubate.fleet: `base.role_maker`, the `collective` mode, the `parameter_server`
+mode (its distribute_transpiler fleet) and `utils.fs`."""
+from . import base, collective, parameter_server, utils
 
-__all__ = ["base", "collective", "utils"]
+__all__ = ["base", "collective", "parameter_server", "utils"]

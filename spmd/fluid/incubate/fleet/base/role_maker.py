@@ -1,4 +1,5 @@
-"""fluid.incubate.fleet.base.role_maker: collective role makers (spmd.fleet.role_maker).
+"""fluid.incubate.fleet.base.role_maker: the role makers of collective and parameter-server mode
+(spmd.fleet.role_maker).
 
 >>> from spmd.fluid.incubate.fleet.base import role_maker
 >>> role = role_maker.UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"])
@@ -8,6 +9,8 @@ from .....fleet.role_maker import (  # noqa: F401
     Role,
     RoleMakerBase,
     UserDefinedCollectiveRoleMaker,
+    UserDefinedRoleMaker,
 )
 
-__all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker"]
+__all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker",
+           "UserDefinedRoleMaker"]

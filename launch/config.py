@@ -167,6 +167,17 @@ def resolve_config(training_script: str | None, training_script_args: list | Non
     """Validate the command line's values and resolve the launch; raises UsageError."""
     env = os.environ if env is None else env
     if server_num is not None or worker_num is not None:
+        collective = {"--nproc_per_node": nproc_per_node, "--selected_gpus": selected_gpus,
+                      "--cluster_node_ips": cluster_node_ips, "--node_ip": node_ip,
+                      "--collective_timeout": collective_timeout}
+        given = [flag for flag, value in collective.items() if value is not None]
+        if given:  # they shape a collective job; a pserver job would silently drop them
+            raise UsageError(
+                f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a collective job "
+                f"and cannot be combined with --server_num / --worker_num (parameter-server "
+                f"mode: --worker_num trainers and --server_num pservers on this machine, or "
+                f"under mpiexec/srun the first --server_num ranks serve); drop "
+                f"{'it' if len(given) == 1 else 'them'}")
         return _resolve_ps(training_script, training_script_args, server_num, worker_num,
                            started_port, log_dir, print_config, env)
     if not training_script:

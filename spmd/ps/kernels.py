@@ -204,3 +204,15 @@ def distributed_lookup_table(xp, ins, attrs, want, ctx):
         out = rows_of[np.searchsorted(every, ids)]
         outs.append(xp.asarray(out.reshape(lead + tuple(width))))
     return {"Outputs": outs}
+
+
+@kernel("ref_by_trainer_id")
+def ref_by_trainer_id(xp, ins, attrs, want):
+    """DC-ASGD on the pserver: X[TrainerId], the parameter backup of the trainer whose
+    gradient is being applied."""
+    backups, trainer = ins["X"], int(np.asarray(ins["TrainerId"]).reshape(-1)[0])
+    if not 0 <= trainer < len(backups):
+        raise InvalidArgumentError(
+            f"ref_by_trainer_id: trainer id {trainer} is not in [0, {len(backups)}) (one "
+            f"parameter backup per trainer)")
+    return {"Out": backups[trainer]}

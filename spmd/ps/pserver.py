@@ -43,6 +43,7 @@ __all__ = ["ListenAndServ", "PServerRuntime"]
 
 log = logging.getLogger(__name__)
 SYNC = 0
+DC_ASGD_TRAINER = "@TRAINER_ID@"  # spmd/ps/pserver_program.py's DC-ASGD ops read it
 _TRAINER_SUFFIX = re.compile(r"^(.*)\.trainer_(\d+)$")
 
 
@@ -55,10 +56,7 @@ class PServerRuntime(PServerHandler):
         a = op.attrs
         self.endpoint, self.pserver_id = a["endpoint"], a["pserver_id"]
         self.trainers, self.sync = int(a["Fanin"]), a["distributed_mode"] == SYNC
-        if a.get("dc_asgd"):
-            raise InvalidArgumentError(
-                f"pserver {self.endpoint}: DC-ASGD (enable_dc_asgd) is transpiled but not run "
-                f"by this version; transpile without it")
+        self.dc_asgd = bool(a.get("dc_asgd"))
         self.lr_block = int(a["lr_decay_block_id"])
         self.grad_blocks = {}
         for entry in a["grad_to_block_id"]:
@@ -158,6 +156,8 @@ class PServerRuntime(PServerHandler):
             if not self.sync:
                 blocks = sorted({self.grad_blocks[g] for g in values if g in self.grad_blocks})
                 if blocks:
+                    # DC-ASGD's blocks pick the sender's parameter backup by this id
+                    self.values[DC_ASGD_TRAINER] = self.xp.asarray([trainer_id], np.int64)
                     self._optimize(blocks, f"trainer {trainer_id}'s gradients")
 
     def get_variables(self, trainer_id, names, min_step, timeout):
@@ -178,6 +178,11 @@ class PServerRuntime(PServerHandler):
                 raise UnknownVariableError(
                     f"{self._where(trainer_id)}: no variable {missing}; this pserver holds "
                     f"{sorted(n for n in self.values if '@GRAD' not in n)[:8]}")
+            if self.dc_asgd:  # the parameters this trainer's next gradients are computed at
+                for n in names:
+                    backup = f"{n}.trainer_{trainer_id}_bak"
+                    if backup in self.vars:
+                        self.values[backup] = self.xp.array(self.values[n], copy=True)
             return {n: _host(dense_of(self.values[n])) for n in names}
 
     def prefetch(self, trainer_id, table, ids, timeout):
@@ -242,9 +247,27 @@ class PServerRuntime(PServerHandler):
         with self._cond:
             self.last_call = time.monotonic()
             self.completed.add(trainer_id)
+            if self.sync:
+                self._drop_gradients_of(trainer_id)
             for kind in BARRIER_KINDS:
                 self._release(kind)
             self._cond.notify_all()
+
+    def _drop_gradients_of(self, trainer_id: int) -> None:
+        """A trainer that completed sends no more: its last gradients become zeros, so the
+        later steps of the others average their own (still over every trainer, as DDP's
+        join does by default) instead of re-applying its stale ones."""
+        for name, value in list(self.values.items()):
+            m = _TRAINER_SUFFIX.match(name)
+            if m is None or int(m.group(2)) != trainer_id:
+                continue
+            if isinstance(value, SelectedRows):
+                xp = self.xp
+                self.values[name] = SelectedRows(
+                    xp.zeros((0,), np.int64), xp.zeros((0,) + tuple(value.value.shape[1:]),
+                                                       value.value.dtype), value.height)
+            else:
+                self.values[name] = self.xp.zeros_like(value)
 
     def shutdown(self):
         with self._cond:

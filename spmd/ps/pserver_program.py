@@ -134,7 +134,8 @@ def _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block, sparse_to_param
                 f"pservers but its update op '{op.type}' is not row-separable (it reads the "
                 f"whole parameter); set DistributeTranspilerConfig.slice_var_up = False "
                 f"(or a larger min_block_size) so each parameter stays whole on one pserver")
-        if op is upd.optimizer and t.config.enable_dc_asgd:
+        if op is upd.optimizer and t.config.enable_dc_asgd and not is_sparse_grad(
+                t.origin.global_block(), upd.grad):  # rows: no dense (param - backup) term
             rename = dict(rename, **{op.input("Grad")[0]: _dc_asgd(
                 t, block, pb, rename.get(op.input("Grad")[0], op.input("Grad")[0]))})
         _clone_op(t, block, op, rename, shapes)
@@ -165,7 +166,7 @@ def build_pserver_program(t, endpoint: str) -> Program:
     if t.config.enable_dc_asgd:
         for pb in params:
             for i in range(t.trainer_num):
-                _declare(g, g.var(pb.name), f"{pb.name}.trainer_{i}_bak", persistable=False)
+                _declare(g, g.var(pb.name), f"{pb.name}.trainer_{i}_bak", persistable=True)
     lr_block = _clone_lr_ops(t, prog)
     optimize_blocks = [lr_block] if lr_block >= 0 else []
     parent = prog.num_blocks - 1

@@ -178,6 +178,19 @@ def _read(path) -> str:
         return ""
 
 
+def test_collective_options_are_refused_with_server_num(tmp_path):
+    from launch.cli import parse
+    from launch.config import UsageError
+
+    script = tmp_path / "t.py"
+    script.write_text("")
+    with pytest.raises(UsageError, match="--nproc_per_node, --selected_gpus shape a collective "
+                                         "job and cannot be combined with --server_num"):
+        parse(["--server_num", "2", "--worker_num", "2", "--nproc_per_node", "4",
+               "--selected_gpus", "0,1", str(script)], env={})
+    assert parse(["--server_num", "2", "--worker_num", "2", str(script)], env={}).server_num == 2
+
+
 def test_role_env_round_trips_through_the_contract():
     servers = ["127.0.0.1:7001", "127.0.0.1:7002"]
     for role, index in ((PSERVER, 1), (TRAINER, 0), (TRAINER, 2)):

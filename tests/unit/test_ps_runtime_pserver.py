@@ -28,7 +28,7 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _transpiled(endpoint: str, sync: bool = True):
+def _transpiled(endpoint: str, sync: bool = True, dc_asgd: bool = False):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [None, 4], "float32")
@@ -36,7 +36,9 @@ def _transpiled(endpoint: str, sync: bool = True):
         emb = fluid.layers.embedding(ids, size=[10, 4], is_sparse=True)
         loss = fluid.layers.mean(fluid.layers.fc(fluid.layers.elementwise_add(x, emb), 3))
         fluid.optimizer.SGD(LR).minimize(loss)
-    t = fluid.DistributeTranspiler()
+    config = fluid.DistributeTranspilerConfig()
+    config.enable_dc_asgd = dc_asgd
+    t = fluid.DistributeTranspiler(config)
     t.transpile(0, program=main, pservers=endpoint, trainers=2, sync_mode=sync,
                 startup_program=startup)
     return t.get_pserver_programs(endpoint)
@@ -45,9 +47,9 @@ def _transpiled(endpoint: str, sync: bool = True):
 class Serving:
     """exe.run(pserver program) in a thread on its own scope."""
 
-    def __init__(self, sync=True, restore=None):
+    def __init__(self, sync=True, restore=None, dc_asgd=False):
         self.endpoint = f"127.0.0.1:{_port()}"
-        self.program, startup = _transpiled(self.endpoint, sync)
+        self.program, startup = _transpiled(self.endpoint, sync, dc_asgd)
         self.scope = fluid.Scope()
         self.exe = fluid.Executor(fluid.CPUPlace())
         with fluid.scope_guard(self.scope):
@@ -117,6 +119,59 @@ def test_a_sync_step_averages_the_trainers_gradients():
     ps.finish()
     # the updated values are in the pserver's scope afterwards
     np.testing.assert_allclose(np.array(ps.scope.get("fc_0.w_0")), got["fc_0.w_0"])
+
+
+def test_a_trainer_that_completed_adds_nothing_to_later_sync_steps():
+    """Trainer 1 completes after step 0; in step 1 trainer 0's gradient alone is averaged
+    over both (its stale step-0 gradient is not applied again)."""
+    from spmd.core.selected_rows import SelectedRows
+
+    ps = Serving()
+    g = [_grads(0), _grads(1), _grads(2)]
+
+    def send(c, grad, step):
+        i = c.trainer_id
+        c.send_variables({f"fc_0.w_0@GRAD.trainer_{i}": grad,
+                          f"fc_0.b_0@GRAD.trainer_{i}": np.zeros(3, "float32"),
+                          f"embedding_0.w_0@GRAD.trainer_{i}":
+                              SelectedRows(np.array([3]), np.ones((1, 4), "float32"), 10)},
+                         step=step)
+        c.send_barrier(step)
+
+    ps.both(lambda c: send(c, g[c.trainer_id], 0))
+    ps.both(lambda c: c.fetch_barrier(0))
+    ps.trainers[1].complete()
+    send(ps.trainers[0], g[2], 1)
+    got = ps.trainers[0].get_variables(["fc_0.w_0"], min_step=1)["fc_0.w_0"]
+    want = ps.initial["fc_0.w_0"] - LR * (g[0] + g[1]) / 2 - LR * g[2] / 2
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    ps.trainers[0].fetch_barrier(1)
+    ps.trainers[0].complete()
+    ps.thread.join(20)
+    assert not ps.thread.is_alive() and ps.error is None, ps.error
+
+
+def test_dc_asgd_compensates_a_stale_gradient():
+    """Async DC-ASGD: each trainer's gradient gets + g * g * (param - the parameters that
+    trainer last received) before the update (fluid's transpiled ops, run by the pserver)."""
+    ps = Serving(sync=False, dc_asgd=True)
+    w0 = ps.initial["fc_0.w_0"]
+    for c in ps.trainers:  # both receive w0: each one's backup
+        np.testing.assert_array_equal(c.get_variables(["fc_0.w_0"])["fc_0.w_0"], w0)
+    g0, g1 = _grads(0), _grads(1)
+    ps.trainers[0].send_variables({"fc_0.w_0@GRAD": g0})
+    w1 = w0 - LR * g0  # trainer 0 was not stale: param == its backup
+    np.testing.assert_allclose(ps.trainers[0].get_variables(["fc_0.w_0"])["fc_0.w_0"], w1,
+                               rtol=1e-6)
+    ps.trainers[1].send_variables({"fc_0.w_0@GRAD": g1})  # computed at w0, applied at w1
+    w2 = w1 - LR * (g1 + g1 * g1 * (w1 - w0))
+    np.testing.assert_allclose(ps.trainers[1].get_variables(["fc_0.w_0"])["fc_0.w_0"], w2,
+                               rtol=1e-5)
+    ps.trainers[0].send_variables({"fc_0.w_0@GRAD": g0})  # trainer 0's backup is w1
+    w3 = w2 - LR * (g0 + g0 * g0 * (w2 - w1))
+    np.testing.assert_allclose(ps.trainers[0].get_variables(["fc_0.w_0"])["fc_0.w_0"], w3,
+                               rtol=1e-5)
+    ps.finish()
 
 
 def test_bad_requests_are_refused_and_the_pserver_keeps_serving():

@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from ..core import default_main_program, default_startup_program
+from ..core import default_startup_program
 from ..errors import InvalidArgumentError, PreconditionError
 from .base import FleetBase
 from .ps_strategy import DistributedStrategy, StrategyFactory, training_mode, transpiler_config
@@ -49,7 +49,11 @@ class DistributedTranspiler(FleetBase):
         self._transpiler = None
         self._strategy = None
         self._mode = None
-        self._worker_started = False
+
+    @property
+    def training_mode(self) -> str | None:
+        """'sync', 'async' or 'half_async' once minimize() transpiled (None before)."""
+        return self._mode
 
     def init(self, role_maker=None):
         """Take this process's role (default PaddleCloudRoleMaker(): paddle-launch's roles).
@@ -181,7 +185,6 @@ class DistributedTranspiler(FleetBase):
             raise PreconditionError(
                 f"fleet.init_worker() on server {self.server_index()}: a server calls "
                 f"fleet.init_server() and fleet.run_server()")
-        self._worker_started = True
 
     def stop_worker(self):
         """Tell every pserver this trainer is done (Executor.close()); the pservers end once
@@ -189,7 +192,6 @@ class DistributedTranspiler(FleetBase):
         if not self.is_worker():
             raise PreconditionError("fleet.stop_worker() is for workers")
         self._executor_here().close()
-        self._worker_started = False
 
     def run_worker(self, main_programs=None, scopes=None):
         """fluid's placeholder: training runs through exe.run(fleet.main_program)."""
@@ -314,8 +316,7 @@ class TranspilerOptimizer:
         result = self._optimizer.minimize(loss, startup_program=startup,
                                           parameter_list=parameter_list,
                                           no_grad_set=no_grad_set)
-        owner._transpile(main if main is not None else default_main_program(), startup,
-                         self._strategy)
+        owner._transpile(main, startup, self._strategy)
         return result
 
 

@@ -183,6 +183,7 @@ def test_fleet_programs_are_the_transpilers(mode, role):
         assert "send" in ops and "recv" in ops and "adam" not in ops
     else:
         assert f.main_program.global_block().ops[0].type == "listen_and_serv"
+    assert f.training_mode == mode
     assert _fingerprints(f.main_program, f.startup_program) == want
 
 

@@ -4,14 +4,17 @@ strategies, fleet's programs against the transpiler's, and real jobs of 2 pserve
 trainers (tests/unit/ps_scripts/fleet_role.py): sync mode equals one process fed the whole
 batch (SGD, Adam with a decay schedule, a DistributeTranspilerConfig as the strategy, a
 UserDefinedRoleMaker), async and half-async modes learn sklearn's digits, and a checkpoint
-saved by fleet.save_persistables restores the pservers through fleet.init_server."""
+saved by fleet.save_persistables restores the pservers through fleet.init_server. The SGD
+runs also equal fluid 1.8.5's own fleet run of the same script."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
 import numpy as np
 import pytest
+from oracle_io import DATA_DIR, load
 from ps_jobs import PARAMS, assemble, run_job, run_local
 
 import spmd.fluid as fluid
@@ -303,3 +306,35 @@ def test_save_persistables_then_init_server_restores(tmp_path):
     for name in PARAMS:
         np.testing.assert_array_equal(restored[name], final[name], err_msg=name)
     assert not os.path.exists(whole_only / "pserver_0")
+
+
+FLUID = load("fleet_pserver")  # fluid 1.8.5's own fleet run (tests/oracle/make_fleet_pserver.py)
+with open(os.path.join(DATA_DIR, "fleet_pserver.json")) as _f:
+    FLUID_META = json.load(_f)["meta"]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("case", ["sync-sgd", "config-sync-sgd"])
+def test_sync_fleet_equals_fluids_fleet_run(tmp_path, case):
+    """The same fleet script in fluid 1.8.5 (2 pservers, 2 trainers, from seeded_init(1)):
+    each trainer's losses and the dense parameters they end with. fluid's fleet with a
+    decay schedule is not compared: its sync strategy freezes the schedule's step counter
+    (each trainer sends its never-incremented counter and the pserver sums them, so every
+    step runs at global step = the number of trainers; make_fleet_pserver.py shows it), where
+    spmd's equals one process (test_sync_fleet_equals_one_process)."""
+    pytest.importorskip("grpc")
+    fluid_run = FLUID[case]
+    out = run_job(tmp_path, list(fluid_run["args"]) + ["--init-seed", str(FLUID_META["seed"])],
+                  script="fleet_role.py")
+    init = assemble(out["ps0.init"], out["ps1.init"])
+    for name, total in FLUID_META["init_sums"].items():  # numpy drew fluid's parameters
+        np.testing.assert_allclose(init[name].astype("float64").sum(), total, rtol=1e-6)
+    for t in ("t0", "t1"):
+        np.testing.assert_allclose(out[t]["losses"], fluid_run[f"losses_{t}"], rtol=1e-5,
+                                   err_msg=f"trainer {t}'s losses vs fluid 1.8.5's fleet")
+    w = out["t0"]["fc_0.w_0"]
+    mine = {"fc_0.w_0.rows": w[FLUID_META["sample_rows"]], "fc_0.w_0.row_sums": w.sum(1),
+            **{n: out["t0"][n] for n in ("fc_0.b_0", "fc_1.w_0", "fc_1.b_0")}}
+    for name, value in mine.items():
+        np.testing.assert_allclose(value, fluid_run[name], rtol=1e-4, atol=2e-5,
+                                   err_msg=f"{name} vs fluid 1.8.5's fleet run")

@@ -2,6 +2,14 @@
 summary table and write a Chrome-trace file (chrome://tracing, Perfetto) per rank.
 
 The executor's plan asks `active()` once per run; with profiling off that is the whole cost.
+comm's progress engines ask it once per collective issued or waited for, and while profiling
+record each collective's issue and wait (on the executor's thread) and its run (on the engine's
+thread) beside the ops: the 'comm issue', 'comm wait' and 'comm run' tracks of the trace.
+
+Each rank's trace also records, in `otherData.spmd`, its rank, the job size, the host, the
+launcher's job id (where the launcher sets one) and a clock anchor: time.perf_counter_ns (the
+clock events are stamped with, comparable only within a host) read together with time.time_ns
+(the wall clock). `python -m spmd.timeline merge` puts every rank's events on one clock with it.
 
 On a GPU, kernels only queue work, so a time stamp taken right after one measures its launch.
 While profiling, every stamp (`now_ns`) therefore first waits for the device's queued work when
@@ -18,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import sys
 import threading
 import time
@@ -41,6 +51,14 @@ _SORT_TEXT = {
 }
 # events that are whole runs, not ops: reported in their own table
 RUN_EVENTS = ("Executor::Run", "ParallelExecutor::Run")
+# what a trace file says it is (spmd.timeline reads this version)
+TRACE_FORMAT = "spmd-profile/1"
+# trace thread ids: ops keep their thread's number; the comm tracks of thread (or engine) i
+# are these bases + i
+COMM_TIDS = {"issue": 1000, "wait": 2000, "run": 3000}
+# launcher variables naming the job (every rank of one job sees the same values)
+_JOB_VARS = (("SLURM_JOB_ID", "SLURM_STEP_ID"), ("PMIX_NAMESPACE",),
+             ("OMPI_MCA_ess_base_jobid",), ("PBS_JOBID",), ("LSB_JOBID",))
 
 
 def device_synchronizer(place=None):
@@ -73,6 +91,34 @@ def device_synchronizer(place=None):
 _UNSET = object()
 
 
+def clock_anchor(samples: int = 5) -> dict:
+    """time.perf_counter_ns and time.time_ns read together: the perf_counter stamp in the
+    middle of the tightest of `samples` brackets (a preemption between the reads makes a
+    bracket wide), the wall time read inside it, and half the bracket as the uncertainty.
+
+    >>> anchor = clock_anchor(); anchor["uncertainty_ns"] >= 0
+    True
+    """
+    best = None
+    for _ in range(samples):
+        before = time.perf_counter_ns()
+        wall = time.time_ns()
+        after = time.perf_counter_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) // 2, wall)
+    return {"perf_ns": best[1], "wall_ns": best[2], "uncertainty_ns": (best[0] + 1) // 2}
+
+
+def job_id(env=None) -> str | None:
+    """The launcher's id of this job (SLURM job.step, PMIx namespace, Open MPI job, PBS, LSF),
+    or None where the launcher sets none (MPICH's mpiexec)."""
+    env = os.environ if env is None else env
+    for names in _JOB_VARS:
+        if env.get(names[0]):
+            return f"{names[0]}=" + ".".join(env.get(n, "") for n in names)
+    return None
+
+
 class Recorder:
     """Timed events of one profiling session: (name, thread, start ns, end ns).
 
@@ -84,7 +130,13 @@ class Recorder:
     def __init__(self, state: str):
         self.state = state
         self.events: list[tuple[str, int, int, int]] = []
+        # collectives, kept apart from the ops (fluid's summary table has ops only):
+        # (kind: issue/wait/run, name, track, start ns, end ns, args)
+        self.comm_events: list[tuple[str, str, int, int, int, dict]] = []
+        self.clock = clock_anchor()  # perf_counter -> wall clock, for spmd.timeline
+        self.clock_at_stop: dict | None = None
         self._threads: dict[int, int] = {}
+        self._engines: dict[int, int] = {}
         self._lock = threading.Lock()
         self._auto = _UNSET  # the current device's wait, decided at the first stamp
         self._by_thread: dict[int, object] = {}  # thread -> wait for the place it named
@@ -128,9 +180,24 @@ class Recorder:
         thread = self.thread_index() if thread is None else thread
         self.events.append((name, thread, start_ns, end_ns))  # list.append is atomic
 
+    def record_comm(self, kind: str, name: str, start_ns: int, end_ns: int, args: dict,
+                    engine=None) -> None:
+        """Add one collective event (perf_counter_ns stamps): kind 'issue' or 'wait' on the
+        calling thread's track, 'run' on the track of `engine` (the progress engine that ran
+        it, wherever it ran it)."""
+        if kind == "run":
+            track = self._engines.get(id(engine))
+            if track is None:
+                with self._lock:
+                    track = self._engines.setdefault(id(engine), len(self._engines))
+        else:
+            track = self.thread_index()
+        self.comm_events.append((kind, name, track, start_ns, end_ns, args))
+
     def reset(self):
         """Forget the events so far (reset_profiler)."""
         self.events = []
+        self.comm_events = []
 
 
 _active: Recorder | None = None
@@ -200,12 +267,13 @@ def stop_profiler(sorted_key: str | None = None, profile_path: str = "/tmp/profi
         return
     _check_choice("sorted_key", sorted_key, _SORT_KEYS)
     recorder, _active = _active, None
+    recorder.clock_at_stop = clock_anchor()
     from .comm.topology import detect
 
     topology = detect()
     print(report(recorder, sorted_key, topology), flush=True)
     path = profile_path if topology.size == 1 else f"{profile_path}.rank{topology.rank}"
-    write_chrome_trace(recorder, path, topology.rank)
+    write_chrome_trace(recorder, path, topology.rank, topology.size)
 
 
 @contextlib.contextmanager
@@ -323,11 +391,26 @@ def report(recorder: Recorder, sorted_key: str | None, topology=None) -> str:
     return "\n".join(lines)
 
 
-def write_chrome_trace(recorder: Recorder, path: str, rank: int = 0) -> None:
-    """The events as Chrome's trace-event JSON (complete events, microseconds)."""
-    base = min((e[2] for e in recorder.events), default=0)
+def write_chrome_trace(recorder: Recorder, path: str, rank: int = 0, size: int = 1) -> None:
+    """The events as Chrome's trace-event JSON (complete events, microseconds from the first
+    event), ops on their thread's tid, collectives on the COMM_TIDS tracks; `otherData.spmd`
+    holds what spmd.timeline needs to merge the ranks' files (see the module doc)."""
+    comm = recorder.comm_events
+    base = min([e[2] for e in recorder.events] + [e[3] for e in comm], default=0)
     events = [{"name": name, "cat": "run" if name in RUN_EVENTS else "op", "ph": "X",
                "ts": (start - base) / 1e3, "dur": (end - start) / 1e3, "pid": rank,
                "tid": thread} for name, thread, start, end in recorder.events]
+    tracks = {str(t): {"kind": "ops", "index": t} for t in sorted({e[1] for e in recorder.events})}
+    for kind, name, track, start, end, args in comm:
+        tid = COMM_TIDS[kind] + track
+        tracks.setdefault(str(tid), {"kind": f"comm {kind}", "index": track,
+                                     "comm": args.get("comm", ""),
+                                     "member": args.get("member", 0)})
+        events.append({"name": name, "cat": f"comm {kind}", "ph": "X", "ts": (start - base) / 1e3,
+                       "dur": (end - start) / 1e3, "pid": rank, "tid": tid, "args": args})
+    meta = {"format": TRACE_FORMAT, "rank": rank, "size": size, "host": socket.gethostname(),
+            "pid": os.getpid(), "job": job_id(), "base_perf_ns": base, "clock": recorder.clock,
+            "clock_at_stop": recorder.clock_at_stop, "tracks": tracks}
     with open(path, "w") as f:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
+        json.dump({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"spmd": meta}},
+                  f)

@@ -172,6 +172,11 @@ class Communicator(abc.ABC):
     def describe(self) -> str:
         return f"[rank {self.rank}/{self.size}]"
 
+    def processes(self) -> int:
+        """How many processes the members live in: `size`, unless members share a process
+        (spmd.timeline aligns the ranks' clocks only with collectives that span every one)."""
+        return self.size
+
     def missing(self) -> str:
         """After a timeout: which ranks never reached this rank's latest collective, as a
         sentence, or '' where the backend cannot tell."""

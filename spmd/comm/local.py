@@ -92,6 +92,9 @@ class LocalCommunicator(Communicator):
     def __init__(self, group: LocalGroup, index: int):
         self.group, self.rank, self.size = group, index, group.size
 
+    def processes(self) -> int:
+        return 1  # every member is a thread of this process
+
     def allreduce(self, array, reduction="sum"):
         total = self.group.exchange(self.rank, array, _in_order(reduction), "allreduce")
         array[...] = total
@@ -132,6 +135,9 @@ class HierarchicalCommunicator(Communicator):
         self.local, self.outer = local, outer
         self.size = local.size * outer.size
         self.rank = outer.rank * local.size + local.rank
+
+    def processes(self) -> int:
+        return self.outer.processes()
 
     def missing(self) -> str:
         found = self.outer.missing()

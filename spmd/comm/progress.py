@@ -25,6 +25,7 @@ import threading
 import time
 
 from .. import guard
+from .. import profiler as _profiler
 from ..errors import CommunicationError
 from ..flags import flags
 from .handles import DoneHandle, Handle
@@ -200,6 +201,17 @@ class ThreadEngine:
         if into is not None:
             call = functools.partial(_call_into, call, into)
         label = label or op
+        rec = _profiler._active  # profiling off: this read is all it costs
+        if rec is None:
+            return self._issue(call, args, overlap, label, lands_in)
+        t0 = time.perf_counter_ns()
+        info = trace_info(self._comm, args)
+        handle = self._issue(_timed_run(call, rec, label, info, self), args, overlap, label,
+                             lands_in)
+        rec.record_comm("issue", label, t0, time.perf_counter_ns(), info)
+        return handle
+
+    def _issue(self, call, args: tuple, overlap: bool, label: str, lands_in) -> Handle:
         if not overlap:
             if self._pending:
                 self.wait_all()  # the ones issued before go first, as on every rank
@@ -217,6 +229,8 @@ class ThreadEngine:
         """`handle`'s result, waiting at most the collective timeout (then the job ends: the
         communication thread is stuck in a call that cannot be interrupted)."""
         deadline = time.monotonic() + self._timeout
+        rec = _profiler._active  # profiling: the wait is a 'comm wait' event
+        t0 = 0 if rec is None else time.perf_counter_ns()
         try:
             return _wait_noting(handle._future, handle.op, deadline, self._comm)
         except concurrent.futures.TimeoutError:
@@ -224,6 +238,8 @@ class ThreadEngine:
             raise
         finally:
             handle.waited = True
+            if rec is not None:
+                rec.record_comm("wait", handle.op, t0, time.perf_counter_ns(), {})
 
     def wait_all(self) -> None:
         """Wait for every collective issued so far; re-raise the first failure."""
@@ -250,6 +266,27 @@ class ThreadEngine:
         if self._watchdog is not None:
             self._watchdog.stopped = True
             self._watchdog = None
+
+
+def trace_info(comm, args: tuple) -> dict:
+    """What a profiled collective's events say of it: the communicator's kind, this process's
+    member of it (a place of several in one process), how many processes it spans, bytes."""
+    per_process = max(1, comm.size // comm.processes())
+    array = args[0] if args else None
+    return {"comm": type(comm).__name__, "member": comm.rank % per_process,
+            "processes": comm.processes(), "bytes": int(getattr(array, "nbytes", 0))}
+
+
+def _timed_run(call, rec, label: str, info: dict, engine):
+    """`call` recording its run as a 'comm run' event of `engine`, on whichever thread runs it
+    (the engine's own, or the caller's for overlap=False)."""
+    def run(*args):
+        t0 = time.perf_counter_ns()
+        try:
+            return call(*args)
+        finally:
+            rec.record_comm("run", label, t0, time.perf_counter_ns(), info, engine)
+    return run
 
 
 def _wait_noting(future, op: str, deadline: float, comm):
@@ -285,7 +322,15 @@ class ImmediateEngine:
 
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
               into=None, lands_in=None) -> Handle:
-        result = getattr(self._comm, op)(*args)
+        call = getattr(self._comm, op)
+        rec = _profiler._active  # profiling: issued and run at once, one event on each track
+        if rec is not None:
+            t0 = time.perf_counter_ns()
+            info = trace_info(self._comm, args)
+            call = _timed_run(call, rec, label or op, info, self)
+        result = call(*args)
+        if rec is not None:
+            rec.record_comm("issue", label or op, t0, time.perf_counter_ns(), info)
         if into is not None:
             into[...] = result
             result = into

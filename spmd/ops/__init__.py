@@ -8,6 +8,7 @@ from . import (  # noqa: F401 - registration side effects
     crf,
     ctc,
     distributed,
+    fused,
     host,
     index,
     linalg,

@@ -68,10 +68,10 @@ class BuildStrategy(_Strict):
     remove_unnecessary_lock: bool = True
     cache_runtime_context: bool = False
     is_distribution: bool = False
-    fuse_elewise_add_act_ops: bool = False
-    fuse_bn_act_ops: bool = False
+    fuse_elewise_add_act_ops: bool = False  # elementwise_add + activation as one op
+    fuse_bn_act_ops: bool = False  # batch_norm + relu as one op
     fuse_relu_depthwise_conv: bool = False
-    fuse_all_optimizer_ops: bool = False
+    fuse_all_optimizer_ops: bool = False  # one sgd/momentum/adam update over many parameters
     enable_auto_fusion: bool = False
     debug_graphviz_path: str = ""  # the compiled program written there as a DOT graph
     nccl_comm_num: int = 1
@@ -149,14 +149,9 @@ _UNACTED = {
         # fluid's compiler overwrites it from the program (parameter-server mode) anyway
         "is_distribution": Unacted("fluid's compiler sets it from the program itself; spmd "
                                    "trains with collectives, which MPI connects"),
-        "fuse_elewise_add_act_ops": Unacted("the add and the activation run as two kernels "
-                                            "(same numbers)"),
-        "fuse_bn_act_ops": Unacted("batch_norm and the activation run as two kernels "
-                                   "(same numbers)"),
         "fuse_relu_depthwise_conv": Unacted("relu and depthwise_conv2d run as two kernels"),
-        "fuse_all_optimizer_ops": Unacted("each parameter keeps its own optimizer op "
-                                          "(same numbers)"),
-        "enable_auto_fusion": Unacted("no kernel fusion is done"),
+        "enable_auto_fusion": Unacted("no automatic fusion: only the fusions asked for by "
+                                      "name (fuse_elewise_add_act_ops, fuse_bn_act_ops)"),
         "nccl_comm_num": Unacted("one communicator per process is used"),
         "use_hierarchical_allreduce": Unacted("one flat allreduce is used"),
         "hierarchical_allreduce_inter_nranks": Unacted("one flat allreduce is used"),

@@ -100,6 +100,11 @@ class Flags:
     """SPMD_PS_IDLE_TIMEOUT: seconds a pserver serves without any call from its trainers
     before it fails, naming the trainers that never called Executor.close() (spmd/ps/pserver.py;
     fluid's pserver waits forever)."""
+    node_size: int = 0
+    """SPMD_NODE_SIZE: processes per node for BuildStrategy.use_hierarchical_allreduce when
+    hierarchical_allreduce_inter_nranks is 0: consecutive ranks form a node (0, the default:
+    MPI's shared-memory nodes, MPI_COMM_TYPE_SHARED). Set it to simulate nodes on one machine
+    (`SPMD_NODE_SIZE=2 mpiexec -n 4`: 2 nodes of 2). See spmd/comm/hierarchy.py."""
 
 
 _revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at
@@ -140,4 +145,5 @@ def flags(env=None) -> Flags:
         supervise=_read_int(env, "SPMD_SUPERVISE", 1, minimum=0) != 0,
         ps_rpc_deadline_s=_read_float(env, "SPMD_PS_RPC_DEADLINE", 180.0),
         ps_idle_timeout_s=_read_float(env, "SPMD_PS_IDLE_TIMEOUT", 1800.0),
+        node_size=_read_int(env, "SPMD_NODE_SIZE", 0, minimum=0),
     )

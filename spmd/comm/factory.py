@@ -1,6 +1,7 @@
 """Making communicators: `create_communicator(kind, ...)` for any registered backend, and
 `world_communicator(device_id)`, the process's one communicator over every process of the job
-(the nccl2-mode world), made on first use and shared by every program of the process.
+(the nccl2-mode world), made on first use and shared by every program of the process; and
+`node_world_communicator(inter_nranks)`, the same world with a hierarchical allreduce.
 
 >>> create_communicator("self").size
 1
@@ -10,13 +11,21 @@ from __future__ import annotations
 import threading
 
 from ..flags import flags
-from . import local, mpi, mpi_persistent, nccl, staged  # noqa: F401 - each registers its backend
+from . import (  # noqa: F401 - each registers its backend
+    hierarchy,
+    local,
+    mpi,
+    mpi_persistent,
+    nccl,
+    staged,
+)
 from .base import BACKENDS, Communicator, SelfCommunicator
 
 
 def create_communicator(kind: str, **options) -> Communicator:
     """A communicator of backend `kind` ("self", "mpi", "nccl", "local", "hierarchical",
-    "staged", or one registered since); `options` are that backend's constructor's."""
+    "node_hierarchical", "staged", or one registered since); `options` are that backend's
+    constructor's."""
     cls = BACKENDS.get(kind)
     if cls is None:
         from ..errors import NotFoundError
@@ -42,6 +51,47 @@ def world_communicator(device_id: int | None = None) -> Communicator:
         if comm is None:
             comm = _world[key] = _make_world(device_id)
     return comm
+
+
+def node_world_communicator(inter_nranks: int = 0, device_id: int | None = None
+                            ) -> Communicator:
+    """The world communicator whose allreduce is hierarchical (BuildStrategy.
+    use_hierarchical_allreduce): `inter_nranks` processes per node, or 0 for SPMD_NODE_SIZE,
+    else MPI's shared-memory nodes (hierarchy.node_size_for checks them). Made once per node
+    layout, on first use (splitting it is collective), and shared like world_communicator;
+    its `layout` says whether an allreduce takes the three stages.
+
+    GPU arrays (`device_id`) are refused where the layout is hierarchical: the hierarchical
+    allreduce is MPI's, on host arrays, and NCCL's own allreduce already works by levels
+    (within a node over NVLink/PCIe, then across nodes); the flat world communicator serves
+    a layout that is not.
+    """
+    from .hierarchy import node_size_for
+    from .topology import detect
+
+    topology = detect()
+    if topology.size == 1:
+        return world_communicator(device_id)
+    node_size, source = node_size_for(inter_nranks, topology.size, topology.rank,
+                                      flags().node_size)
+    key = ("nodes", node_size, source)
+    with _world_lock:
+        comm = _world.get(key)
+        if comm is None:
+            comm = _world[key] = create_communicator("node_hierarchical", node_size=node_size,
+                                                     source=source)
+    if device_id is None:
+        return comm
+    if comm.layout.hierarchical:  # the same answer on every rank: each raises alike
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"{topology.tag()} BuildStrategy.use_hierarchical_allreduce on GPU ("
+            f"{comm.layout.describe()}): spmd's hierarchical allreduce runs over MPI on host "
+            f"arrays only; GPU gradients go through NCCL, whose own allreduce already works "
+            f"by levels (rings and trees within a node over NVLink/PCIe, then across nodes). "
+            f"Set use_hierarchical_allreduce=False for GPU places (the numbers are the same)")
+    return world_communicator(device_id)
 
 
 def is_world_communicator(comm) -> bool:

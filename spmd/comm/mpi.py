@@ -86,6 +86,12 @@ class MPICommunicator(Communicator):
                 self._tracking = True
             self._board.arrive(op)
 
+    def arrive(self, op: str) -> None:
+        """Count a collective that this communicator's processes run together by other means
+        (comm/hierarchy.py's allreduce, over sub-communicators) as one of its own, so the
+        arrival board still names the ranks that never reached it."""
+        self._enter(op)
+
     def missing(self) -> str:
         return self._board.missing() if self._board is not None else ""
 

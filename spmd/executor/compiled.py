@@ -131,6 +131,17 @@ class CompiledProgram:
         return None if self._runner is None else list(self._runner.ranks)
 
     @property
+    def allreduce_layout(self):
+        """With BuildStrategy.use_hierarchical_allreduce over several processes, once run:
+        the nodes the processes form and whether an allreduce takes the hierarchical path
+        (a comm.hierarchy.NodeLayout: `.hierarchical`, `.nodes`, `.node`, `.local_rank`,
+        `.describe()`); None for the flat allreduce (or before the first run).
+
+        >>> # compiled.allreduce_layout.hierarchical   # True at 4 ranks as 2 nodes of 2
+        """
+        return getattr(self._runner, "allreduce_layout", None)
+
+    @property
     def state_sharding(self):
         """Reduce mode: where each piece of optimizer state lives (a StateSharding), once the
         first run split it; None otherwise."""

@@ -4,7 +4,8 @@ communicator; processes meet in the collectives the passes inserted.
 
 A process with several places reduces across them in shared memory first, then across
 processes (comm/local.py's HierarchicalCommunicator). Global rank of local place i is
-process_rank * places + i.
+process_rank * places + i. With BuildStrategy.use_hierarchical_allreduce the cross-process
+allreduce also goes by nodes (comm/hierarchy.py; `allreduce_layout` says how).
 """
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ import weakref
 
 import numpy as np
 
-from ..comm.factory import create_communicator, is_world_communicator, world_communicator
+from ..comm.factory import (
+    create_communicator,
+    is_world_communicator,
+    node_world_communicator,
+    world_communicator,
+)
 from ..comm.local import LocalGroup
 from ..comm.topology import detect
 from ..core.operator import OpRole
@@ -88,9 +94,10 @@ class DataParallelRunner:
                     f"with_data_parallel calls the same places")
             self.scopes, self.comms = share_from.scopes, share_from.comms
             self._group = share_from._group
+            self.allreduce_layout = share_from.allreduce_layout
         else:
             self.scopes = [scope] + [Scope() for _ in range(nplaces - 1)]
-            self._group, self.comms = self._make_communicators()
+            self._group, self.comms = self._make_communicators(build_strategy)
         self._share_from = share_from
         seed = program.random_seed
         self._rngs = [np.random.default_rng([seed, r]) if seed else np.random.default_rng()
@@ -141,17 +148,22 @@ class DataParallelRunner:
                 f"{self.tag} trainer_id={strategy.trainer_id} but this process is MPI rank "
                 f"{self.topology.rank}; pass trainer_id=<MPI rank>")
 
-    def _make_communicators(self):
-        """(the in-process group of places or None, one communicator per place)."""
+    def _make_communicators(self, strategy):
+        """(the in-process group of places or None, one communicator per place). Across
+        processes: the world communicator, or with use_hierarchical_allreduce the one whose
+        allreduce goes by nodes (comm/hierarchy.py); its layout is `allreduce_layout`."""
         nplaces, place = len(self.places), self.places[0]
         device = place.device_id if place.is_gpu else None
-        if nplaces == 1:
-            if self.topology.size == 1:
-                return None, [create_communicator("self")]
-            return None, [world_communicator(device)]
-        group = LocalGroup(nplaces)
         # the cross-process communicator is made here, on the main thread, once
-        outer = world_communicator(device) if self.topology.size > 1 else None
+        outer = None
+        if self.topology.size > 1:
+            outer = (node_world_communicator(strategy.hierarchical_allreduce_inter_nranks,
+                                             device)
+                     if strategy.use_hierarchical_allreduce else world_communicator(device))
+        self.allreduce_layout = getattr(outer, "layout", None)
+        if nplaces == 1:
+            return None, [outer if outer is not None else create_communicator("self")]
+        group = LocalGroup(nplaces)
         comms = [create_communicator("local", group=group, index=i) for i in range(nplaces)]
         if outer is not None:
             comms = [create_communicator("hierarchical", local=c, outer=outer) for c in comms]

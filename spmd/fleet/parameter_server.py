@@ -247,6 +247,7 @@ class DistributedTranspiler(FleetBase):
             for name, _, _, endpoint in blocks:
                 wanted.setdefault(endpoint, []).append(name)
         s, trainer_id = session(), self.worker_index()
+        s.flush()
         fetched = {}
         for values in s.each(lambda ep: s.client(ep, trainer_id).get_variables(wanted[ep]),
                              list(wanted)):
@@ -260,6 +261,7 @@ class DistributedTranspiler(FleetBase):
         from ..ps.trainer import session
 
         s = session()
+        s.flush()
         trainer_id = self.worker_index()
         s.each(lambda ep: s.client(ep, trainer_id).checkpoint_notify(os.path.abspath(dirname)),
                self.server_endpoints())

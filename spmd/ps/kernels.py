@@ -94,18 +94,14 @@ def send(xp, ins, attrs, want, ctx):
         s.merged.update(zip(names, summed))
         values = summed
     by_name = dict(zip(zip(names, eps), values))
-    groups = s.per_endpoint(names, eps)
-    step = s.send_steps
-
-    def one(ep):
-        client = s.client(ep, attrs["trainer_id"])
-        client.send_variables({n: by_name[(n, ep)] for n in groups[ep]}, step=step)
-
-    s.each(one, groups)
+    for ep, group in s.per_endpoint(names, eps).items():  # sent by the next flush
+        s.queue_send(ep, {n: by_name[(n, ep)] for n in group}, s.send_steps,
+                     attrs["trainer_id"])
     return {"Out": _markers(ctx)}
 
 
 def _recv_values(s, names, eps, trainer_id) -> dict:
+    s.flush()
     min_step = s.send_steps - 1 if s.send_steps else None
     groups = s.per_endpoint(names, eps)
 
@@ -118,11 +114,35 @@ def _recv_values(s, names, eps, trainer_id) -> dict:
     return {n: v.array if isinstance(v, LoDTensor) else v for n, v in got.items()}
 
 
+def _recv_group(op) -> list:
+    """`op` and the recv ops right after it in its block: the transpiler puts a step's recvs
+    together, and they are fetched in one request per pserver."""
+    ops = op.block.ops
+    at = next(i for i, o in enumerate(ops) if o is op)
+    group = []
+    for o in ops[at:]:
+        if o.type != "recv":
+            break
+        group.append(o)
+    return group
+
+
+def _wanted(op) -> list:
+    return list(op.attr("recv_varnames")) or op.output("Out")
+
+
 @kernel("recv", context=True)
 def recv(xp, ins, attrs, want, ctx):
     s = session()
+    s.flush()
     outs, parts = ctx.op.output("Out"), list(attrs["recv_varnames"])
-    got = _recv_values(s, parts or outs, attrs["epmap"], attrs["trainer_id"])
+    names = parts or outs
+    if not all(n in s.recv_ready for n in names):  # the first recv of its group fetches all
+        group = _recv_group(ctx.op)
+        every = [n for op in group for n in _wanted(op)]
+        eps = [ep for op in group for ep in op.attr("epmap")]
+        s.recv_ready = _recv_values(s, every, eps, attrs["trainer_id"])
+    got = {n: s.recv_ready.pop(n) for n in names}
     if parts:  # runtime_split_send_recv: the blocks of one variable, joined here
         values = [np.concatenate([got[n] for n in parts], axis=0)]
     else:
@@ -135,6 +155,7 @@ def recv(xp, ins, attrs, want, ctx):
 @kernel("send_barrier", context=True)
 def send_barrier(xp, ins, attrs, want, ctx):
     s = session()
+    s.flush()
     step = s.send_steps
     s.each(lambda ep: s.client(ep, attrs["trainer_id"]).send_barrier(step), attrs["endpoints"])
     s.send_steps += 1
@@ -144,6 +165,8 @@ def send_barrier(xp, ins, attrs, want, ctx):
 @kernel("fetch_barrier", context=True)
 def fetch_barrier(xp, ins, attrs, want, ctx):
     s = session()
+    s.flush()
+    s.recv_ready = {}  # a recv group's values are handed on below, never reused
     step = s.fetch_steps
     s.each(lambda ep: s.client(ep, attrs["trainer_id"]).fetch_barrier(step),
            attrs["endpoints"])
@@ -154,6 +177,7 @@ def fetch_barrier(xp, ins, attrs, want, ctx):
 @kernel("checkpoint_notify")
 def checkpoint_notify(xp, ins, attrs, want):
     s = session()
+    s.flush()
     s.each(lambda ep: s.client(ep, attrs["trainer_id"]).checkpoint_notify(attrs["dir"]),
            attrs["epmap"])
     return {}
@@ -164,6 +188,7 @@ def distributed_lookup_table(xp, ins, attrs, want, ctx):
     """The rows of a table the pservers hold, prefetched from the pserver of each row's
     block (the table cut by height_sections), for every Ids input."""
     s = session()
+    s.flush()
     sections, tables = list(attrs["height_sections"]), list(attrs["table_names"])
     eps = list(attrs["endpoints"])
     if not (len(sections) == len(tables) == len(eps)):

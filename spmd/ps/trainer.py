@@ -60,6 +60,10 @@ class TrainerSession:
         self.fetch_steps = 0  # fetch barriers passed
         self.received: dict = {}  # recv outputs, until the fetch_barrier that lists them
         self.merged: dict = {}  # merge_add sends (the async step counter): the running sums
+        self.recv_ready: dict = {}  # fetched by the first recv of a group, for the others
+        self._pending: dict = {}  # endpoint -> {name: value} queued by send ops
+        self._pending_step: int | None = None
+        self._pending_trainer: int | None = None
 
     def client(self, endpoint: str, trainer_id: int):
         from .rpc import PServerClient  # grpc loads only when a trainer talks to a pserver
@@ -77,6 +81,26 @@ class TrainerSession:
             if c is None:
                 c = self._clients[endpoint] = PServerClient(endpoint, trainer_id)
             return c
+
+    def queue_send(self, endpoint: str, values: dict, step: int, trainer_id: int) -> None:
+        """Queue `values` for `endpoint` as gradients of `step`. The send ops of a step only
+        queue; the next call that needs them delivered (a barrier, a recv, a prefetch, a
+        checkpoint, close) sends each pserver everything queued in one request, all
+        pservers at once: one round trip per pserver per step instead of one per variable."""
+        if self._pending and self._pending_step != step:
+            self.flush()
+        self._pending_step, self._pending_trainer = step, trainer_id
+        self._pending.setdefault(endpoint, {}).update(values)
+
+    def flush(self) -> None:
+        """Send what the send ops queued (see queue_send); the first failure is raised."""
+        if not self._pending:
+            return
+        self.recv_ready = {}  # what was fetched before these sends is out of date
+        pending, self._pending = self._pending, {}
+        step, trainer = self._pending_step, self._pending_trainer
+        self.each(lambda ep: self.client(ep, trainer).send_variables(pending[ep], step=step),
+                  list(pending))
 
     def each(self, fn, items) -> list:
         """fn(item) for every item, concurrently (one call per pserver at a time); the first
@@ -109,13 +133,19 @@ class TrainerSession:
         return groups
 
     def close(self) -> None:
-        """Tell every pserver this trainer is done, close the connections, start over."""
+        """Deliver the queued sends, tell every pserver this trainer is done, close the
+        connections, start over."""
+        try:
+            self.flush()
+        except Exception:  # noqa: BLE001 - the pservers are still told, below
+            log.exception("the last queued gradients could not be sent")
+            self._pending = {}
         with self._lock:
             clients, self._clients = self._clients, {}
             pool, self._pool = self._pool, None
             self.trainer_id = None
             self.send_steps = self.fetch_steps = 0
-            self.received, self.merged = {}, {}
+            self.received, self.merged, self.recv_ready = {}, {}, {}
         errors = []
         for c in clients.values():  # one at a time: a dead pserver fails at once
             try:

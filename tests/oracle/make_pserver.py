@@ -1,10 +1,21 @@
 """fluid 1.8.5's own parameter-server run of tests/unit/ps_scripts/ps_role.py: 2 pservers and
 2 trainers on localhost, sync mode, the "mixed" model (a sparse embedding and an fc weight
-both cut across the pservers) from seeded_init(1), SGD for 3 steps and Adam with an
-exponential decay for 4. Stored: each trainer's loss per step and the dense parameters the
-trainers hold at the end (equal on both; received from the pservers after the last step;
-fc_0.w_0 as its row sums and a sample of rows across both blocks), plus the sums of the
-initial parameters (the test checks its numpy draws the same ones).
+both cut across the pservers) from seeded_init(1): SGD for 3 steps; for 4 steps SGD with an
+exponential decay, Adam with one, and, with the embedding's is_sparse=False, Adam with and
+without one (the "/dense-embedding" cases: this file runs ps_role.py's main with
+fluid.layers.embedding patched; the table's gradient is then dense, so fluid updates it with
+its dense Adam). Stored: each trainer's loss per step, fluid's one-process run of the same
+case (PADDLE_TRAINING_ROLE=LOCAL, the whole batch, from the same parameters) as
+losses_local, and the dense parameters the trainers hold at the end (equal on both; received
+from the pservers after the last step; fc_0.w_0 as its row sums and a sample of rows across
+both blocks), plus the sums of the initial parameters (the test checks its numpy draws the
+same ones).
+
+Why the dense-embedding Adam runs: fluid 1.8.5's sparse (SelectedRows) Adam bias-corrects
+with beta powers already advanced by the step (see tests/unit/test_ps_runtime.py,
+FLUID_EQUAL), in its pserver run and in one process alike; spmd's sparse Adam gives fluid's
+dense result instead (tests/unit/test_sparse_oracle.py), so spmd's Adam cases are compared
+with these.
 
 fluid 1.8.5's pservers do not return from exe.run(pserver_program) after the trainers'
 exe.close() here, so they are killed once both trainers ended; the embedding rows are
@@ -25,7 +36,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "unit", "ps_scripts", "ps_role.py")
 CASES = {"sgd": ["--opt", "sgd", "--steps", "3"],
-         "adam-decay": ["--opt", "adam", "--decay", "--steps", "4"]}
+         "adam-decay": ["--opt", "adam", "--decay", "--steps", "4"],
+         "sgd-decay": ["--opt", "sgd", "--decay", "--steps", "4"],
+         "adam/dense-embedding": ["--opt", "adam", "--steps", "4"],
+         "adam-decay/dense-embedding": ["--opt", "adam", "--decay", "--steps", "4"]}
+DENSE = "/dense-embedding"  # cases run with the embedding's is_sparse=False
+ROLE_FLAG = "--ps-role-dense-embedding"  # this file run as ps_role.py with that patch
 SEED = 1
 SAMPLE_ROWS = [0, 1, 2, 56, 57, 58, 59, 114, 115]  # block0 is rows 0..57, block1 58..115
 
@@ -48,7 +64,42 @@ def _ports(n):
     return ports
 
 
-def run_case(tmp, args):
+def role_command(name):
+    """How a role of case `name` is started: ps_role.py, or this file patching it."""
+    if name.endswith(DENSE):
+        return [sys.executable, os.path.abspath(__file__), ROLE_FLAG]
+    return [sys.executable, SCRIPT]
+
+
+def dense_embedding_role(argv):
+    """ps_role.py's main(argv) with every fluid.layers.embedding built with is_sparse=False."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import ps_role
+
+    embedding = ps_role.fluid.layers.embedding
+
+    def dense(*args, **kwargs):
+        kwargs["is_sparse"] = False
+        return embedding(*args, **kwargs)
+
+    ps_role.fluid.layers.embedding = dense
+    return ps_role.main(argv)
+
+
+def run_local(tmp, name, args):
+    """fluid's one process of case `name` (the whole batch) from seeded_init(SEED)."""
+    from ps_role import seeded_init
+
+    init = os.path.join(tmp, "init.npz")
+    np.savez(init, **seeded_init(SEED))
+    out = os.path.join(tmp, "local.npz")
+    subprocess.run(role_command(name) + ["--out", out, "--init", init] + args, check=True,
+                   timeout=300, stderr=subprocess.DEVNULL,
+                   env=dict(os.environ, PS_ROLE_FLUID="paddle", PADDLE_TRAINING_ROLE="LOCAL"))
+    return np.load(out)["losses"]
+
+
+def run_case(tmp, name, args):
     endpoints = [f"127.0.0.1:{p}" for p in _ports(2)]
     base = dict(os.environ, PS_ROLE_FLUID="paddle", PADDLE_TRAINERS_NUM="2",
                 PADDLE_PSERVERS_IP_PORT_LIST=",".join(endpoints))
@@ -56,13 +107,13 @@ def run_case(tmp, args):
     for i, ep in enumerate(endpoints):
         env = dict(base, PADDLE_TRAINING_ROLE="PSERVER", PADDLE_CURRENT_ENDPOINT=ep)
         procs.append(subprocess.Popen(
-            [sys.executable, SCRIPT, "--out", os.path.join(tmp, f"ps{i}.npz"),
+            role_command(name) + ["--out", os.path.join(tmp, f"ps{i}.npz"),
              "--init-seed", str(SEED)] + args, env=env, stderr=subprocess.DEVNULL))
     trainers = []
     for i in range(2):
         env = dict(base, PADDLE_TRAINING_ROLE="TRAINER", PADDLE_TRAINER_ID=str(i))
         trainers.append(subprocess.Popen(
-            [sys.executable, SCRIPT, "--out", os.path.join(tmp, f"t{i}.npz")] + args,
+            role_command(name) + ["--out", os.path.join(tmp, f"t{i}.npz")] + args,
             env=env, stderr=subprocess.DEVNULL))
     try:
         end = time.time() + 300
@@ -93,7 +144,8 @@ def main():
     cases = {}
     for name, args in CASES.items():
         with tempfile.TemporaryDirectory() as tmp:
-            cases[name] = run_case(tmp, args)
+            cases[name] = run_case(tmp, name, args)
+            cases[name]["losses_local"] = run_local(tmp, name, args)
             cases[name]["args"] = args
     init_sums = {k: float(v.astype("float64").sum()) for k, v in seeded_init(SEED).items()}
     save("pserver", cases, meta={"fluid": paddle.__version__, "seed": SEED,
@@ -101,4 +153,6 @@ def main():
 
 
 if __name__ == "__main__":
+    if ROLE_FLAG in sys.argv:
+        sys.exit(dense_embedding_role([a for a in sys.argv[1:] if a != ROLE_FLAG]))
     main()

@@ -217,6 +217,40 @@ def test_fused_update_is_bitwise_the_unfused_updates_over_steps(case, dtype):
     assert all(p.base is params[0].base for p in params)
 
 
+@pytest.mark.parametrize("kind", ["sgd", "momentum", "adam"])
+def test_fused_update_in_runs_is_bitwise_the_unfused_updates(kind):
+    """On numpy members go in runs of at most RUN_BYTES of parameters (a larger one alone):
+    parameters sized around that limit, three steps, bitwise the plain kernel's."""
+    from spmd.kernels.optim_fused import RUN_BYTES
+
+    limit = RUN_BYTES // 8  # float64 elements
+    sizes = [limit // 2 + 1, 7, 5, limit + 10, 3, limit // 2, limit // 2 + 1]
+    rng = np.random.default_rng(5)
+
+    def members(low=-1.0):
+        return [rng.uniform(low, 1.0, n) for n in sizes]
+
+    ins = {"Param": members(), "Grad": members(), "LearningRate": LR}
+    attrs = {"mu": 0.9} if kind == "momentum" else {}
+    if kind == "momentum":
+        ins["Velocity"] = members()
+    if kind == "adam":
+        ins.update(Moment1=members(), Moment2=members(0.0),
+                   Beta1Pow=[np.array([0.9 ** 2])] * len(sizes),
+                   Beta2Pow=[np.array([0.999 ** 2])] * len(sizes))
+    fused_op = f"fused_{kind}"
+    ctx, fused_ins, plain_ins = KernelContext(), dict(ins), dict(ins)
+    for _ in range(3):
+        got = run_kernel(fused_op, np, fused_ins, _attrs(fused_op, **attrs),
+                         frozenset(get_op_def(fused_op).output_slots), ctx)
+        want = _unfused(kind, plain_ins, _attrs(kind, **attrs))
+        _assert_bitwise(got, want)
+        for out, values in got.items():
+            fused_ins[out[:-len("Out")]] = values
+        for out, values in want.items():
+            plain_ins[out[:-len("Out")]] = values
+
+
 def test_fused_update_reads_gradients_lying_end_to_end_in_place():
     """Gradients that are views of one buffer in member order (a fused all-reduce bucket)
     are used where they lie; any other layout is copied; the numbers are the same."""

@@ -16,8 +16,9 @@ per member: when all are equal (always, unless a checkpoint mixed them) one scal
 update; otherwise, and for sparse gradients, each member is updated on its own.
 
 On numpy the members go in runs of at most RUN_BYTES of parameters, one kernel call per run
-(a larger parameter alone, on its own arrays): past that size numpy's temporaries leave the
-cache and one long update is slower than several short ones. On a GPU all go in one run.
+(a parameter larger than half of it alone, on its own arrays): past that size numpy's
+temporaries leave the cache and one long update is slower than several short ones. On a GPU
+all go in one run.
 """
 from __future__ import annotations
 
@@ -102,20 +103,28 @@ def _flat(xp, ctx, key, slot: str, arrays):
     return buf
 
 
-def _runs(xp, ctx, params) -> list[tuple[int, int]]:
-    """Members [a, b) updated together: on numpy, neighbours whose parameters hold at most
-    RUN_BYTES together (a member larger than that alone); on a GPU, all of them."""
+def _runs(xp, ctx, params) -> list[tuple[int, ...]]:
+    """The members updated together, as tuples of indices: on numpy, a parameter larger than
+    half of RUN_BYTES alone, the others in member order in runs of at most RUN_BYTES; on a
+    GPU, all of them together."""
     key = ("runs", xp.__name__, tuple((p.shape, p.dtype.itemsize) for p in params))
     runs = ctx.scratch.get(key)
     if runs is None:
-        runs, start, size = [], 0, 0
-        limit = RUN_BYTES if xp.__name__ == "numpy" else float("inf")
-        for i, p in enumerate(params):
-            if i > start and size + p.nbytes > limit:
-                runs.append((start, i))
-                start, size = i, 0
-            size += p.nbytes
-        runs.append((start, len(params)))
+        if xp.__name__ != "numpy":
+            runs = [tuple(range(len(params)))]
+        else:
+            runs, current, size = [], [], 0
+            for i, p in enumerate(params):
+                if 2 * p.nbytes > RUN_BYTES:
+                    runs.append((i,))
+                    continue
+                if current and size + p.nbytes > RUN_BYTES:
+                    runs.append(tuple(current))
+                    current, size = [], 0
+                current.append(i)
+                size += p.nbytes
+            if current:
+                runs.append(tuple(current))
         ctx.scratch[key] = runs
     return runs
 
@@ -166,16 +175,19 @@ def _fused_update(kind: str):
         base = get_kernel(kind)
         if any(isinstance(g, SelectedRows) for g in ins["Grad"]):
             return _update(xp, base, ins, attrs, want)
+        n = len(ins["Param"])
         out: dict = {}
-        for a, b in _runs(xp, ctx, ins["Param"]):
-            part = {s: (v if s in _SHARED else v[a:b]) for s, v in ins.items()}
+        for run in _runs(xp, ctx, ins["Param"]):
+            part = {s: (v if s in _SHARED else [v[i] for i in run]) for s, v in ins.items()}
             res = None
-            if b - a > 1:
-                res = _update_flat(xp, base, part, attrs, want, ctx, (a, b))
+            if len(run) > 1:
+                res = _update_flat(xp, base, part, attrs, want, ctx, run)
             if res is None:
                 res = _update(xp, base, part, attrs, want)
             for slot, values in res.items():
-                out.setdefault(slot, []).extend(values)
+                member = out.setdefault(slot, [None] * n)
+                for i, value in zip(run, values):
+                    member[i] = value
         return out
 
     return run

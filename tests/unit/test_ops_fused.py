@@ -219,12 +219,13 @@ def test_fused_update_is_bitwise_the_unfused_updates_over_steps(case, dtype):
 
 @pytest.mark.parametrize("kind", ["sgd", "momentum", "adam"])
 def test_fused_update_in_runs_is_bitwise_the_unfused_updates(kind):
-    """On numpy members go in runs of at most RUN_BYTES of parameters (a larger one alone):
-    parameters sized around that limit, three steps, bitwise the plain kernel's."""
+    """On numpy members go in runs of at most RUN_BYTES of parameters (one larger than half
+    of it alone): parameters sized around those limits (runs of members that are not
+    neighbours, a run filled up), three steps, bitwise the plain kernel's."""
     from spmd.kernels.optim_fused import RUN_BYTES
 
     limit = RUN_BYTES // 8  # float64 elements
-    sizes = [limit // 2 + 1, 7, 5, limit + 10, 3, limit // 2, limit // 2 + 1]
+    sizes = [limit // 2 + 1, 7, 5, limit + 10, 3, limit // 2, limit // 4, limit // 2, 9]
     rng = np.random.default_rng(5)
 
     def members(low=-1.0):

@@ -177,17 +177,18 @@ def _fused_update(kind: str):
             return _update(xp, base, ins, attrs, want)
         n = len(ins["Param"])
         out: dict = {}
-        for run in _runs(xp, ctx, ins["Param"]):
-            part = {s: (v if s in _SHARED else [v[i] for i in run]) for s, v in ins.items()}
+        for members in _runs(xp, ctx, ins["Param"]):
+            part = {s: (v if s in _SHARED else [v[i] for i in members])
+                    for s, v in ins.items()}
             res = None
-            if len(run) > 1:
-                res = _update_flat(xp, base, part, attrs, want, ctx, run)
+            if len(members) > 1:
+                res = _update_flat(xp, base, part, attrs, want, ctx, members)
             if res is None:
                 res = _update(xp, base, part, attrs, want)
             for slot, values in res.items():
-                member = out.setdefault(slot, [None] * n)
-                for i, value in zip(run, values):
-                    member[i] = value
+                column = out.setdefault(slot, [None] * n)
+                for i, value in zip(members, values):
+                    column[i] = value
         return out
 
     return run

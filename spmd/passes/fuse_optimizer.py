@@ -71,7 +71,8 @@ def _groups(program, flow: DataFlow) -> list[list[int]]:
 def _movable(flow: DataFlow, members: list[int]) -> list[int]:
     """The members that may all run at the place of the last one: each, moved there, reads
     and writes what it did (no op between changes its inputs or sees its outputs), and no
-    member reads another's outputs or shares a variable with it."""
+    two share a variable but the learning rate (and adam's beta tensors); checked again
+    without the ones left out, until none is."""
     members = sorted(members)
     while len(members) > 1:
         end, skip = members[-1], set(members)
@@ -83,10 +84,6 @@ def _movable(flow: DataFlow, members: list[int]) -> list[int]:
             if shared_ok & seen or (i != end and not flow.can_sink(i, end, skip)):
                 bad.add(i)
             seen |= shared_ok
-        for i in members:
-            later = [k for k in members if k > i]
-            if any(flow.writes[i] & flow.reads[k] for k in later):
-                bad.add(i)
         if not bad:
             return members
         members = [i for i in members if i not in bad]
@@ -103,11 +100,10 @@ def fuse_optimizer_ops(program) -> int:
     block = flow.block
     placed, removed = {}, set()
     for group in _groups(program, flow):
-        order = group
         members = set(_movable(flow, group))
         if len(members) < 2:
             continue
-        ops = [flow.op(i) for i in order if i in members]
+        ops = [flow.op(i) for i in group if i in members]  # in bucket order
         first = ops[0]
         inputs = {s: [n for op in ops for n in op.input(s)] for s in first.inputs
                   if s not in SHARED_SLOTS}

@@ -317,3 +317,70 @@ def test_a_test_clone_shares_the_trained_variables(model):
     assert "fused_batch_norm_act" not in types  # test-mode batch norm
     assert types.count("fused_elemwise_activation") == (4 if model == "mlp" else 0)
     assert not any(t.endswith("_grad") for t in types)
+
+
+def _run_plain(program, feed, fetch):
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    for name, value in feed.items():
+        scope.var(name).get_tensor().set(value)
+    return exe.run(program, feed={}, fetch_list=fetch, scope=scope), scope
+
+
+def test_an_update_read_before_the_last_one_keeps_its_place():
+    """An op between two updates reads the first's new parameter: that update cannot move
+    to the fused op's place (the op would read the old value), so only the others fuse."""
+    from spmd.core.operator import OpRole
+    from spmd.passes.fuse_optimizer import fuse_optimizer_ops
+
+    program = fluid.Program()
+    block = program.global_block()
+    rng = np.random.default_rng(1)
+    values = {}
+    for name in ("p1", "p2", "p3", "g1", "g2", "g3"):
+        block.create_var(name=name, shape=(3, 2), dtype="float64", persistable=True)
+        values[name] = rng.standard_normal((3, 2))
+    block.create_var(name="lr", shape=(1,), dtype="float64", persistable=True)
+    values["lr"] = np.array([0.1])
+    block.create_var(name="seen", shape=(3, 2), dtype="float64", persistable=True)
+
+    def sgd(k):
+        block.append_op("sgd", {"Param": f"p{k}", "Grad": f"g{k}", "LearningRate": "lr"},
+                        {"ParamOut": f"p{k}"}, role=OpRole.OPTIMIZE)
+
+    sgd(1)
+    block.append_op("scale", {"X": "p1"}, {"Out": "seen"}, {"scale": 2.0}, role=OpRole.OPTIMIZE)
+    sgd(2)
+    sgd(3)
+    fetch = ["p1", "p2", "p3", "seen"]
+    want, _ = _run_plain(program, values, fetch)
+    fused = program.clone()
+    assert fuse_optimizer_ops(fused) == 1
+    ops = fused.global_block().ops
+    assert [op.type for op in ops] == ["sgd", "scale", "fused_sgd"]
+    assert ops[2].input("Param") == ["p2", "p3"]
+    got, _ = _run_plain(fused, values, fetch)
+    for g, w, name in zip(got, want, fetch):
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def test_a_pair_whose_intermediate_is_read_in_between_is_not_fused():
+    from spmd.passes.fuse_elewise_add_act import fuse_elewise_add_act
+
+    program = fluid.Program()
+    block = program.global_block()
+    for name in ("x", "y"):
+        block.create_var(name=name, shape=(2, 3), dtype="float64", persistable=True)
+    block.append_op("elementwise_add", {"X": "x", "Y": "y"}, {"Out": "t"})
+    block.append_op("exp", {"X": "t"}, {"Out": "u"})  # reads t before relu does
+    block.append_op("relu", {"X": "t"}, {"Out": "o"})
+    block.append_op("elementwise_add", {"X": "x", "Y": "y"}, {"Out": "t2"})
+    block.append_op("tanh", {"X": "t2"}, {"Out": "o2"})
+    values = {"x": np.linspace(-1, 1, 6).reshape(2, 3), "y": np.full((2, 3), 0.1)}
+    want, _ = _run_plain(program, values, ["u", "o", "o2"])
+    fused = program.clone()
+    assert fuse_elewise_add_act(fused) == 1  # tanh(x + y) only
+    assert [op.type for op in fused.global_block().ops] == [
+        "elementwise_add", "exp", "relu", "fused_elemwise_activation"]
+    got, _ = _run_plain(fused, values, ["u", "o", "o2"])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -125,6 +125,15 @@ _ACTED = {
                           "default True only permits a memory reuse, same numbers either way",
         "cache_runtime_context": "True is what spmd always does: the compiled plan binds "
                                  "every op once and reuses it every run",
+        "use_hierarchical_allreduce": "the cross-process allreduce reduces within each node, "
+                                      "allreduces across the node leaders and broadcasts "
+                                      "within the node (spmd/comm/hierarchy.py; MPI host "
+                                      "arrays; refused on GPU where the layout is "
+                                      "hierarchical)",
+        "hierarchical_allreduce_inter_nranks": "processes per node for the hierarchical "
+                                               "allreduce, checked against the job (> 1, "
+                                               "dividing the processes); 0: SPMD_NODE_SIZE, "
+                                               "else MPI's shared-memory nodes",
     },
     "ExecutionStrategy": {
         "_dry_run": "the executor runs the schedule without kernels: nothing changes, "
@@ -153,8 +162,6 @@ _UNACTED = {
         "enable_auto_fusion": Unacted("no automatic fusion: only the fusions asked for by "
                                       "name (fuse_elewise_add_act_ops, fuse_bn_act_ops)"),
         "nccl_comm_num": Unacted("one communicator per process is used"),
-        "use_hierarchical_allreduce": Unacted("one flat allreduce is used"),
-        "hierarchical_allreduce_inter_nranks": Unacted("one flat allreduce is used"),
         "async_mode": Unacted("gradients are always aggregated synchronously"),
         "mkldnn_enabled_op_types": Unacted("there are no MKL-DNN kernels"),
     },

@@ -109,8 +109,9 @@ def test_a_pass_in_a_new_module_registers_itself(tmp_path, monkeypatch):
 
 def test_spmds_passes_and_their_order():
     names = [p.name for p in PASSES.passes()]
-    assert names == ["scale_loss_grad", "sequence_loss_scale", "sync_batch_norm", "allreduce",
-                     "reduce_mode", "finish_collectives", "graphviz"]
+    assert names == ["scale_loss_grad", "sequence_loss_scale", "sync_batch_norm", "fuse_bn_act",
+                     "fuse_elewise_add_act", "allreduce", "reduce_mode",
+                     "fuse_all_optimizer_ops", "finish_collectives", "graphviz"]
     assert get_pass("reduce_mode").fields == ("reduce_strategy", "fuse_broadcast_ops",
                                               "fuse_all_reduce_ops")
 
@@ -203,6 +204,9 @@ SERVED = {
     "fuse_broadcast_ops": ["reduce_mode"],
     "sync_batch_norm": ["sync_batch_norm"],
     "debug_graphviz_path": ["graphviz"],
+    "fuse_elewise_add_act_ops": ["fuse_elewise_add_act"],
+    "fuse_bn_act_ops": ["fuse_bn_act"],
+    "fuse_all_optimizer_ops": ["fuse_all_optimizer_ops"],
 }
 
 

@@ -70,9 +70,10 @@ def test_every_fluid_field_is_accepted_with_fluid_defaults():
 def test_unacted_field_warns_once_naming_it():
     forget_warnings()
     bs = fluid.BuildStrategy()
-    bs.fuse_bn_act_ops = True
-    with pytest.warns(UserWarning, match="fuse_bn_act_ops=True is accepted but not acted on"):
-        assert warn_unacted(bs) == ["fuse_bn_act_ops"]
+    bs.fuse_relu_depthwise_conv = True
+    with pytest.warns(UserWarning,
+                      match="fuse_relu_depthwise_conv=True is accepted but not acted on"):
+        assert warn_unacted(bs) == ["fuse_relu_depthwise_conv"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert warn_unacted(bs) == []  # once per process

@@ -1,6 +1,10 @@
 """Kernels: 2-D/3-D convolutions and their transposes on channel-first inputs, by im2col over
 stride tricks.
 
+2-D convolutions and transposes run in conv_gemm.py (a layout chosen per shape, columns made a
+cache-sized chunk of images at a time, workspaces reused across steps); the code below is the
+N-d path that 3-D convolutions take.
+
 Each kernel first moves the batch innermost ([C, *spatial, N]), so that a window offset selects
 long contiguous runs rather than a few pixels. A convolution is then one batched matmul (one
 batch entry per group) against a strided view of the input laid out as columns; its backward is
@@ -17,6 +21,7 @@ import itertools
 import math
 
 from ..ops.conv import conv_geometry, conv_out_size, transpose_output_shape
+from . import conv_gemm
 from .registry import kernel
 
 
@@ -84,9 +89,18 @@ def _conv_setup(x, w, attrs):
     return pads, dil, out
 
 
+def _geometry_2d(x, w, attrs):
+    """conv_gemm's Geometry of a 2-D convolution."""
+    pads, dil, out = _conv_setup(x, w, attrs)
+    return conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads,
+                              out)
+
+
 @kernel("conv2d", "depthwise_conv2d", "conv3d")
 def conv_nd(xp, ins, attrs, want):
     x, w = ins["Input"], ins["Filter"]
+    if x.ndim == 4:
+        return {"Output": conv_gemm.forward(xp, x, w, _geometry_2d(x, w, attrs))}
     n, m, g = x.shape[0], w.shape[0], attrs["groups"]
     pads, dil, out = _conv_setup(x, w, attrs)
     cols = im2col(xp, channel_first_batch_last(xp, x, pads), g, w.shape[2:], attrs["strides"],
@@ -98,6 +112,14 @@ def conv_nd(xp, ins, attrs, want):
 @kernel("conv2d_grad", "depthwise_conv2d_grad", "conv3d_grad")
 def conv_nd_grad(xp, ins, attrs, want):
     x, w, dy = ins["Input"], ins["Filter"], ins["Output@GRAD"]
+    if x.ndim == 4:
+        geo = _geometry_2d(x, w, attrs)
+        res = {}
+        if "Filter@GRAD" in want:
+            res["Filter@GRAD"] = conv_gemm.filter_grad(xp, x, dy, geo)
+        if "Input@GRAD" in want:
+            res["Input@GRAD"] = conv_gemm.input_grad(xp, dy, w, geo)
+        return res
     n, m, cg, k, g = x.shape[0], w.shape[0], w.shape[1], w.shape[2:], attrs["groups"]
     nd = len(k)
     pads, dil, out = _conv_setup(x, w, attrs)
@@ -129,9 +151,24 @@ def _transpose_setup(x, w, attrs):
     return pads, dil, out, size
 
 
+def _transpose_geometry_2d(x, w, attrs):
+    """The 2-D convolution whose input gradient is this transposed convolution: its input is
+    the transpose's output (padded to the scatter buffer), its output the transpose's input."""
+    pads, dil, out, size = _transpose_setup(x, w, attrs)
+    n, c, mg = x.shape[0], w.shape[0], w.shape[1]
+    g = attrs["groups"]
+    bottom = [size[i] - pads[i][0] - out[i] for i in range(2)]
+    return conv_gemm.Geometry(n, mg * g, out[0], out[1], c, w.shape[2], w.shape[3], g,
+                              tuple(attrs["strides"]), tuple(dil),
+                              (pads[0][0], bottom[0], pads[1][0], bottom[1]), x.shape[2],
+                              x.shape[3])
+
+
 @kernel("conv2d_transpose", "depthwise_conv2d_transpose", "conv3d_transpose")
 def conv_transpose_nd(xp, ins, attrs, want):
     x, w = ins["Input"], ins["Filter"]
+    if x.ndim == 4:
+        return {"Output": conv_gemm.input_grad(xp, x, w, _transpose_geometry_2d(x, w, attrs))}
     n, c, mg, k, g = x.shape[0], w.shape[0], w.shape[1], w.shape[2:], attrs["groups"]
     pads, dil, out, size = _transpose_setup(x, w, attrs)
     xt = channel_first_batch_last(xp, x).reshape(g, c // g, -1)
@@ -144,6 +181,14 @@ def conv_transpose_nd(xp, ins, attrs, want):
 @kernel("conv2d_transpose_grad", "depthwise_conv2d_transpose_grad", "conv3d_transpose_grad")
 def conv_transpose_nd_grad(xp, ins, attrs, want):
     x, w, dy = ins["Input"], ins["Filter"], ins["Output@GRAD"]
+    if x.ndim == 4:
+        geo = _transpose_geometry_2d(x, w, attrs)
+        res = {}
+        if "Input@GRAD" in want:
+            res["Input@GRAD"] = conv_gemm.forward(xp, dy, w, geo)
+        if "Filter@GRAD" in want:
+            res["Filter@GRAD"] = conv_gemm.filter_grad(xp, dy, x, geo)
+        return res
     n, c, k, g = x.shape[0], w.shape[0], w.shape[2:], attrs["groups"]
     pads, dil, out, size = _transpose_setup(x, w, attrs)
     # the output gradient placed back in the scatter buffer, read by windows like a conv input

@@ -1,10 +1,13 @@
 """Kernels: pool2d, pool3d and max_pool{2,3}d_with_index on channel-first inputs.
 
-Fixed windows: the input is laid out [*spatial, N*C] and reduced over the shifted slices, one per
-window offset (Python loops over offsets only). Adaptive windows differ in size from cell to
-cell, so each output cell is reduced on its own (output maps are small: that is what adaptive
-pooling is for). Max pooling sends the gradient to the first maximum of each window in
-row-major order, as fluid does; padding never counts as a value.
+Fixed windows that tile the map (stride == window, no padding: the common 2x2/2 pooling) are
+read in place as a strided view [N, C, out0, k0, out1, k1, ...] and reduced over the window
+offsets, with no copy of the input. Other fixed windows: the input is laid out [*spatial, N*C]
+and reduced over the shifted slices, one per window offset (Python loops over offsets only).
+Adaptive windows differ in size from cell to cell, so each output cell is reduced on its own
+(output maps are small: that is what adaptive pooling is for). Max pooling sends the gradient
+to the first maximum of each window in row-major order, as fluid does; padding never counts
+as a value.
 """
 from __future__ import annotations
 
@@ -50,6 +53,71 @@ def _from_sm(xp, a, n: int, c: int):
     """[*sp, N*C] -> NC*."""
     sp = a.shape[:-1]
     return xp.ascontiguousarray(a.reshape(-1, n * c).T).reshape(n, c, *sp)
+
+
+def _tiles(xp, a, ksize, strides, pads, out):
+    """a [N, C, *sp] as a strided view [N, C, out0, k0, out1, k1, ...] of its windows, when
+    they tile it (no padding; stride == window, or one window per dim); else None."""
+    if any(p for pair in pads for p in pair) or any(
+            s != k and o != 1 for k, s, o in zip(ksize, strides, out)):
+        return None
+    shape, st = list(a.shape[:2]), list(a.strides[:2])
+    for i, (k, s, o) in enumerate(zip(ksize, strides, out)):
+        shape += [o, k]
+        st += [a.strides[2 + i] * s, a.strides[2 + i]]
+    return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=st)
+
+
+def _tile_offsets(view):
+    """One [N, C, *out] view per window offset of a _tiles view, in row-major offset order."""
+    nd = (view.ndim - 2) // 2
+    ksize = view.shape[3::2]
+    for off in itertools.product(*[range(k) for k in ksize]):
+        idx = [slice(None), slice(None)]
+        for i in range(nd):
+            idx += [slice(None), off[i]]
+        yield tuple(idx)
+
+
+def _tiled_pool(xp, view, is_max):
+    """pool_nd over a _tiles view: the offsets reduced in row-major order, as _window_slices
+    would (the same sums, bit for bit)."""
+    offsets = _tile_offsets(view)
+    acc = view[next(offsets)].copy()
+    for at in offsets:
+        if is_max:
+            xp.maximum(acc, view[at], out=acc)
+        else:
+            acc += view[at]
+    return acc
+
+
+def _tiled_grad(xp, x, dy, view, is_max, divisor):
+    """pool_nd_grad over a _tiles view of x: each window's gradient to its first maximum
+    (row-major), or dy / divisor to every pixel of it; zeros outside the windows."""
+    covered = all(o * k == size for o, k, size in zip(view.shape[2::2], view.shape[3::2],
+                                                    x.shape[2:]))
+    dx = (xp.empty if covered else xp.zeros)(x.shape, dtype=dy.dtype)
+    dview = _tiles(xp, dx, view.shape[3::2], view.shape[3::2], [(0, 0)] * (x.ndim - 2),
+                   view.shape[2::2])
+    if not is_max:
+        share = dy / divisor
+        for at in _tile_offsets(view):
+            xp.copyto(dview[at], share)
+        return dx
+    best = _tiled_pool(xp, view, True)
+    offsets = list(_tile_offsets(view))
+    taken = None
+    for i, at in enumerate(offsets):
+        hit = view[at] == best
+        if taken is None:
+            taken = hit
+        else:
+            xp.greater(hit, taken, out=hit)  # hit and not taken before
+            if i + 1 < len(offsets):
+                taken |= hit
+        xp.multiply(dy, hit, out=dview[at])
+    return dx
 
 
 def _window_slices(xt, ksize, strides, out):
@@ -127,6 +195,14 @@ def pool_nd(xp, ins, attrs, want):
     if _use_cells(attrs):
         return {"Out": _adaptive(xp, x, attrs, is_max)[0]}
     ksize, strides, pads, out = _pool_setup(x, attrs)
+    view = _tiles(xp, x, ksize, strides, pads, out)
+    if view is not None:
+        acc = _tiled_pool(xp, view, is_max)
+        if is_max:
+            xp.maximum(acc, np.finfo(acc.dtype).min, out=acc)
+        else:
+            acc /= x.dtype.type(math.prod(ksize))
+        return {"Out": acc}
     xt = _to_sm(xp, x, pads, -xp.inf if is_max else 0)
     slices = _window_slices(xt, ksize, strides, out)
     acc = slices[0].copy()
@@ -147,6 +223,9 @@ def pool_nd(xp, ins, attrs, want):
 def _fixed_grad(xp, x, dy, attrs, is_max):
     n, c, sp = x.shape[0], x.shape[1], x.shape[2:]
     ksize, strides, pads, out = _pool_setup(x, attrs)
+    view = _tiles(xp, x, ksize, strides, pads, out)
+    if view is not None:
+        return _tiled_grad(xp, x, dy, view, is_max, x.dtype.type(math.prod(ksize)))
     dyt = dy.reshape(n * c, -1).T.reshape(*out, n * c)
     xt = _to_sm(xp, x, pads, -xp.inf if is_max else 0)
     dxt = xp.zeros(xt.shape, dtype=dy.dtype)

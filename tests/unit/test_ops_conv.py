@@ -206,3 +206,145 @@ DEFORM = [
 @pytest.mark.parametrize("case", DEFORM, ids=str)
 def test_deformable_conv(case):
     check_op(case)
+
+
+# ---- 2-D convolutions: every layout conv_gemm can choose, and tiled pooling -------------------
+
+def _conv2d_case(name, x, w, **attrs):
+    return OpCase("conv2d", {"Input": x, "Filter": w}, conv_ref,
+                  attrs=dict(CONV, **attrs), name=name)
+
+
+# shapes picked so that the default choices cover each path: channel-last columns ("rows"),
+# NCHW columns ("image"), the input gradient as a flipped convolution or by col2im
+CONV2D_CASES = [
+    _conv2d_case("conv2d_rows_flip", rand(2, 8, 4, 4), rand(3, 8, 3, 3), paddings=[1, 1]),
+    _conv2d_case("conv2d_rows_col2im_stride", rand(2, 8, 5, 4), rand(3, 8, 3, 2),
+                 strides=[2, 1], paddings=[1, 0, 0, 1]),
+    _conv2d_case("conv2d_rows_dilation", rand(1, 8, 6, 5), rand(2, 8, 2, 3),
+                 dilations=[2, 1], paddings=[1, 1]),
+    _conv2d_case("conv2d_image_wide", rand(2, 1, 6, 9), rand(3, 1, 3, 3), paddings=[1, 2]),
+    _conv2d_case("conv2d_image_groups", rand(1, 6, 5, 5), rand(4, 3, 3, 3), groups=2,
+                 strides=[2, 2], paddings=[1, 1]),
+    _conv2d_case("conv2d_pointwise", rand(2, 3, 3, 4), rand(5, 3, 1, 1)),
+    _conv2d_case("conv2d_pointwise_stride", rand(2, 3, 5, 4), rand(2, 3, 1, 1), strides=[2, 2]),
+    OpCase("conv2d", {"Input": rand(1, 8, 5, 6), "Filter": rand(2, 8, 3, 3)},
+           lambda **a: conv_ref(**dict(a, paddings=[1, 1, 0, 1])), name="conv2d_rows_same",
+           attrs=dict(CONV, strides=[2, 2], padding_algorithm="SAME")),
+    OpCase("conv2d", {"Input": rand(1, 8, 5, 5), "Filter": rand(2, 8, 2, 2)},
+           lambda **a: conv_ref(**dict(a, paddings=[0, 0])), name="conv2d_rows_valid",
+           attrs=dict(CONV, paddings=[3, 3], padding_algorithm="VALID")),
+    OpCase("depthwise_conv2d", {"Input": rand(2, 4, 5, 5), "Filter": rand(8, 1, 3, 3)}, conv_ref,
+           attrs=dict(CONV, groups=4, paddings=[1, 1]), name="depthwise_multiplier"),
+    OpCase("conv2d_transpose", {"Input": rand(2, 3, 4, 4), "Filter": rand(3, 8, 3, 3)},
+           conv_transpose_ref, attrs=dict(CONV, paddings=[1, 1]),
+           name="conv2d_transpose_same_size"),
+    OpCase("conv2d_transpose", {"Input": rand(1, 8, 3, 3), "Filter": rand(8, 2, 3, 3)},
+           conv_transpose_ref, attrs=dict(CONV, strides=[2, 2], paddings=[1, 1]),
+           name="conv2d_transpose_many_channels"),
+]
+
+
+@pytest.mark.parametrize("case", CONV2D_CASES, ids=str)
+def test_conv2d(case):
+    check_op(case)
+
+
+CONV2D_GEOMETRIES = [  # (input, filter, attrs) for test_conv2d_layouts_agree
+    ((3, 8, 5, 6), (4, 8, 3, 3), dict(paddings=[1, 1])),
+    ((3, 8, 7, 6), (4, 8, 3, 2), dict(strides=[2, 1], paddings=[1, 0, 2, 1], dilations=[1, 2])),
+    ((3, 6, 5, 5), (4, 3, 3, 3), dict(groups=2, paddings=[0, 1])),
+    ((2, 4, 6, 6), (4, 1, 3, 3), dict(groups=4, strides=[2, 2])),
+    ((3, 2, 4, 4), (3, 2, 1, 1), {}),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", CONV2D_GEOMETRIES)
+@pytest.mark.parametrize("chunk_bytes", [1, 1 << 20])
+def test_conv2d_layouts_agree(x_shape, w_shape, attrs, chunk_bytes, monkeypatch):
+    """Every layout of every product (forced), one image per chunk or all at once, equals the
+    loop reference and the default choice, in float64; workspaces reused across calls."""
+    from spmd.kernels import conv, conv_gemm
+
+    monkeypatch.setattr(conv_gemm, "CHUNK_BYTES", chunk_bytes)
+    x, w = rand(*x_shape), rand(*w_shape)
+    attrs = dict(CONV, padding_algorithm="EXPLICIT", **attrs)
+    attrs.setdefault("groups", 1)
+    ref = conv_ref(x, w, **attrs)["Output"]
+    dy = rand(*ref.shape)
+    # the exact gradients: the adjoint of the reference, by linearity of conv in x and in w
+    dx_ref = np.array([(conv_ref(e.reshape(x.shape), w, **attrs)["Output"] * dy).sum()
+                       for e in np.eye(x.size)]).reshape(x.shape)
+    dw_ref = np.array([(conv_ref(x, e.reshape(w.shape), **attrs)["Output"] * dy).sum()
+                       for e in np.eye(w.size)]).reshape(w.shape)
+    pads, dil, out = conv._conv_setup(x, w, attrs)
+    g = conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads, out)
+    flips = ["flip:rows", "flip:image"] if conv_gemm.flipped(g) is not None else []
+    for _ in range(2):
+        for layout in ("rows", "image", None):
+            if layout == "rows" and g.groups != 1:
+                continue
+            np.testing.assert_allclose(conv_gemm.forward(np, x, w, g, layout), ref, 1e-12,
+                                       1e-12)
+            np.testing.assert_allclose(conv_gemm.filter_grad(np, x, dy, g, layout), dw_ref,
+                                       1e-12, 1e-12)
+        for layout in ["rows", "image", None] + flips:
+            if layout and layout.endswith("rows") and g.groups != 1:
+                continue
+            np.testing.assert_allclose(conv_gemm.input_grad(np, dy, w, g, layout), dx_ref,
+                                       1e-12, 1e-12)
+
+
+def test_conv2d_float32_equals_float64_closely():
+    """float32 stays float32 (no upcast) and within float32 rounding of float64."""
+    x, w = rand(4, 16, 9, 9), rand(8, 16, 3, 3)
+    case = _conv2d_case("f32", x, w, paddings=[1, 1])
+    want = conv_ref(x, w, **case.attrs)["Output"]
+    from spmd.kernels.registry import run_kernel
+
+    attrs = dict(case.attrs, groups=1, padding_algorithm="EXPLICIT", data_format="NCHW")
+    got = run_kernel("conv2d", np, {"Input": x.astype("float32"), "Filter": w.astype("float32")},
+                     attrs, {"Output"})["Output"]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+POOL = dict(paddings=[0, 0], global_pooling=False, adaptive=False, ceil_mode=False,
+            exclusive=True, padding_algorithm="EXPLICIT", data_format="NCHW")
+TILED_POOL_CASES = [
+    OpCase("pool2d", {"X": rand(2, 3, 4, 6)}, pool_ref, name="pool_tiled_max",
+           attrs=dict(pooling_type="max", ksize=[2, 2], strides=[2, 2], paddings=[0, 0])),
+    OpCase("pool2d", {"X": rand(2, 3, 4, 6)}, pool_ref, name="pool_tiled_avg",
+           attrs=dict(pooling_type="avg", ksize=[2, 3], strides=[2, 3], paddings=[0, 0])),
+    OpCase("pool2d", {"X": rand(1, 2, 5, 7)}, pool_ref, name="pool_tiled_max_cut",
+           attrs=dict(pooling_type="max", ksize=[2, 2], strides=[2, 2], paddings=[0, 0])),
+    OpCase("pool2d", {"X": rand(2, 2, 4, 4)}, pool_ref, name="pool_tiled_whole_map",
+           attrs=dict(pooling_type="avg", ksize=[4, 4], strides=[1, 1], paddings=[0, 0],
+                      exclusive=False)),
+    OpCase("pool3d", {"X": rand(1, 2, 2, 4, 4)}, pool_ref, name="pool3d_tiled_max",
+           attrs=dict(pooling_type="max", ksize=[2, 2, 2], strides=[2, 2, 2],
+                      paddings=[0, 0, 0])),
+]
+
+
+@pytest.mark.parametrize("case", TILED_POOL_CASES, ids=str)
+def test_tiled_pool(case):
+    check_op(case)
+
+
+@pytest.mark.parametrize("shape, ksize", [((2, 3, 4, 6), [2, 2]), ((1, 2, 5, 7), [2, 3])])
+def test_tiled_max_pool_ties_take_the_first_maximum(shape, ksize):
+    """After a relu most windows are all zeros: the gradient goes to the first maximum of
+    each window in row-major order, as fluid's and the overlapping-window path's."""
+    from spmd.kernels.registry import run_kernel
+
+    x = np.maximum(np.round(rand(*shape) * 2), 0).astype("float32")
+    dy = rand(shape[0], shape[1], shape[2] // ksize[0], shape[3] // ksize[1]).astype("float32")
+    attrs = dict(POOL, pooling_type="max", ksize=ksize, strides=ksize)
+    dx = run_kernel("pool2d_grad", np, {"X": x, "Out@GRAD": dy}, attrs, {"X@GRAD"})["X@GRAD"]
+    want = np.zeros_like(x)
+    for n, c, i, j in itertools.product(*[range(v) for v in dy.shape]):
+        win = x[n, c, i * ksize[0]:(i + 1) * ksize[0], j * ksize[1]:(j + 1) * ksize[1]]
+        a, b = np.unravel_index(np.argmax(win), win.shape)  # the first maximum
+        want[n, c, i * ksize[0] + a, j * ksize[1] + b] = dy[n, c, i, j]
+    np.testing.assert_array_equal(dx, want)

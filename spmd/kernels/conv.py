@@ -90,17 +90,23 @@ def _conv_setup(x, w, attrs):
 
 
 def _geometry_2d(x, w, attrs):
-    """conv_gemm's Geometry of a 2-D convolution."""
+    """conv_gemm's Geometry of a 2-D convolution, or None where the N-d path below is faster:
+    many groups on small maps (depthwise convolutions late in a network), where one product
+    per group over the whole batch beats conv_gemm's per-image products."""
+    if x.ndim != 4:
+        return None
     pads, dil, out = _conv_setup(x, w, attrs)
-    return conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads,
-                              out)
+    geo = conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads,
+                             out)
+    return geo if conv_gemm.per_image_ok(geo) else None
 
 
 @kernel("conv2d", "depthwise_conv2d", "conv3d")
 def conv_nd(xp, ins, attrs, want):
     x, w = ins["Input"], ins["Filter"]
-    if x.ndim == 4:
-        return {"Output": conv_gemm.forward(xp, x, w, _geometry_2d(x, w, attrs))}
+    geo = _geometry_2d(x, w, attrs)
+    if geo is not None:
+        return {"Output": conv_gemm.forward(xp, x, w, geo)}
     n, m, g = x.shape[0], w.shape[0], attrs["groups"]
     pads, dil, out = _conv_setup(x, w, attrs)
     cols = im2col(xp, channel_first_batch_last(xp, x, pads), g, w.shape[2:], attrs["strides"],
@@ -112,8 +118,8 @@ def conv_nd(xp, ins, attrs, want):
 @kernel("conv2d_grad", "depthwise_conv2d_grad", "conv3d_grad")
 def conv_nd_grad(xp, ins, attrs, want):
     x, w, dy = ins["Input"], ins["Filter"], ins["Output@GRAD"]
-    if x.ndim == 4:
-        geo = _geometry_2d(x, w, attrs)
+    geo = _geometry_2d(x, w, attrs)
+    if geo is not None:
         res = {}
         if "Filter@GRAD" in want:
             res["Filter@GRAD"] = conv_gemm.filter_grad(xp, x, dy, geo)
@@ -153,22 +159,27 @@ def _transpose_setup(x, w, attrs):
 
 def _transpose_geometry_2d(x, w, attrs):
     """The 2-D convolution whose input gradient is this transposed convolution: its input is
-    the transpose's output (padded to the scatter buffer), its output the transpose's input."""
+    the transpose's output (padded to the scatter buffer), its output the transpose's input;
+    None as in _geometry_2d."""
+    if x.ndim != 4:
+        return None
     pads, dil, out, size = _transpose_setup(x, w, attrs)
     n, c, mg = x.shape[0], w.shape[0], w.shape[1]
     g = attrs["groups"]
     bottom = [size[i] - pads[i][0] - out[i] for i in range(2)]
-    return conv_gemm.Geometry(n, mg * g, out[0], out[1], c, w.shape[2], w.shape[3], g,
-                              tuple(attrs["strides"]), tuple(dil),
-                              (pads[0][0], bottom[0], pads[1][0], bottom[1]), x.shape[2],
-                              x.shape[3])
+    geo = conv_gemm.Geometry(n, mg * g, out[0], out[1], c, w.shape[2], w.shape[3], g,
+                             tuple(attrs["strides"]), tuple(dil),
+                             (pads[0][0], bottom[0], pads[1][0], bottom[1]), x.shape[2],
+                             x.shape[3])
+    return geo if conv_gemm.per_image_ok(geo) else None
 
 
 @kernel("conv2d_transpose", "depthwise_conv2d_transpose", "conv3d_transpose")
 def conv_transpose_nd(xp, ins, attrs, want):
     x, w = ins["Input"], ins["Filter"]
-    if x.ndim == 4:
-        return {"Output": conv_gemm.input_grad(xp, x, w, _transpose_geometry_2d(x, w, attrs))}
+    geo = _transpose_geometry_2d(x, w, attrs)
+    if geo is not None:
+        return {"Output": conv_gemm.input_grad(xp, x, w, geo)}
     n, c, mg, k, g = x.shape[0], w.shape[0], w.shape[1], w.shape[2:], attrs["groups"]
     pads, dil, out, size = _transpose_setup(x, w, attrs)
     xt = channel_first_batch_last(xp, x).reshape(g, c // g, -1)
@@ -181,8 +192,8 @@ def conv_transpose_nd(xp, ins, attrs, want):
 @kernel("conv2d_transpose_grad", "depthwise_conv2d_transpose_grad", "conv3d_transpose_grad")
 def conv_transpose_nd_grad(xp, ins, attrs, want):
     x, w, dy = ins["Input"], ins["Filter"], ins["Output@GRAD"]
-    if x.ndim == 4:
-        geo = _transpose_geometry_2d(x, w, attrs)
+    geo = _transpose_geometry_2d(x, w, attrs)
+    if geo is not None:
         res = {}
         if "Input@GRAD" in want:
             res["Input@GRAD"] = conv_gemm.forward(xp, dy, w, geo)

@@ -280,6 +280,13 @@ def input_grad(xp, dy, w, g: Geometry, layout: str | None = None):
     return dx
 
 
+def per_image_ok(g: Geometry) -> bool:
+    """Whether these per-image products suit g: not with many groups on small maps (a depthwise
+    convolution on 8x8 maps makes n * groups products of a few dozen values each), where one
+    product per group over the whole batch (conv.py's N-d path) is faster."""
+    return g.groups == 1 or g.p * g.m // g.groups >= 256
+
+
 def geometry(x_shape, w_shape, groups, strides, dil, pads, out) -> Geometry:
     """The Geometry of conv.py's _conv_setup results (pads as ((top, bottom), (left, right)))."""
     n, c, h, w = x_shape

@@ -2,7 +2,9 @@
 
 This is also the reference semantics: ops run in program order, one kernel call each, and a
 value is dropped right after its last reader. A run writes persistable variables back to the
-scope only after every op succeeded, so a failed run leaves the scope as it was.
+scope only after every op succeeded, so a failed run leaves the scope as it was, but for the
+updates an op already made in place (inplace.py: only where nothing but the run held the old
+value; never under FLAGS_check_nan_inf).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from ..kernels.registry import get_kernel, takes_context
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
+from .inplace import MemoryOptions, MemoryReport, lend_pairs, lending
 from .lod_binding import NO_LOD, bind_lod, tracked_names, with_lod_frees
 from .numeric_check import check_feeds, checking
 
@@ -70,13 +73,16 @@ class Plan:
     """
 
     def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag="",
-                 update_rng=None, place=None, block_index: int = 0):
+                 update_rng=None, place=None, block_index: int = 0,
+                 memory: MemoryOptions | None = None):
         """`comm`: the communicator the collectives use, or a function making it on first use
         (a program without collectives never touches MPI). `block_index`: the block it runs;
-        a sub-block's plan is run with `run_in` on values its caller gives (`sub_plan`)."""
+        a sub-block's plan is run with `run_in` on values its caller gives (`sub_plan`).
+        `memory`: what it may do to save memory (default: MemoryOptions())."""
         block = program.block(block_index)
         var = block._var_recursive  # a sub-block reads its ancestors' variables
-        self._made_with = (program, rng, comm, rank, tag, update_rng, place)
+        self.memory = memory if memory is not None else MemoryOptions()
+        self._made_with = (program, rng, comm, rank, tag, update_rng, place, self.memory)
         self._sub_plans: dict[int, Plan] = {}
         self.tag = f"{tag} " if tag else ""  # "[rank r/n] " in multi-process runs
         self._run_event = "Executor::Run" if rank is None else "ParallelExecutor::Run"
@@ -130,6 +136,10 @@ class Plan:
         self.steps = []
         self.has_collectives = False
         self.check_nan_inf = flags().check_nan_inf
+        self._memory_report = MemoryReport()
+        # a sub-block's values are its caller's; a failed NaN check leaves the scope as it was
+        inplace = self.memory.inplace and not block_index and not self.check_nan_inf
+        unwritten = set(self.scope_reads)  # read from the scope, not yet written by an op
         rank_tag = self.tag or _rank_tag  # looked up only by the ops that print it
         numeric_tag = (self.tag or _rank_tag()) if self.check_nan_inf else ""
         for k, (i, op) in enumerate(ops):
@@ -154,6 +164,12 @@ class Plan:
             if lod_aware:
                 fn, ins, outs = bind_lod(fn, op, opdef, ins, outs, tracked)
                 frees = with_lod_frees(frees, tracked)
+            pairs = (lend_pairs(op, opdef, unwritten) if inplace and takes_context(op.type)
+                     else ())
+            unwritten.difference_update(op.output_arg_names)
+            if pairs:  # outermost: it counts the references the run's own `ins` holds
+                fn = lending(fn, ctx, pairs, self._memory_report)
+                self._memory_report.inplace_ops += 1
             self.steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees,
                                    (i, op), ctx))
         self.lod_aware = lod_aware
@@ -174,10 +190,10 @@ class Plan:
         with it)."""
         plan = self._sub_plans.get(block_index)
         if plan is None:
-            program, rng, comm, rank, tag, update_rng, place = self._made_with
+            program, rng, comm, rank, tag, update_rng, place, memory = self._made_with
             plan = self._sub_plans[block_index] = Plan(
                 program, [], [], rng, self._comm or comm, rank, tag, update_rng, place,
-                block_index)
+                block_index, memory)
         return plan
 
     def run_block(self, block_index: int, env: dict, xp) -> dict:
@@ -192,6 +208,15 @@ class Plan:
             env[NO_LOD] = None  # where an untracked variable's LoD is read from
         self._execute(self.steps, env, xp)
         return env
+
+    def memory_report(self) -> MemoryReport:
+        """What the memory options did so far (a copy): the ops that may update in place and
+        the buffers lent to them.
+
+        >>> # exe.plan_cache.find(main, ["x"], [loss.name]).memory_report().lent_last_run
+        """
+        r = self._memory_report
+        return MemoryReport(r.inplace_ops, r.lent_last_run, r.lent_total)
 
     @property
     def comm(self):
@@ -219,6 +244,7 @@ class Plan:
     def _inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
         """The values the ops read first: checked feeds, stand-in zeros, scope values."""
         self.started_collectives = False
+        self._memory_report.lent_last_run = 0
         env = dict(feed) if checked else self.checked_feed(feed, xp)
         if self.zero_reads:
             env.update(self._stand_in_zeros(xp))
@@ -273,10 +299,10 @@ class Plan:
                 res = step.fn(xp, ins, step.attrs, step.want)
                 for slot, names, dup in step.outs:
                     if dup:
-                        for n, a in zip(names, res[slot]):
-                            env[n] = a
+                        env.update(zip(names, res[slot]))
                     else:
                         env[names[0]] = res[slot]
+                res = None  # no reference to a value beyond its last reader (nor to lend)
                 for n in step.frees:
                     del env[n]
             if self.has_collectives:  # outputs of collectives are complete before the commit

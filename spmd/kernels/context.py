@@ -25,7 +25,10 @@ class KernelContext:
     - `comm`: the communicator its collectives use (resolved on first use, so a program that
       never communicates never touches MPI);
     - `out(xp, slot)`: a preallocated array the plan wants output `slot` written into (a view
-      of a fused gradient bucket), or None;
+      of a fused gradient bucket), or None; during one call it may also be an array the plan
+      lends for this call only (`lent`): the buffer of an input of the same variable that
+      nothing else holds (Param for ParamOut), so a kernel that writes there must read each
+      element of its inputs before it writes the same element (elementwise, in order);
     - `bucket`: the persistent fused buffer of a bucketed collective, or None;
     - `scratch`: a dict for buffers the kernel keeps from one run to the next;
     - `place`: where the plan runs; `tag`: "[rank r/n] " in multi-process jobs, else "";
@@ -37,7 +40,7 @@ class KernelContext:
     """
 
     __slots__ = ("rng", "place", "outputs", "bucket", "scratch", "_comm", "_comm_source",
-                 "_tag", "_run_block", "op")
+                 "_tag", "_run_block", "op", "lent")
 
     def __init__(self, rng=None, comm: Callable | object | None = None, place=None,
                  tag: Callable | str = "", run_block: Callable | None = None, op=None):
@@ -49,6 +52,7 @@ class KernelContext:
         self._run_block = run_block
         self.outputs: dict = {}  # slot -> (xp -> preallocated array)
         self.bucket = None
+        self.lent: dict | None = None  # slot -> array, set by the plan for one call only
         self.scratch: dict = {}
         self._comm = None if callable(comm) else comm
         self._comm_source = comm if callable(comm) else None
@@ -80,5 +84,8 @@ class KernelContext:
     def out(self, xp, slot: str):
         """The array output `slot` should be written into, or None (see the class doc). A
         kernel that uses it returns that very array as the output."""
+        lent = self.lent
+        if lent is not None and slot in lent:
+            return lent[slot]
         make = self.outputs.get(slot)
         return None if make is None else make(xp)

@@ -1,16 +1,19 @@
 """Kernels: parameter update ops (sgd, momentum, adam, nadam) and the helpers optimizers use.
 
-Update kernels return new arrays and never write into their inputs: the executor binds
-ParamOut to the Param variable's name, so the new array replaces the old one in the scope.
-sgd, momentum and adam write ParamOut into the array the plan offers, where it offers one
+Update kernels never write into their inputs on their own: the executor binds ParamOut to
+the Param variable's name, so the new array replaces the old one in the scope. sgd, momentum
+and adam write their outputs into the arrays the plan offers, where it offers them
 (KernelContext.out: in Reduce mode over flat sections, this rank's place in the step's
-all-gather buffer, executor/buckets.py), with the same operations in the same order.
+all-gather buffer, executor/buckets.py; with in-place updates, the buffer of the input of the
+same variable when nothing else holds it, executor/inplace.py), with the same operations in
+the same order; on numpy they run a chunk at a time (optim_inplace.py), so an update makes no
+temporary the size of the parameter.
 Scalars (learning rate, beta powers) stay 0-d arrays of the parameter's dtype, so the same code
 runs on numpy and on cupy without a device-to-host copy.
 """
 from __future__ import annotations
 
-from . import optim_adaptive, optim_schedule  # noqa: F401  (their kernels register on import)
+from . import optim_adaptive, optim_inplace, optim_schedule  # noqa: F401  (kernels register)
 from .registry import kernel
 from .sparse_update import SparseRule, SparseValues
 
@@ -36,8 +39,11 @@ def _param_out(xp, ctx, p, *others):
 def sgd(xp, ins, attrs, want, ctx):
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
     step = -lr.reshape(()).astype(p.dtype)
+    if optim_inplace.applies(xp, p, g):
+        (out,) = optim_inplace.outputs(xp, ctx, p, ("ParamOut",))
+        return {"ParamOut": optim_inplace.sgd(xp, ctx, p, g, step, out)}
     out = _param_out(xp, ctx, p, g)
-    if out is None:
+    if out is None or out is p:  # (a lent Param: written before p is read)
         out = g * step  # one temporary, updated in place
     else:
         xp.multiply(g, step, out=out)
@@ -52,6 +58,10 @@ def momentum(xp, ins, attrs, want, ctx):
     p, g, v = ins["Param"], ins["Grad"], ins["Velocity"]
     lr = _scalar(ins["LearningRate"], p.dtype)
     mu = p.dtype.type(attrs["mu"])
+    if optim_inplace.applies(xp, p, g, v):
+        p_out, v_out = optim_inplace.outputs(xp, ctx, p, ("ParamOut", "VelocityOut"))
+        optim_inplace.momentum(xp, ctx, p, g, v, lr, mu, attrs["use_nesterov"], p_out, v_out)
+        return {"ParamOut": p_out, "VelocityOut": v_out}
     v_out = v * mu + g
     if attrs["use_nesterov"]:
         step = (g + v_out * mu) * lr
@@ -101,6 +111,14 @@ def adam(xp, ins, attrs, want, ctx):
     eps = dt.type(attrs["epsilon"])
     b1p, b2p = _scalar(b1p_in, dt), _scalar(b2p_in, dt)
     lr_t = _scalar(ins["LearningRate"], dt) * (xp.sqrt(one - b2p) / (one - b1p))
+    pows = {"Beta1PowOut": b1p_in * _as(beta1, b1p_in.dtype),
+            "Beta2PowOut": b2p_in * _as(beta2, b2p_in.dtype)}
+    if optim_inplace.applies(xp, p, g, m1, m2):
+        p_out, m1_out, m2_out = optim_inplace.outputs(
+            xp, ctx, p, ("ParamOut", "Moment1Out", "Moment2Out"))
+        optim_inplace.adam(xp, ctx, p, g, m1, m2, lr_t, beta1, beta2, eps, p_out, m1_out,
+                           m2_out)
+        return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out, **pows}
     m1_out = beta1 * m1 + (one - beta1) * g
     m2_out = beta2 * m2 + (one - beta2) * g * g
     step = lr_t * (m1_out / (xp.sqrt(m2_out) + eps))
@@ -109,9 +127,7 @@ def adam(xp, ins, attrs, want, ctx):
         p_out = p - step
     else:
         xp.subtract(p, step, out=p_out)
-    return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
-            "Beta1PowOut": b1p_in * _as(beta1, b1p_in.dtype),
-            "Beta2PowOut": b2p_in * _as(beta2, b2p_in.dtype)}
+    return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out, **pows}
 
 
 def _as(value, dtype):

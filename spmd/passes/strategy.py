@@ -121,8 +121,10 @@ _ACTED = {
         "trainers_endpoints": "checked: one endpoint per trainer, trainer_id among them (the "
                               "processes connect through MPI, not at these addresses)",
         "enable_sequential_execution": "ops always run in program order, as True asks",
-        "enable_inplace": "False (no op writes over its input) is what spmd always does; the "
-                          "default True only permits a memory reuse, same numbers either way",
+        "enable_inplace": "True (the default): the compiled plan lets an update write its "
+                          "new values over its input's buffer (Param for ParamOut) where "
+                          "nothing else holds it (executor/inplace.py); False: never; same "
+                          "numbers either way",
         "cache_runtime_context": "True is what spmd always does: the compiled plan binds "
                                  "every op once and reuses it every run",
         "use_hierarchical_allreduce": "the cross-process allreduce reduces within each node, "
@@ -145,12 +147,6 @@ _ACTED = {
 # once per process, by name. None of them changes the numbers a program computes.
 _UNACTED = {
     "BuildStrategy": {
-        # fluid's None turns its buffer-reuse pass on only when garbage collection is off;
-        # spmd always collects (each value freed after its last reader) and never reuses
-        # buffers: fluid's default, and what False asks
-        "memory_optimize": Unacted("each value is freed after its last reader, but buffers are "
-                                   "not shared between variables (same numbers)",
-                                   honoured=(False,)),
         "enable_backward_optimizer_op_deps": Unacted(
             "optimizer ops run after the whole backward pass, in program order, either way"),
         "remove_unnecessary_lock": Unacted("spmd's ops take no locks: each place runs on a "

@@ -1,0 +1,114 @@
+"""The dense sgd / momentum / adam updates on numpy, in chunks, into given output arrays.
+
+Each element goes through the operations of the plain expressions in optim.py, in their order
+and dtype (numpy's ufuncs round each operation alike with or without `out=`, and an `a * b`
+is `b * a` bit for bit), so the results are bitwise those of the plain kernels. What differs
+is memory: the plain expressions make about one temporary the size of the parameter per
+operation; here the outputs are written once, a chunk at a time, through two scratch buffers
+of CHUNK elements kept in the op's KernelContext. An output may be the very array of its
+input (the plan lends Param's buffer for ParamOut when nothing else holds it,
+KernelContext.lent): every chunk reads its input elements before it writes the same ones.
+
+`outputs(xp, ctx, like, slots)` gives the arrays to write into: those the plan offers
+(KernelContext.out) where they fit, fresh ones otherwise; None when this path does not apply
+(not numpy, mixed dtypes, arrays that are not C-contiguous), and the kernel then runs its
+plain expressions.
+"""
+from __future__ import annotations
+
+CHUNK = 1 << 15  # elements per chunk: 128 KiB of float32, so the scratch stays in cache
+
+
+def applies(xp, p, *others) -> bool:
+    """Whether the chunked path runs: numpy arrays of p's dtype, C-contiguous, p's shape."""
+    if xp.__name__ != "numpy" or not isinstance(p, xp.ndarray) or not p.flags.c_contiguous:
+        return False
+    return all(isinstance(o, xp.ndarray) and o.dtype == p.dtype and o.shape == p.shape
+               and o.flags.c_contiguous for o in others)
+
+
+def outputs(xp, ctx, p, slots) -> list:
+    """One flat array per output slot: the array the plan offers for it (p's shape and dtype,
+    C-contiguous, writable) or a new one."""
+    arrays = []
+    for slot in slots:
+        out = ctx.out(xp, slot) if ctx is not None else None
+        if (out is None or not isinstance(out, xp.ndarray) or out.shape != p.shape
+                or out.dtype != p.dtype or not out.flags.c_contiguous
+                or not out.flags.writeable):
+            out = xp.empty(p.shape, dtype=p.dtype)
+        arrays.append(out)
+    return arrays
+
+
+def _scratch(xp, ctx, dtype, n: int):
+    """Two buffers of min(n, CHUNK) elements of `dtype`, kept by the op from run to run."""
+    size = min(n, CHUNK)
+    key = ("chunk", dtype.str)
+    bufs = ctx.scratch.get(key) if ctx is not None else None
+    if bufs is None or bufs[0].size < size:
+        bufs = (xp.empty(size, dtype=dtype), xp.empty(size, dtype=dtype))
+        if ctx is not None:
+            ctx.scratch[key] = bufs
+    return bufs
+
+
+def _chunks(n: int):
+    for a in range(0, n, CHUNK):
+        yield a, min(a + CHUNK, n)
+
+
+def sgd(xp, ctx, p, g, step, out):
+    """out = g * step + p (step: minus the learning rate)."""
+    p1, g1, o1 = p.reshape(-1), g.reshape(-1), out.reshape(-1)
+    t, _ = _scratch(xp, ctx, p.dtype, p1.size)
+    for a, b in _chunks(p1.size):
+        tc = t[:b - a]
+        xp.multiply(g1[a:b], step, out=tc)
+        xp.add(tc, p1[a:b], out=o1[a:b])
+    return out
+
+
+def momentum(xp, ctx, p, g, v, lr, mu, nesterov: bool, p_out, v_out):
+    """v_out = v*mu + g; p_out = p - (g + v_out*mu)*lr (nesterov) or p - lr*v_out."""
+    p1, g1, v1 = p.reshape(-1), g.reshape(-1), v.reshape(-1)
+    po, vo = p_out.reshape(-1), v_out.reshape(-1)
+    t, _ = _scratch(xp, ctx, p.dtype, p1.size)
+    for a, b in _chunks(p1.size):
+        tc, vc = t[:b - a], vo[a:b]
+        xp.multiply(v1[a:b], mu, out=vc)
+        xp.add(vc, g1[a:b], out=vc)
+        if nesterov:
+            xp.multiply(vc, mu, out=tc)
+            xp.add(g1[a:b], tc, out=tc)
+            xp.multiply(tc, lr, out=tc)
+        else:
+            xp.multiply(lr, vc, out=tc)
+        xp.subtract(p1[a:b], tc, out=po[a:b])
+    return p_out, v_out
+
+
+def adam(xp, ctx, p, g, m1, m2, lr_t, beta1, beta2, eps, p_out, m1_out, m2_out):
+    """fluid 1.8's dense Adam (optim.adam's docstring), a chunk at a time:
+    m1 = beta1*m1 + (1-beta1)*g;  m2 = beta2*m2 + ((1-beta2)*g)*g;
+    p = p - lr_t*(m1 / (sqrt(m2) + eps))."""
+    one = p.dtype.type(1)
+    c1, c2 = one - beta1, one - beta2
+    p1, g1, a1, a2 = p.reshape(-1), g.reshape(-1), m1.reshape(-1), m2.reshape(-1)
+    po, o1, o2 = p_out.reshape(-1), m1_out.reshape(-1), m2_out.reshape(-1)
+    t, u = _scratch(xp, ctx, p.dtype, p1.size)
+    for a, b in _chunks(p1.size):
+        tc, uc, gc, m1c, m2c = t[:b - a], u[:b - a], g1[a:b], o1[a:b], o2[a:b]
+        xp.multiply(c1, gc, out=tc)
+        xp.multiply(beta1, a1[a:b], out=m1c)
+        xp.add(m1c, tc, out=m1c)
+        xp.multiply(c2, gc, out=uc)
+        xp.multiply(uc, gc, out=uc)
+        xp.multiply(beta2, a2[a:b], out=m2c)
+        xp.add(m2c, uc, out=m2c)
+        xp.sqrt(m2c, out=tc)
+        xp.add(tc, eps, out=tc)
+        xp.divide(m1c, tc, out=tc)
+        xp.multiply(lr_t, tc, out=tc)
+        xp.subtract(p1[a:b], tc, out=po[a:b])
+    return p_out, m1_out, m2_out

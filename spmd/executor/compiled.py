@@ -52,6 +52,7 @@ class CompiledProgram:
         self._share_vars_from = None
         self._places = None
         self._runner = None
+        self._one_place = None  # (source version, the program a plain run runs)
 
     @property
     def program(self) -> Program:
@@ -113,6 +114,34 @@ class CompiledProgram:
                     f"registered: {sorted(RUNNERS)}")
             self._runner = make(self, executor_place, scope)
         return self._runner
+
+    def memory_options(self):
+        """What its plans may do to save memory, from its BuildStrategy: updates in place
+        (enable_inplace) and the memory_optimize rewrite (an executor.inplace.MemoryOptions).
+
+        >>> import spmd.fluid as fluid
+        >>> fluid.CompiledProgram(fluid.Program()).memory_options().inplace
+        True
+        """
+        from .inplace import MemoryOptions
+
+        bs = self._build_strategy
+        return MemoryOptions(inplace=bool(bs.enable_inplace), share=bool(bs.memory_optimize))
+
+    def one_place_program(self) -> Program:
+        """The program a run without data parallelism runs: the program itself, or with
+        BuildStrategy.memory_optimize a copy with its updates scheduled early
+        (passes/memory_optimize.py), made again when the program changed."""
+        if not self._build_strategy.memory_optimize:
+            return self._program
+        version = self._program._version
+        if self._one_place is None or self._one_place[0] != version:
+            from ..passes.memory_optimize import hoist_updates
+
+            copy = self._program.clone()
+            hoist_updates(copy.global_block())
+            self._one_place = (version, copy)
+        return self._one_place[1]
 
     # -- what a data-parallel program made of the program: None until its first run ----------
     @property

@@ -17,6 +17,7 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .allocator import tune_allocator
 from .fetch import as_fetched
+from .inplace import MemoryOptions
 from .plan import Plan
 from .plan_cache import PlanCache
 
@@ -148,11 +149,14 @@ class Executor:
             self._rngs[program._uid] = entry
         return entry[1]
 
-    def _plan(self, program: Program, feed_names, fetch_names) -> Plan:
-        return self.plan_cache.get(program, feed_names, fetch_names, None,
-                                   lambda: self._make_plan(program, feed_names, fetch_names))
+    def _plan(self, program: Program, feed_names, fetch_names, memory=None) -> Plan:
+        # plans of one program with other memory options are other plans
+        where = None if memory is None or memory == MemoryOptions() else memory
+        return self.plan_cache.get(
+            program, feed_names, fetch_names, where,
+            lambda: self._make_plan(program, feed_names, fetch_names, memory))
 
-    def _make_plan(self, program: Program, feed_names, fetch_names):
+    def _make_plan(self, program: Program, feed_names, fetch_names, memory=None):
         if PROGRAM_RUNNERS:
             for op in program.global_block().ops:
                 make = PROGRAM_RUNNERS.get(op.type)
@@ -160,7 +164,7 @@ class Executor:
                     return make(program, feed_names, fetch_names, self.place)
         return Plan(program, feed_names, fetch_names, self._rng(program),
                     comm=functools.partial(world_communicator, self._device_id()),
-                    place=self.place)
+                    place=self.place, memory=memory)
 
     def _device_id(self) -> int | None:
         return self.place.device_id if self.place.is_gpu else None
@@ -186,10 +190,12 @@ class Executor:
             if runner is not None:  # data parallel
                 return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
                                   self.plan_cache)
-            program = compiled.program  # compiled for one place: the program as it is
             if not isinstance(feed, dict):
                 raise InvalidArgumentError(
                     f"feed must be a dict name -> array, got {type(feed).__name__}")
+            # compiled for one place: the program as it is, or as memory_optimize made it
+            return self._run_program(compiled.one_place_program(), feed, fetch_names, scope,
+                                     return_numpy, compiled.memory_options())
         if not isinstance(program, Program):
             raise InvalidArgumentError(
                 f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
@@ -201,8 +207,8 @@ class Executor:
                 f"feed must be a dict name -> array, got {type(feed).__name__}")
         return self._run_program(program, feed, fetch_names, scope, return_numpy)
 
-    def _run_program(self, program, feed, fetch_names, scope, return_numpy):
-        plan = self._plan(program, list(feed), fetch_names)
+    def _run_program(self, program, feed, fetch_names, scope, return_numpy, memory=None):
+        plan = self._plan(program, list(feed), fetch_names, memory)
         results = plan.run(scope, feed, array_module(self.place), self.place)
         lods = plan.fetched_lods or [None] * len(results)
         return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]

@@ -3,8 +3,9 @@ variable (Param for ParamOut, Moment1 for Moment1Out, Velocity for VelocityOut),
 writes its new values over the old ones instead of into new arrays.
 
 Kernels never modify their inputs on their own (kernels/registry.py): the plan decides. When it
-compiles, it finds each op whose kernel takes a KernelContext and which writes a variable it
-also reads, each in one slot of its own (`pairs`). When the op runs, it lends the input's array
+compiles, it finds each op whose kernel declares output slots it may write over its input
+(`kernel(..., inplace=...)`) and which writes there a variable it also reads, each in one slot
+of its own (`pairs`). When the op runs, it lends the input's array
 (KernelContext.lent, for that call only) when nothing but the run itself holds it: a numpy
 array that owns its memory (not a view: a sibling view would see the write), writable,
 C-contiguous, and referred to exactly by the op's inputs, the run's values and, for a value
@@ -64,9 +65,10 @@ def _count(holder: dict, key) -> int:
 _ALONE = _count({"k": object()}, "k")
 
 
-def lend_pairs(op, opdef, scope_held: set) -> tuple:
+def lend_pairs(op, opdef, scope_held: set, slots: frozenset) -> tuple:
     """((output slot, input slot, references besides the op's inputs), ...) for each output of
-    `op` that names the variable of one of its inputs, both single-variable slots. The
+    `op` among `slots` that names the variable of one of its inputs, both single-variable
+    slots. The
     references: the run's values hold it, and the scope too for a value read from it
     (`scope_held`: the variables this op is the first in the run to write, read from the
     scope)."""
@@ -74,7 +76,7 @@ def lend_pairs(op, opdef, scope_held: set) -> tuple:
                  if len(names) == 1 and not opdef.input_slots[slot].duplicable}
     pairs = []
     for slot, names in op.outputs.items():
-        if len(names) != 1 or opdef.output_slots[slot].duplicable:
+        if slot not in slots or len(names) != 1 or opdef.output_slots[slot].duplicable:
             continue
         source = single_in.get(names[0])
         if source is not None and list(op.input_arg_names).count(names[0]) == 1:

@@ -35,6 +35,7 @@ from ..passes.strategy import ExecutionStrategy, warn_unacted
 from .feed import merge_fetches, split_feed
 from .fetch import as_fetched
 from .fingerprint import check_same_program
+from .inplace import MemoryOptions
 from .plan import Plan
 
 
@@ -81,6 +82,8 @@ class DataParallelRunner:
                 f"{self.tag} {nplaces} GPU places in one process: spmd runs one process per "
                 f"GPU (launch one rank per GPU with mpirun / paddle-launch)")
         self.num_devices = nplaces * nprocs
+        self.memory = MemoryOptions(inplace=bool(build_strategy.enable_inplace),
+                                    share=bool(build_strategy.memory_optimize))
         self._source = program  # as the user built it (whole optimizer state)
         self.program, self.sharding = build_data_parallel(
             program, build_strategy, self.num_devices, _trained_loss(program, loss_name),
@@ -254,7 +257,7 @@ class DataParallelRunner:
                                                  self._rngs[i], comm=self.comms[i],
                                                  rank=self.ranks[i], tag=self.tag,
                                                  update_rng=self._update_rngs[i],
-                                                 place=self.places[i]))
+                                                 place=self.places[i], memory=self.memory))
                  for i in range(len(self.places))]
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
             return [None] * len(fetch_names)

@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ..flags import flags
 from ..kernels.context import KernelContext
-from ..kernels.registry import get_kernel, takes_context
+from ..kernels.registry import get_kernel, inplace_slots, takes_context
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
@@ -164,8 +164,8 @@ class Plan:
             if lod_aware:
                 fn, ins, outs = bind_lod(fn, op, opdef, ins, outs, tracked)
                 frees = with_lod_frees(frees, tracked)
-            pairs = (lend_pairs(op, opdef, unwritten) if inplace and takes_context(op.type)
-                     else ())
+            slots = inplace_slots(op.type) if inplace else ()
+            pairs = lend_pairs(op, opdef, unwritten, slots) if slots else ()
             unwritten.difference_update(op.output_arg_names)
             if pairs:  # outermost: it counts the references the run's own `ins` holds
                 fn = lending(fn, ctx, pairs, self._memory_report)

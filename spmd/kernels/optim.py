@@ -35,7 +35,7 @@ def _param_out(xp, ctx, p, *others):
     return out
 
 
-@kernel("sgd", context=True, sparse=SparseRule(rows_only=True))
+@kernel("sgd", context=True, sparse=SparseRule(rows_only=True), inplace=("ParamOut",))
 def sgd(xp, ins, attrs, want, ctx):
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
     step = -lr.reshape(()).astype(p.dtype)
@@ -51,7 +51,8 @@ def sgd(xp, ins, attrs, want, ctx):
     return {"ParamOut": out}
 
 
-@kernel("momentum", context=True, sparse=SparseRule(rows_only=False))
+@kernel("momentum", context=True, sparse=SparseRule(rows_only=False),
+        inplace=("ParamOut", "VelocityOut"))
 def momentum(xp, ins, attrs, want, ctx):
     """fluid 1.8 momentum_op.h (dense): v_out = v*mu + g; nesterov: p - (g + v_out*mu)*lr,
     otherwise p - lr*v_out."""
@@ -85,7 +86,8 @@ def _beta(ins, attrs, name, slot, dtype):
 
 @kernel("adam", context=True, sparse=SparseRule(
     rows_only=lambda attrs: attrs["lazy_mode"],
-    state=(("Param", "ParamOut"), ("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))))
+    state=(("Param", "ParamOut"), ("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))),
+        inplace=("ParamOut", "Moment1Out", "Moment2Out"))
 def adam(xp, ins, attrs, want, ctx):
     """The dense update of fluid 1.8's adam_op.h (AdamFunctor), in its order of operations:
 

@@ -7,7 +7,10 @@ Every kernel has the signature `kernel(xp, ins, attrs, want) -> dict`:
 - `want`: frozenset of the output slots the op binds; grad kernels skip work for the others.
 It returns output slot -> array (list for duplicable slots). Kernels never modify their inputs.
 A kernel registered with `context=True` also gets a fifth argument, its `KernelContext`
-(context.py): random draws, the communicator, preallocated outputs and scratch buffers.
+(context.py): random draws, the communicator, preallocated outputs and scratch buffers. One
+registered with `inplace=(slots)` may be offered, for those output slots, the buffer of its
+input of the same variable (KernelContext.out): the plan decides when (executor/inplace.py),
+and the kernel reads each element before it writes it.
 """
 from __future__ import annotations
 
@@ -17,13 +20,15 @@ from ..errors import NotFoundError
 
 KERNELS: dict[str, Callable] = {}
 TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
+INPLACE: dict[str, frozenset] = {}  # op type -> output slots it may write over its input
 
 
-def kernel(*types: str, context: bool = False, sparse=None):
+def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = ()):
     """Register the decorated function as the kernel of each op type in `types`; with
     `context=True` it is called with the op's KernelContext as a fifth argument. An optimizer
     kernel takes sparse (SelectedRows) gradients by `sparse`, a SparseRule
-    (spmd/kernels/sparse_update.py)."""
+    (spmd/kernels/sparse_update.py). `inplace`: the output slots (with `context=True`) whose
+    offered buffer may be the array of its input of the same variable (see the module doc)."""
 
     def register(fn):
         if sparse is not None:
@@ -36,6 +41,8 @@ def kernel(*types: str, context: bool = False, sparse=None):
             KERNELS[t] = fn
             if context:
                 TAKES_CONTEXT.add(t)
+                if inplace:
+                    INPLACE[t] = frozenset(inplace)
         return fn
 
     return register
@@ -54,6 +61,11 @@ def get_kernel(type: str) -> Callable:
 def takes_context(type: str) -> bool:
     """Whether op `type`'s kernel is called with a KernelContext."""
     return type in TAKES_CONTEXT
+
+
+def inplace_slots(type: str) -> frozenset:
+    """The output slots op `type`'s kernel may write over its input of the same variable."""
+    return INPLACE.get(type, frozenset())
 
 
 def run_kernel(type: str, xp, ins: dict, attrs: dict, want, ctx=None) -> dict:

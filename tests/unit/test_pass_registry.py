@@ -111,7 +111,8 @@ def test_spmds_passes_and_their_order():
     names = [p.name for p in PASSES.passes()]
     assert names == ["scale_loss_grad", "sequence_loss_scale", "sync_batch_norm", "fuse_bn_act",
                      "fuse_elewise_add_act", "allreduce", "reduce_mode",
-                     "fuse_all_optimizer_ops", "finish_collectives", "graphviz"]
+                     "fuse_all_optimizer_ops", "finish_collectives", "memory_optimize",
+                     "graphviz"]
     assert get_pass("reduce_mode").fields == ("reduce_strategy", "fuse_broadcast_ops",
                                               "fuse_all_reduce_ops")
 
@@ -207,6 +208,7 @@ SERVED = {
     "fuse_elewise_add_act_ops": ["fuse_elewise_add_act"],
     "fuse_bn_act_ops": ["fuse_bn_act"],
     "fuse_all_optimizer_ops": ["fuse_all_optimizer_ops"],
+    "memory_optimize": ["memory_optimize"],
 }
 
 
@@ -218,15 +220,13 @@ def test_fields_a_pass_serves_are_strategy_fields_and_act():
         assert decisions[name].startswith("acts: "), (name, decisions[name])
 
 
-def test_memory_optimize_false_is_honoured_and_true_warns():
-    """fluid's default (None, with garbage collection on) and False both mean no buffer-reuse
-    pass, which is what spmd does; True asks for one."""
+def test_memory_optimize_acts_and_warns_for_no_value():
+    """memory_optimize is served by its pass (passes/memory_optimize.py): True, False and
+    fluid's default None all run without a warning."""
     forget_warnings()
     strategy = BuildStrategy()
-    strategy.memory_optimize = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert warn_unacted(strategy) == []
-    strategy.memory_optimize = True
-    with pytest.warns(UserWarning, match="memory_optimize=True is accepted but not acted on"):
-        assert warn_unacted(strategy) == ["memory_optimize"]
+    for value in (None, False, True):
+        strategy.memory_optimize = value
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert warn_unacted(strategy) == []

@@ -53,38 +53,43 @@ def _scratch(xp, ctx, dtype, n: int):
     return bufs
 
 
-def _chunks(n: int):
-    for a in range(0, n, CHUNK):
-        yield a, min(a + CHUNK, n)
+def _pieces(n: int, *flat):
+    """Per chunk, the chunk of each of the flat arrays `flat` (the scratch buffers among them
+    cut to the chunk's length); one piece of whole arrays when n fits in one chunk."""
+    if n <= CHUNK:
+        return (tuple(f[:n] if f.size != n else f for f in flat),)
+    return (tuple(f[a:min(a + CHUNK, n)] if f.size == n else f[:min(CHUNK, n - a)]
+                  for f in flat) for a in range(0, n, CHUNK))
 
 
 def sgd(xp, ctx, p, g, step, out):
     """out = g * step + p (step: minus the learning rate)."""
-    p1, g1, o1 = p.reshape(-1), g.reshape(-1), out.reshape(-1)
-    t, _ = _scratch(xp, ctx, p.dtype, p1.size)
-    for a, b in _chunks(p1.size):
-        tc = t[:b - a]
-        xp.multiply(g1[a:b], step, out=tc)
-        xp.add(tc, p1[a:b], out=o1[a:b])
+    if out is not p:  # out is not read: it holds the product, then the sum
+        xp.multiply(g, step, out=out)
+        return xp.add(out, p, out=out)
+    n = p.size
+    t, _ = _scratch(xp, ctx, p.dtype, n)
+    for pc, gc, oc, tc in _pieces(n, p.reshape(-1), g.reshape(-1), out.reshape(-1), t):
+        xp.multiply(gc, step, out=tc)
+        xp.add(tc, pc, out=oc)
     return out
 
 
 def momentum(xp, ctx, p, g, v, lr, mu, nesterov: bool, p_out, v_out):
     """v_out = v*mu + g; p_out = p - (g + v_out*mu)*lr (nesterov) or p - lr*v_out."""
-    p1, g1, v1 = p.reshape(-1), g.reshape(-1), v.reshape(-1)
-    po, vo = p_out.reshape(-1), v_out.reshape(-1)
-    t, _ = _scratch(xp, ctx, p.dtype, p1.size)
-    for a, b in _chunks(p1.size):
-        tc, vc = t[:b - a], vo[a:b]
-        xp.multiply(v1[a:b], mu, out=vc)
-        xp.add(vc, g1[a:b], out=vc)
+    n = p.size
+    t, _ = _scratch(xp, ctx, p.dtype, n)
+    flat = (p.reshape(-1), g.reshape(-1), v.reshape(-1), p_out.reshape(-1), v_out.reshape(-1))
+    for pc, gc, vi, po, vc, tc in _pieces(n, *flat, t):
+        xp.multiply(vi, mu, out=vc)
+        xp.add(vc, gc, out=vc)
         if nesterov:
             xp.multiply(vc, mu, out=tc)
-            xp.add(g1[a:b], tc, out=tc)
+            xp.add(gc, tc, out=tc)
             xp.multiply(tc, lr, out=tc)
         else:
             xp.multiply(lr, vc, out=tc)
-        xp.subtract(p1[a:b], tc, out=po[a:b])
+        xp.subtract(pc, tc, out=po)
     return p_out, v_out
 
 
@@ -94,21 +99,22 @@ def adam(xp, ctx, p, g, m1, m2, lr_t, beta1, beta2, eps, p_out, m1_out, m2_out):
     p = p - lr_t*(m1 / (sqrt(m2) + eps))."""
     one = p.dtype.type(1)
     c1, c2 = one - beta1, one - beta2
-    p1, g1, a1, a2 = p.reshape(-1), g.reshape(-1), m1.reshape(-1), m2.reshape(-1)
-    po, o1, o2 = p_out.reshape(-1), m1_out.reshape(-1), m2_out.reshape(-1)
-    t, u = _scratch(xp, ctx, p.dtype, p1.size)
-    for a, b in _chunks(p1.size):
-        tc, uc, gc, m1c, m2c = t[:b - a], u[:b - a], g1[a:b], o1[a:b], o2[a:b]
-        xp.multiply(c1, gc, out=tc)
-        xp.multiply(beta1, a1[a:b], out=m1c)
-        xp.add(m1c, tc, out=m1c)
-        xp.multiply(c2, gc, out=uc)
-        xp.multiply(uc, gc, out=uc)
-        xp.multiply(beta2, a2[a:b], out=m2c)
-        xp.add(m2c, uc, out=m2c)
+    n = p.size
+    t, u = _scratch(xp, ctx, p.dtype, n)
+    flat = (p.reshape(-1), g.reshape(-1), m1.reshape(-1), m2.reshape(-1), p_out.reshape(-1),
+            m1_out.reshape(-1), m2_out.reshape(-1))
+    mul, add = xp.multiply, xp.add
+    for pc, gc, a1, a2, po, m1c, m2c, tc, uc in _pieces(n, *flat, t, u):
+        mul(c1, gc, out=tc)
+        mul(beta1, a1, out=m1c)
+        add(m1c, tc, out=m1c)
+        mul(c2, gc, out=uc)
+        mul(uc, gc, out=uc)
+        mul(beta2, a2, out=m2c)
+        add(m2c, uc, out=m2c)
         xp.sqrt(m2c, out=tc)
-        xp.add(tc, eps, out=tc)
+        add(tc, eps, out=tc)
         xp.divide(m1c, tc, out=tc)
-        xp.multiply(lr_t, tc, out=tc)
-        xp.subtract(p1[a:b], tc, out=po[a:b])
+        mul(lr_t, tc, out=tc)
+        xp.subtract(pc, tc, out=po)
     return p_out, m1_out, m2_out

@@ -1,9 +1,9 @@
 """Memory: in-place updates (BuildStrategy.enable_inplace, executor/inplace.py) and the
 memory_optimize pass (updates scheduled right after their gradients) give bitwise the numbers
-of the plain run, on an MLP, a CNN with batch_norm, an LSTM over LoD sequences and a program
-with a While loop, on one place and two; a buffer a user holds (an array taken from the scope,
-a view of it, a fetch kept as a LoDTensor) is never written over; the plan's memory report says
-what was lent."""
+of the plain run, on an MLP, a CNN with batch_norm, an LSTM over LoD sequences, a program
+with a While loop and sparse (SelectedRows) embeddings, on one place and two; a buffer a user
+holds (an array taken from the scope, a view of it, a fetch kept as a LoDTensor) is never
+written over; the plan's memory report says what was lent."""
 from __future__ import annotations
 
 import numpy as np
@@ -77,7 +77,30 @@ def _while():
     return loss, lambda: {"x": R.standard_normal((4, 5)).astype("float32")}
 
 
-MODELS = {"mlp": _mlp, "cnn_bn": _cnn, "lstm": _lstm, "while": _while}
+def _sparse():
+    """SelectedRows gradients: a sparse embedding, updated as a dense table by momentum."""
+    ids = fluid.data("ids", [None, 1], "int64")
+    y = fluid.data("y", [None, 1], "float32")
+    emb = L.embedding(ids, size=[50, 6], is_sparse=True)
+    loss = L.mean(L.square_error_cost(L.fc(emb, 1), y))
+    fluid.optimizer.Momentum(0.1, 0.9).minimize(loss)
+    return loss, lambda: {"ids": R.integers(0, 50, (8, 1)).astype("int64"),
+                          "y": R.standard_normal((8, 1)).astype("float32")}
+
+
+def _sparse_lazy_adam():
+    """SelectedRows gradients updated row by row (lazy Adam)."""
+    ids = fluid.data("ids", [None, 1], "int64")
+    y = fluid.data("y", [None, 1], "float32")
+    emb = L.embedding(ids, size=[50, 6], is_sparse=True)
+    loss = L.mean(L.square_error_cost(L.fc(emb, 1), y))
+    fluid.optimizer.Adam(0.05, lazy_mode=True).minimize(loss)
+    return loss, lambda: {"ids": R.integers(0, 50, (8, 1)).astype("int64"),
+                          "y": R.standard_normal((8, 1)).astype("float32")}
+
+
+MODELS = {"mlp": _mlp, "cnn_bn": _cnn, "lstm": _lstm, "while": _while,
+          "sparse_momentum": _sparse, "sparse_lazy_adam": _sparse_lazy_adam}
 
 
 def _build(model):

@@ -15,8 +15,9 @@ or more that the process allocates per step (malloc, calloc, realloc, posix_mema
 by a small LD_PRELOAD library built with the C compiler when there is one, for spmd and
 PyTorch alike), and for spmd the step's transient peak of numpy data above what it holds
 between steps (tracemalloc, which numpy reports its data allocations to). spmd runs with the
-BuildStrategy memory knobs on (`spmd`, the defaults: enable_inplace and memory_optimize on)
-and off (`spmd-off`), through CompiledProgram(main, build_strategy). PyTorch is optional:
+BuildStrategy memory knobs on (`spmd`: enable_inplace and memory_optimize) and off
+(`spmd-off`), through CompiledProgram(main, build_strategy), and as a plain Executor.run of
+the program (`spmd-plain`: the defaults, updates in place, program order). PyTorch is optional:
 without it (PYTHONPATH pointing at an environment that has it) its column is skipped.
 
     python bench/memory.py [--cases adam64m,cnn,mlp] [--steps 3] [--out bench/out/memory.md]
@@ -144,7 +145,7 @@ def _data(case: str):
             rng.integers(0, MLP_SIZES[-1], size=(MLP_BATCH, 1)).astype("int64"))
 
 
-def _spmd_step(case: str, knobs: bool):
+def _spmd_step(case: str, framework: str):
     import spmd.fluid as fluid
 
     main, startup = fluid.Program(), fluid.Program()
@@ -177,8 +178,10 @@ def _spmd_step(case: str, knobs: bool):
             loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
             fluid.optimizer.SGD(LR).minimize(loss)
     strategy = fluid.BuildStrategy()
-    strategy.enable_inplace = strategy.memory_optimize = knobs
+    strategy.enable_inplace = strategy.memory_optimize = framework == "spmd"
     compiled = fluid.CompiledProgram(main, build_strategy=strategy)
+    if framework == "spmd-plain":  # Executor.run on the program: the defaults
+        compiled = main
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
@@ -237,7 +240,7 @@ def child(case: str, framework: str, steps: int) -> dict:
     else:
         import spmd.fluid  # noqa: F401
     base = _status_kib("VmRSS")
-    step = _torch_step(case) if framework == "torch" else _spmd_step(case, framework == "spmd")
+    step = _torch_step(case) if framework == "torch" else _spmd_step(case, framework)
     for _ in range(steps):
         loss = step()
     peak = _status_kib("VmHWM")  # before any measuring tool runs
@@ -313,7 +316,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default="adam64m,cnn,mlp")
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--frameworks", default="torch,spmd,spmd-off")
+    parser.add_argument("--frameworks", default="torch,spmd,spmd-plain,spmd-off")
     parser.add_argument("--out", default=None)
     parser.add_argument("--child", nargs=2, metavar=("CASE", "FRAMEWORK"))
     args = parser.parse_args()

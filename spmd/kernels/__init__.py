@@ -1,41 +1,6 @@
-"""Kernels, one body per op against `xp`. Importing this package registers them in KERNELS."""
-from . import (  # noqa: F401 - registration side effects
-    activation,
-    batch_share,
-    beam_search,
-    branches,
-    collective,
-    control_flow,
-    crf,
-    ctc,
-    fused,
-    host,
-    index,
-    linalg,
-    lod_array,
-    logic,
-    loops,
-    loss,
-    manip,
-    math,
-    metric,
-    nn,
-    norm,
-    optim,
-    optim_fused,
-    random,
-    reader,
-    reduce,
-    rnn,
-    sequence,
-    sequence_gru,
-    sequence_rnn,
-    sparse,
-    sync_batch_norm,
-    tensor,
-    tensor_array,
-    vision,
-)
+"""Kernels, one body per op against `xp`. A kernel module is imported when a kernel it
+registers is first looked up in KERNELS (the generated kernel_index.py says which module
+registers which op's kernel); KERNELS.load_all() imports them all."""
 from .registry import KERNELS, get_kernel, kernel
 
 __all__ = ["KERNELS", "get_kernel", "kernel"]

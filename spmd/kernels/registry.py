@@ -11,14 +11,19 @@ A kernel registered with `context=True` also gets a fifth argument, its `KernelC
 registered with `inplace=(slots)` may be offered, for those output slots, the buffer of its
 input of the same variable (KernelContext.out): the plan decides when (executor/inplace.py),
 and the kernel reads each element before it writes it.
+
+The kernel modules are imported when a kernel they register is first looked up (KERNELS is a
+spmd.lazy.LazyTable over the generated kernel_index.py; spmd.lazy.write_indexes() rewrites it).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..errors import NotFoundError
+from ..lazy import LazyTable, defining_module, read_index
 
-KERNELS: dict[str, Callable] = {}
+KERNELS: LazyTable = LazyTable("kernel for op", lambda: read_index("spmd.kernels.kernel_index"),
+                               "spmd.kernels")
 TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
 INPLACE: dict[str, frozenset] = {}  # op type -> output slots it may write over its input
 
@@ -30,15 +35,15 @@ def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = ())
     (spmd/kernels/sparse_update.py). `inplace`: the output slots (with `context=True`) whose
     offered buffer may be the array of its input of the same variable (see the module doc)."""
 
+    origin = defining_module()
+
     def register(fn):
         if sparse is not None:
             from .sparse_update import taking_sparse
 
             fn = taking_sparse(fn, sparse)
         for t in types:
-            if t in KERNELS:
-                raise ValueError(f"kernel for op '{t}' is registered twice")
-            KERNELS[t] = fn
+            KERNELS.register(t, fn, origin)
             if context:
                 TAKES_CONTEXT.add(t)
                 if inplace:
@@ -54,17 +59,21 @@ def get_kernel(type: str) -> Callable:
     except KeyError:
         raise NotFoundError(
             f"no kernel for op '{type}': the op is defined but has no kernel in spmd/kernels "
-            f"({len(KERNELS)} kernels exist)"
+            f"({len(KERNELS)} kernels exist)"  # len() loads them all
         ) from None
 
 
 def takes_context(type: str) -> bool:
     """Whether op `type`'s kernel is called with a KernelContext."""
+    if not KERNELS.registered(type):
+        KERNELS.get(type)  # import the module that registers it
     return type in TAKES_CONTEXT
 
 
 def inplace_slots(type: str) -> frozenset:
     """The output slots op `type`'s kernel may write over its input of the same variable."""
+    if not KERNELS.registered(type):
+        KERNELS.get(type)
     return INPLACE.get(type, frozenset())
 
 

@@ -1,42 +1,10 @@
-"""Op definitions. Importing this package registers every op in OP_DEFS."""
+"""Op definitions. An op module is imported when an op it defines is first looked up in OP_DEFS
+(the generated op_index.py says which module defines which op); OP_DEFS.load_all() imports them
+all. Importing this package installs the op schema the IR builds operators with."""
 from ..core.operator import install_op_schema
-from . import (  # noqa: F401 - registration side effects
-    activation,
-    batch_share,
-    beam_search,
-    collective,
-    crf,
-    ctc,
-    distributed,
-    fused,
-    host,
-    index,
-    linalg,
-    lod_array,
-    lod_rules,
-    logic,
-    loss,
-    manip,
-    math,
-    metric,
-    nn,
-    norm,
-    optim,
-    random,
-    reader,
-    reduce,
-    rnn,
-    sequence,
-    sequence_rnn,
-    sparse,
-    sync_batch_norm,
-    tensor,
-    vision,
-)
 from .build import build_operator
 from .registry import OP_DEFS, REQUIRED, define_op, get_op_def, grad_var_name
 
-lod_rules.install()  # after every op the table names is defined
 install_op_schema(build_operator,
                   lambda type, attrs: get_op_def(type).validate_attrs(attrs, f"op '{type}'"))
 

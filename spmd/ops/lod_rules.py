@@ -6,10 +6,9 @@ can run dense ops on the rows of a LoD tensor and still pool per sequence afterw
 defined before LoD existed here get their pairs from this table; ops written since (the
 sequence ops) declare `share_lod=` in their own `define_op`. At run time a shared LoD is
 passed on only when the output has as many rows as the input (spmd/executor/lod_binding.py).
+The registry gives an op of the table its pairs when the op is defined (`apply`).
 """
 from __future__ import annotations
-
-from .registry import get_op_def
 
 # fluid's activation ops (activation_op.cc shares X's LoD with Out in every one of them)
 ACTIVATION_TYPES = (
@@ -43,14 +42,14 @@ SHARE_LOD: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def install() -> None:
-    """Give the ops of the table their share_lod pairs (called once every op is defined)."""
-    for type, pairs in SHARE_LOD.items():
-        opdef = get_op_def(type)
-        for in_slot, out_slot in pairs:
-            if in_slot not in opdef.input_slots or out_slot not in opdef.output_slots:
-                raise ValueError(
-                    f"lod_rules: op '{type}' has no input '{in_slot}' or output '{out_slot}' "
-                    f"(inputs {sorted(opdef.input_slots)}, outputs {sorted(opdef.output_slots)})")
-        opdef.share_lod = tuple(dict.fromkeys(opdef.share_lod + pairs))
-
+def apply(opdef) -> None:
+    """Give `opdef`, if the table names it, its share_lod pairs (called as it is defined)."""
+    pairs = SHARE_LOD.get(opdef.type)
+    if pairs is None:
+        return
+    for in_slot, out_slot in pairs:
+        if in_slot not in opdef.input_slots or out_slot not in opdef.output_slots:
+            raise ValueError(
+                f"lod_rules: op '{opdef.type}' has no input '{in_slot}' or output '{out_slot}' "
+                f"(inputs {sorted(opdef.input_slots)}, outputs {sorted(opdef.output_slots)})")
+    opdef.share_lod = tuple(dict.fromkeys(opdef.share_lod + pairs))

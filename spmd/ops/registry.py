@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError, NotFoundError
+from ..lazy import LazyTable, defining_module, read_index
+from . import lod_rules
 
 GRAD_SUFFIX = "@GRAD"
 REQUIRED = object()  # an attribute default meaning "the user must give it"
@@ -146,7 +148,9 @@ class OpDef:
 # Attributes any op may carry (fluid sets them on every op); not validated per op.
 _COMMON_ATTRS = frozenset({"op_namescope", "op_callstack", "op_device"})
 
-OP_DEFS: dict[str, OpDef] = {}
+# op type -> OpDef; an op module is imported when an op it defines is first looked up (the
+# generated op_index.py says which module defines which op; spmd.lazy.write_indexes())
+OP_DEFS: LazyTable = LazyTable("op", lambda: read_index("spmd.ops.op_index"), "spmd.ops")
 
 
 def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
@@ -172,9 +176,10 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
     lod_level); `lod_inputs` / `lod_outputs` name the slots whose LoD the kernel reads as
     `ins[slot + "@LOD"]` / returns as `res[slot + "@LOD"]` (its shape inference then sets
     the outputs' lod_level with `ctx.set_lod_level`)."""
+    origin = defining_module()
 
     def register(infer):
-        if type in OP_DEFS:
+        if OP_DEFS.registered(type):
             raise ValueError(f"op '{type}' is defined twice")
         opdef = OpDef(type, tuple(Slot.parse(s) for s in inputs),
                       tuple(Slot.parse(s) for s in outputs), _parse_attrs(attrs), infer, grad,
@@ -182,9 +187,10 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
                       tuple(grad_uses) if grad_uses is not None else None, random,
                       collective, share_lod=tuple(tuple(p) for p in share_lod),
                       lod_inputs=frozenset(lod_inputs), lod_outputs=frozenset(lod_outputs))
-        OP_DEFS[type] = opdef
+        lod_rules.apply(opdef)
+        OP_DEFS.register(type, opdef, origin)
         if grad == "default":
-            _define_default_grad(opdef)
+            _define_default_grad(opdef, origin)
         return infer
 
     return register
@@ -194,7 +200,7 @@ def grad_var_name(name: str) -> str:
     return name + GRAD_SUFFIX
 
 
-def _define_default_grad(fwd: OpDef):
+def _define_default_grad(fwd: OpDef, origin: str):
     """`<type>_grad`: reads forward slots (all, or `grad_uses`) and output grads, writes input
     grads shaped like the inputs."""
     used = fwd.grad_uses
@@ -215,7 +221,7 @@ def _define_default_grad(fwd: OpDef):
     gdef = OpDef(fwd.type + "_grad", tuple(ins), tuple(outs), dict(fwd.attrs), infer_grad, None,
                  random=fwd.random, collective=fwd.collective, forward_type=fwd.type,
                  lod_inputs=(fwd.lod_inputs | fwd.lod_outputs) & read)
-    OP_DEFS[gdef.type] = gdef
+    OP_DEFS.register(gdef.type, gdef, origin)
 
 
 def get_op_def(type: str) -> OpDef:
@@ -224,7 +230,7 @@ def get_op_def(type: str) -> OpDef:
     except KeyError:
         import difflib
 
-        close = difflib.get_close_matches(type, OP_DEFS, n=3)
+        close = difflib.get_close_matches(type, OP_DEFS, n=3)  # iterating loads every op
         hint = f"; did you mean {close}?" if close else ""
         raise NotFoundError(
             f"no op named '{type}'{hint} ({len(OP_DEFS)} ops are defined: see spmd.ops.OP_DEFS)"

@@ -3,6 +3,7 @@ stays free of cupy and MPI."""
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
 import subprocess
 import sys
@@ -78,3 +79,53 @@ def test_import_spmd_loads_neither_cupy_nor_mpi():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'mpi4py')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_lazy_indexes_are_complete_and_exact():
+    """Importing every module that registers ops or kernels registers exactly what the
+    generated indexes say, each key by the module they name (spmd.lazy.INDEXES)."""
+    code = (
+        "import json, spmd.lazy as lazy\n"
+        "diffs = {}\n"
+        "for table, index, dec_module, dec in lazy.INDEXES:\n"
+        "    made, stored = lazy.generate(table, dec_module, dec), lazy.read_index(index)\n"
+        "    diffs[index] = sorted(f'{k}: {stored.get(k)} -> {made.get(k)}'\n"
+        "                          for k in set(made) | set(stored)\n"
+        "                          if made.get(k) != stored.get(k))\n"
+        "    assert made, table\n"
+        "print(json.dumps(diffs))\n")
+    diffs = json.loads(_run(code))
+    assert not any(diffs.values()), (
+        "the lazy indexes are stale; regenerate them with "
+        "python -c 'from spmd.lazy import write_indexes; write_indexes()':\n"
+        + json.dumps(diffs, indent=1))
+
+
+def test_lod_rules_name_defined_ops():
+    from spmd.lazy import read_index
+    from spmd.ops.lod_rules import SHARE_LOD
+
+    defined = read_index("spmd.ops.op_index")
+    assert not [t for t in SHARE_LOD if t not in defined]
+
+
+def test_lazy_tables_read_as_full_tables():
+    code = (
+        "import sys, spmd.fluid\n"
+        "from spmd.kernels import KERNELS\n"
+        "from spmd.ops import OP_DEFS\n"
+        "from spmd.lazy import read_index\n"
+        "assert 'spmd.kernels.conv' not in sys.modules\n"
+        "assert 'conv2d' in KERNELS and 'spmd.kernels.conv' in sys.modules\n"
+        "assert 'no_such_op' not in OP_DEFS\n"
+        "assert set(OP_DEFS) == set(read_index('spmd.ops.op_index'))\n"
+        "assert set(KERNELS) == set(read_index('spmd.kernels.kernel_index'))\n"
+        "print(len(OP_DEFS), len(KERNELS))\n")
+    n_ops, n_kernels = map(int, _run(code).split())
+    assert n_ops > 500 and n_kernels > 500

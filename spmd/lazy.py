@@ -142,16 +142,25 @@ class LazyTable(MutableMapping):
         return f"<LazyTable {self.what}: {len(self._data)} loaded>"
 
 
-def attach(package: str, names: Mapping[str, str]):
+def attach(package: str, names: Mapping[str, str] | None = None, submodules: bool = False):
     """`__getattr__, __dir__` for `package` (PEP 562). `names`: public name -> "module" (the
-    name is that module, e.g. a subpackage) or "module:attr" (relative modules start with a
-    dot, relative to `package`). The first access imports and binds it in the package."""
+    name is that module, e.g. a subpackage) or "module:attr" (a module name starting with a dot
+    is relative to `package`). With `submodules`, any other name that is a module of the
+    package is that module. The first access imports the name and binds it in the package."""
     pkg = sys.modules[package]
+    names = dict(names or {})
+
+    def _submodules() -> list[str]:
+        import pkgutil
+
+        return [m.name for m in pkgutil.iter_modules(pkg.__path__)] if submodules else []
 
     def __getattr__(name: str):
         target = names.get(name)
         if target is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            if name.startswith("__") or name not in _submodules():
+                raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            target = f"{package}.{name}"
         module, _, attr = target.partition(":")
         value = import_module(module, package)
         if attr:
@@ -160,7 +169,7 @@ def attach(package: str, names: Mapping[str, str]):
         return value
 
     def __dir__():
-        return sorted(set(vars(pkg)) | set(names))
+        return sorted(set(vars(pkg)) | set(names) | set(_submodules()))
 
     return __getattr__, __dir__
 

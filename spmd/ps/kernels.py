@@ -100,13 +100,18 @@ def send(xp, ins, attrs, want, ctx):
     return {"Out": _markers(ctx)}
 
 
-def _recv_values(s, names, eps, trainer_id) -> dict:
+def _recv_values(s, names, eps, trainer_id, fetch_step=None) -> dict:
+    """The values of `names` from their pservers `eps`; with `fetch_step`, each request also
+    waits at that fetch barrier (recorded in s.fetched_at)."""
     s.flush()
     min_step = s.send_steps - 1 if s.send_steps else None
     groups = s.per_endpoint(names, eps)
+    if fetch_step is not None:
+        s.fetched_at = (fetch_step, set(groups))
 
     def one(ep):
-        return s.client(ep, trainer_id).get_variables(groups[ep], min_step=min_step)
+        return s.client(ep, trainer_id).get_variables(groups[ep], min_step=min_step,
+                                                      then_fetch_barrier=fetch_step)
 
     got = {}
     for values in s.each(one, groups):
@@ -114,9 +119,10 @@ def _recv_values(s, names, eps, trainer_id) -> dict:
     return {n: v.array if isinstance(v, LoDTensor) else v for n, v in got.items()}
 
 
-def _recv_group(op) -> list:
-    """`op` and the recv ops right after it in its block: the transpiler puts a step's recvs
-    together, and they are fetched in one request per pserver."""
+def _recv_group(op) -> tuple[list, bool]:
+    """`op` and the recv ops right after it in its block (the transpiler puts a step's recvs
+    together: they are fetched in one request per pserver), and whether a fetch_barrier
+    follows them (then those requests also wait at it)."""
     ops = op.block.ops
     at = next(i for i, o in enumerate(ops) if o is op)
     group = []
@@ -124,7 +130,8 @@ def _recv_group(op) -> list:
         if o.type != "recv":
             break
         group.append(o)
-    return group
+    after = at + len(group)
+    return group, after < len(ops) and ops[after].type == "fetch_barrier"
 
 
 def _wanted(op) -> list:
@@ -138,10 +145,11 @@ def recv(xp, ins, attrs, want, ctx):
     outs, parts = ctx.op.output("Out"), list(attrs["recv_varnames"])
     names = parts or outs
     if not all(n in s.recv_ready for n in names):  # the first recv of its group fetches all
-        group = _recv_group(ctx.op)
+        group, barrier_next = _recv_group(ctx.op)
         every = [n for op in group for n in _wanted(op)]
         eps = [ep for op in group for ep in op.attr("epmap")]
-        s.recv_ready = _recv_values(s, every, eps, attrs["trainer_id"])
+        s.recv_ready = _recv_values(s, every, eps, attrs["trainer_id"],
+                                    s.fetch_steps if barrier_next else None)
     got = {n: s.recv_ready.pop(n) for n in names}
     if parts:  # runtime_split_send_recv: the blocks of one variable, joined here
         values = [np.concatenate([got[n] for n in parts], axis=0)]
@@ -155,9 +163,10 @@ def recv(xp, ins, attrs, want, ctx):
 @kernel("send_barrier", context=True)
 def send_barrier(xp, ins, attrs, want, ctx):
     s = session()
-    s.flush()
+    done = s.flush(then_barrier=True)  # the queued gradients and the barrier in one request
     step = s.send_steps
-    s.each(lambda ep: s.client(ep, attrs["trainer_id"]).send_barrier(step), attrs["endpoints"])
+    s.each(lambda ep: s.client(ep, attrs["trainer_id"]).send_barrier(step),
+           [ep for ep in attrs["endpoints"] if ep not in done])
     s.send_steps += 1
     return {"Out": _markers(ctx)}
 
@@ -168,8 +177,11 @@ def fetch_barrier(xp, ins, attrs, want, ctx):
     s.flush()
     s.recv_ready = {}  # a recv group's values are handed on below, never reused
     step = s.fetch_steps
+    waited_step, waited = s.fetched_at
+    done = waited if waited_step == step else set()
+    s.fetched_at = (None, set())
     s.each(lambda ep: s.client(ep, attrs["trainer_id"]).fetch_barrier(step),
-           attrs["endpoints"])
+           [ep for ep in attrs["endpoints"] if ep not in done])
     s.fetch_steps += 1
     return {"Out": [s.received.pop(n, _MARKER) for n in ctx.op.output("Out")]}
 

@@ -5,14 +5,20 @@ no pickle: every request and every reply is one spmd.ps.wire frame, sent as raw 
 RPC surface: service ``spmd.ps.PServer``, unary-unary methods, request frame meta (every
 request also carries ``trainer_id``, checked against [0, trainers)) and values::
 
-    send_variables     meta {step}                values: the gradients      reply: empty
-    get_variables      meta {names, min_step}     values: none               reply: the values
+    send_variables     meta {step, then_barrier?}              values: the gradients
+                                                                         reply: empty
+    get_variables      meta {names, min_step, then_fetch_barrier?}
+                                                  values: none               reply: the values
     prefetch           meta {table}               values: {"ids": int 1-D}   reply: {table: rows}
     barrier            meta {kind, step}          values: none               reply: empty
     checkpoint_notify  meta {dirname}             values: none               reply: empty
     complete           meta {}                    values: none               reply: empty
 
 ``kind`` is "send" or "fetch" (fluid's send and fetch barriers); ``min_step`` may be null.
+The optional fields fold a barrier into the call before or after it, saving a round trip per
+pserver: ``then_barrier`` true makes send_variables also wait at the send barrier of its step;
+``then_fetch_barrier`` (a fetch step, or null) makes get_variables wait at that fetch barrier
+after reading the values (what fluid's recv ops and the fetch_barrier after them do).
 A request the server cannot accept (malformed frame, unknown field, trainer id out of range,
 unknown variable, wrong size) is logged on the server (logger "spmd.ps.rpc") and answered with
 an error status to that caller only: INVALID_ARGUMENT, OUT_OF_RANGE, NOT_FOUND,
@@ -46,15 +52,16 @@ log = logging.getLogger(__name__)
 SERVICE = "spmd.ps.PServer"
 _INT, _STR = "int", "str"
 _CALLS = {  # call -> {meta field: type}; "values" says which values the request may carry
-    "send_variables": {"step": _INT},
-    "get_variables": {"names": "names", "min_step": "int?"},
+    "send_variables": {"step": _INT, "then_barrier": "bool?"},
+    "get_variables": {"names": "names", "min_step": "int?", "then_fetch_barrier": "int?"},
     "prefetch": {"table": _STR},
     "barrier": {"kind": "kind", "step": _INT},
     "checkpoint_notify": {"dirname": _STR},
     "complete": {},
 }
 _EXPECT = {"int": "an integer", "int?": "an integer or null", "str": "a non-empty string",
-           "kind": f"one of {list(BARRIER_KINDS)}", "names": "a list of distinct names"}
+           "kind": f"one of {list(BARRIER_KINDS)}", "names": "a list of distinct names",
+          "bool?": "true, false or absent"}
 _MAX_DETAILS = 2000
 
 
@@ -110,6 +117,7 @@ def _field(call: str, meta: dict, key: str, kind: str):
     value = meta.get(key)
     ok = {"int": isinstance(value, int) and not isinstance(value, bool),
           "int?": value is None or isinstance(value, int) and not isinstance(value, bool),
+          "bool?": value is None or isinstance(value, bool),
           "str": isinstance(value, str) and bool(value),
           "kind": value in BARRIER_KINDS,
           "names": isinstance(value, list) and all(isinstance(n, str) and n for n in value)
@@ -243,9 +251,15 @@ class PServer:
     def _dispatch(self, call, trainer, args, values, wait):
         h = self.handler
         if call == "send_variables":
-            return h.send_variables(trainer, args["step"], values)
+            h.send_variables(trainer, args["step"], values)
+            if args["then_barrier"]:
+                h.barrier(trainer, "send", args["step"], wait)
+            return None
         if call == "get_variables":
-            return h.get_variables(trainer, args["names"], args["min_step"], wait)
+            got = h.get_variables(trainer, args["names"], args["min_step"], wait)
+            if args["then_fetch_barrier"] is not None:
+                h.barrier(trainer, "fetch", args["then_fetch_barrier"], wait)
+            return got
         if call == "prefetch":
             ids = values["ids"]
             if not isinstance(ids, np.ndarray) or ids.ndim != 1 or ids.dtype.kind not in "iu":
@@ -324,13 +338,22 @@ class PServerClient:
         self.bytes_sent = self.bytes_received = 0
 
     # -- the calls -----------------------------------------------------------------------------
-    def send_variables(self, values: dict, step: int = 0, *, timeout=None) -> None:
-        """Send `values` ({name: ndarray | LoDTensor | SelectedRows}) of step `step`."""
-        self._call("send_variables", {"step": int(step)}, values, timeout)
+    def send_variables(self, values: dict, step: int = 0, *, then_barrier: bool = False,
+                       timeout=None) -> None:
+        """Send `values` ({name: ndarray | LoDTensor | SelectedRows}) of step `step`; with
+        `then_barrier`, also wait at that step's send barrier (one round trip for both)."""
+        meta = {"step": int(step)}
+        if then_barrier:
+            meta["then_barrier"] = True
+        self._call("send_variables", meta, values, timeout)
 
-    def get_variables(self, names, min_step: int | None = None, *, timeout=None) -> dict:
-        """The pserver's values of `names`; with `min_step`, once it finished that step."""
+    def get_variables(self, names, min_step: int | None = None, *,
+                      then_fetch_barrier: int | None = None, timeout=None) -> dict:
+        """The pserver's values of `names`; with `min_step`, once it finished that step; with
+        `then_fetch_barrier` (a fetch step), the reply comes after that fetch barrier."""
         meta = {"names": list(names), "min_step": None if min_step is None else int(min_step)}
+        if then_fetch_barrier is not None:
+            meta["then_fetch_barrier"] = int(then_fetch_barrier)
         return self._call("get_variables", meta, None, timeout).values
 
     def prefetch(self, table: str, ids, *, timeout=None) -> np.ndarray:

@@ -61,6 +61,8 @@ class TrainerSession:
         self.received: dict = {}  # recv outputs, until the fetch_barrier that lists them
         self.merged: dict = {}  # merge_add sends (the async step counter): the running sums
         self.recv_ready: dict = {}  # fetched by the first recv of a group, for the others
+        self.fetched_at: tuple = (None, set())  # (fetch step, endpoints) a recv group's
+        # requests already waited at (the fetch_barrier after the group skips them)
         self._pending: dict = {}  # endpoint -> {name: value} queued by send ops
         self._pending_step: int | None = None
         self._pending_trainer: int | None = None
@@ -92,15 +94,18 @@ class TrainerSession:
         self._pending_step, self._pending_trainer = step, trainer_id
         self._pending.setdefault(endpoint, {}).update(values)
 
-    def flush(self) -> None:
-        """Send what the send ops queued (see queue_send); the first failure is raised."""
+    def flush(self, then_barrier: bool = False) -> set:
+        """Send what the send ops queued (see queue_send); the first failure is raised. With
+        `then_barrier` each of those requests also waits at the step's send barrier (one
+        round trip for both). Returns the endpoints sent to."""
         if not self._pending:
-            return
+            return set()
         self.recv_ready = {}  # what was fetched before these sends is out of date
         pending, self._pending = self._pending, {}
         step, trainer = self._pending_step, self._pending_trainer
-        self.each(lambda ep: self.client(ep, trainer).send_variables(pending[ep], step=step),
-                  list(pending))
+        self.each(lambda ep: self.client(ep, trainer).send_variables(
+            pending[ep], step=step, then_barrier=then_barrier), list(pending))
+        return set(pending)
 
     def each(self, fn, items) -> list:
         """fn(item) for every item, concurrently (one call per pserver at a time); the first

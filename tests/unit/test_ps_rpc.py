@@ -101,6 +101,31 @@ def test_get_waits_for_the_step_and_barrier_for_every_trainer(pserver):
     c0.send_barrier(4, timeout=5)
 
 
+def test_a_barrier_rides_on_the_send_or_get_before_it(pserver):
+    """then_barrier / then_fetch_barrier: the call returns only once every trainer reached
+    that barrier, as the separate barrier call would."""
+    c0 = PServerClient(pserver.endpoint, 0, deadline=10)
+    c1 = PServerClient(pserver.endpoint, 1, deadline=10)
+    done = []
+    first = threading.Thread(target=lambda: done.append(
+        c0.send_variables({"b": np.full(3, 1.0)}, step=0, then_barrier=True)))
+    first.start()
+    time.sleep(0.2)
+    assert first.is_alive() and not done  # trainer 1 has not reached the send barrier
+    c1.send_barrier(0)
+    first.join(10)
+    assert done == [None] and pserver.handler.received[(0, 0)]["b"].tolist() == [1.0] * 3
+    got = {}
+    second = threading.Thread(target=lambda: got.update(
+        c0.get_variables(["b"], then_fetch_barrier=0)))
+    second.start()
+    time.sleep(0.2)
+    assert second.is_alive() and not got
+    c1.get_variables(["w"], then_fetch_barrier=0)
+    second.join(10)
+    assert got["b"].tolist() == [1.0] * 3
+
+
 def test_binds_only_the_configured_endpoint():
     port = _free_port()
     handler = InMemoryHandler(_vars(), trainers=1)
@@ -264,6 +289,11 @@ BAD = [  # (call, request, status, words in its error)
      "INVALID_ARGUMENT", "variable 'emb'"),
     ("send_variables", encode_frame({}, {"trainer_id": 0, "step": "1"}),
      "INVALID_ARGUMENT", "field 'step'"),
+    ("send_variables", encode_frame({}, {"trainer_id": 0, "step": 0, "then_barrier": 1}),
+     "INVALID_ARGUMENT", "field 'then_barrier'"),
+    ("get_variables", encode_frame({}, {"trainer_id": 0, "names": ["w"], "min_step": None,
+                                        "then_fetch_barrier": "0"}),
+     "INVALID_ARGUMENT", "field 'then_fetch_barrier'"),
     ("get_variables", encode_frame({}, {"trainer_id": 0, "names": ["w"], "min_step": None,
                                         "x": 1}), "INVALID_ARGUMENT", "unknown fields ['x']"),
     ("get_variables", encode_frame({"w": np.ones(2)}, {"trainer_id": 0, "names": [],

@@ -4,14 +4,18 @@
 Each computes the very numbers of its unfused ops: the same operations on the same operands
 in the same order (IEEE addition and multiplication commute, so `t += b` is `b + t`). What the
 fusion saves on numpy is temporaries and op dispatch: act(X + Y) applies the activation in
-place on the fresh sum, and batch_norm + relu normalizes, shifts and clips one buffer in place
-(2 full-size temporaries instead of 6 forward, 4 instead of 10 backward).
+place on the fresh sum; batch_norm + relu runs batch_norm's own arithmetic (bn_core.py, one
+fresh array each way) and clips its fresh Y in place, and its gradient feeds relu_grad's
+product straight to batch_norm_grad's.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from . import bn_core
 from .activation import _special, relu_grad, sigmoid_grad, tanh_grad
 from .math import align_y, elementwise_add_grad
-from .nn import _channel_view, batch_norm, batch_norm_grad
+from .nn import bn_train
 from .registry import kernel
 
 _ACT_GRADS = {"relu": relu_grad, "sigmoid": sigmoid_grad, "tanh": tanh_grad}
@@ -89,66 +93,28 @@ def _bn_attrs(attrs) -> dict:
             "trainable_statistics": False}
 
 
-def _in_place_ok(x, *others) -> bool:
-    """In place keeps batch_norm's rounding only when every operand has X's dtype (a float64
-    scale on float32 X would round twice)."""
-    return all(o.dtype == x.dtype for o in others)
-
-
 @kernel("fused_batch_norm_act")
 def fused_batch_norm_act(xp, ins, attrs, want):
-    x, scale, bias = ins["X"], ins["Scale"], ins["Bias"]
-    mean_in, var_in = ins["Mean"], ins["Variance"]
-    count = x.size // max(mean_in.size, 1)
-    if count == 1 or not _in_place_ok(x, scale, bias):
-        res = batch_norm(xp, ins, _bn_attrs(attrs), want)  # the kernels one after the other
-        res["Y"] = xp.maximum(res["Y"], 0)
-        return res
-    # batch_norm's kernel (spmd/kernels/nn.py), X - mean made once and then reused in place
-    axes, cshape = _channel_view(x, attrs["data_layout"])
-    eps, momentum = attrs["epsilon"], attrs["momentum"]
-    mean = x.mean(axis=axes)
-    y = x - mean.reshape(cshape)
-    var = (y ** 2).mean(axis=axes)
-    inv_std = 1.0 / xp.sqrt(var + eps)
-    y *= (inv_std * scale).reshape(cshape)
-    y += bias.reshape(cshape)
-    xp.maximum(y, 0, out=y)
-    res = {"Y": y, "SavedMean": mean.astype(x.dtype), "SavedVariance": inv_std.astype(x.dtype),
-           "MeanOut": (mean_in * momentum + mean * (1.0 - momentum)).astype(mean_in.dtype),
-           "VarianceOut": (var_in * momentum + var * (1.0 - momentum)).astype(var_in.dtype)}
+    """batch_norm's kernel (bn_train), then relu's in place on its fresh Y."""
+    res = bn_train(xp, ins, _bn_attrs(attrs), want)
+    xp.maximum(res["Y"], 0, out=res["Y"])
     if "ReserveSpace" in want:
-        res["ReserveSpace"] = xp.zeros((0,), dtype=x.dtype)
+        res["ReserveSpace"] = xp.zeros((0,), dtype=ins["X"].dtype)
     return res
+
+
+def _relu_grad(xp, out, dout):
+    """relu_grad's dout * (out > 0), with the mask made as dout's dtype in the product's buffer
+    (numpy casts the boolean mask to the same 1.0 / 0.0 inside the product)."""
+    if xp is not np:
+        return dout * (out > 0)
+    dy = np.greater(out, 0, out=np.empty(dout.shape, dtype=np.result_type(dout, np.bool_)))
+    return np.multiply(dout, dy, out=dy)
 
 
 @kernel("fused_batch_norm_act_grad")
 def fused_batch_norm_act_grad(xp, ins, attrs, want):
-    x, scale, dout = ins["X"], ins["Scale"], ins["Y@GRAD"]
-    mean, inv_std = ins["SavedMean"], ins["SavedVariance"]
-    dy = dout * (ins["Y"] > 0)  # relu_grad's
-    if x.size == scale.size or not _in_place_ok(x, scale, mean, inv_std, dout):
-        bn_ins = {"X": x, "Scale": scale, "Bias": ins.get("Bias"), "SavedMean": mean,
-                  "SavedVariance": inv_std, "Y@GRAD": dy}
-        return batch_norm_grad(xp, bn_ins, _bn_attrs(attrs), want)
-    # batch_norm_grad's kernel with batch statistics, its temporaries reused in place
-    axes, cshape = _channel_view(x, attrs["data_layout"])
-    xhat = x - mean.reshape(cshape)
-    xhat *= inv_std.reshape(cshape)
-    dbias = dy.sum(axis=axes)
-    t = dy * xhat
-    dscale = t.sum(axis=axes)
-    res = {}
-    if "X@GRAD" in want:
-        m = x.size // scale.size
-        xp.multiply(xhat, dscale.reshape(cshape), out=t)
-        t += dbias.reshape(cshape)
-        t /= m
-        xp.subtract(dy, t, out=t)
-        t *= (scale * inv_std).reshape(cshape)
-        res["X@GRAD"] = t
-    if "Scale@GRAD" in want:
-        res["Scale@GRAD"] = dscale.astype(scale.dtype, copy=False)
-    if "Bias@GRAD" in want:
-        res["Bias@GRAD"] = dbias.astype(scale.dtype, copy=False)
-    return res
+    """relu_grad's kernel, then batch_norm_grad's with batch statistics (bn_core.backward)."""
+    dy = _relu_grad(xp, ins["Y"], ins["Y@GRAD"])
+    return bn_core.backward(xp, ins["X"], dy, ins["Scale"], ins["SavedMean"],
+                            ins["SavedVariance"], want, True, attrs["data_layout"])

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from . import bn_core
 from .index import _host, heap_top_k
 from .math import unbroadcast
 from .registry import kernel
@@ -172,32 +173,40 @@ def _bn_global_stats(attrs) -> bool:
     return test_mode or attrs["use_global_stats"]
 
 
-@kernel("batch_norm")
-def batch_norm(xp, ins, attrs, want):
+def bn_momentum(ins, attrs) -> float:
+    if ins.get("MomentumTensor") is not None:
+        return float(ins["MomentumTensor"].reshape(-1)[0])
+    return attrs["momentum"]
+
+
+def bn_train(xp, ins, attrs, want) -> dict:
+    """batch_norm with batch statistics (bn_core.py), every output but ReserveSpace."""
     x, scale, bias = ins["X"], ins["Scale"], ins["Bias"]
     mean_in, var_in = ins["Mean"], ins["Variance"]
-    axes, cshape = _channel_view(x, attrs["data_layout"])
-    eps = attrs["epsilon"]
-    res = {}
-    if _bn_global_stats(attrs):
-        mean, inv_std = mean_in, 1.0 / xp.sqrt(var_in + eps)
-        res["MeanOut"], res["VarianceOut"] = mean_in.copy(), var_in.copy()
+    layout = attrs["data_layout"]
+    y, mean, var, inv_std = bn_core.train_forward(xp, x, scale, bias, attrs["epsilon"], layout)
+    momentum = bn_momentum(ins, attrs)
+    res = {"MeanOut": (mean_in * momentum + mean * (1.0 - momentum)).astype(mean_in.dtype),
+           "VarianceOut": (var_in * momentum + var * (1.0 - momentum)).astype(var_in.dtype)}
+    if x.size == mean_in.size:  # fluid: a single value per channel is passed through
+        res.update(Y=x.copy(), SavedMean=mean.astype(x.dtype),
+                   SavedVariance=xp.zeros(mean.shape, dtype=x.dtype))
     else:
-        count = x.size // mean_in.size  # values per channel
-        mean = x.mean(axis=axes)
-        var = ((x - mean.reshape(cshape)) ** 2).mean(axis=axes)
-        inv_std = 1.0 / xp.sqrt(var + eps)
-        momentum = attrs["momentum"]
-        if ins.get("MomentumTensor") is not None:
-            momentum = float(ins["MomentumTensor"].reshape(-1)[0])
-        res["MeanOut"] = (mean_in * momentum + mean * (1.0 - momentum)).astype(mean_in.dtype)
-        res["VarianceOut"] = (var_in * momentum + var * (1.0 - momentum)).astype(var_in.dtype)
-        if count == 1:  # fluid: a single value per channel is passed through unnormalized
-            res.update(Y=x.copy(), SavedMean=mean, SavedVariance=xp.zeros_like(mean))
-            return _bn_finish(xp, res, x, want)
-    y = (x - mean.reshape(cshape)) * (inv_std * scale).reshape(cshape) + bias.reshape(cshape)
-    res.update(Y=y.astype(x.dtype, copy=False), SavedMean=mean.astype(x.dtype),
-               SavedVariance=inv_std.astype(x.dtype))
+        res.update(Y=y, SavedMean=mean.astype(x.dtype), SavedVariance=inv_std)
+    return res
+
+
+@kernel("batch_norm")
+def batch_norm(xp, ins, attrs, want):
+    if not _bn_global_stats(attrs):
+        return _bn_finish(xp, bn_train(xp, ins, attrs, want), ins["X"], want)
+    x, scale, bias = ins["X"], ins["Scale"], ins["Bias"]
+    mean_in, var_in = ins["Mean"], ins["Variance"]
+    inv_std = 1.0 / xp.sqrt(var_in + attrs["epsilon"])
+    dt = x.dtype
+    y = bn_core.normalize(xp, x, mean_in, inv_std * scale, bias, attrs["data_layout"])
+    res = {"Y": y, "MeanOut": mean_in.copy(), "VarianceOut": var_in.copy(),
+           "SavedMean": mean_in.astype(dt), "SavedVariance": inv_std.astype(dt)}
     return _bn_finish(xp, res, x, want)
 
 
@@ -210,32 +219,15 @@ def _bn_finish(xp, res, x, want):
 @kernel("batch_norm_grad")
 def batch_norm_grad(xp, ins, attrs, want):
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
-    axes, cshape = _channel_view(x, attrs["data_layout"])
-    global_stats = _bn_global_stats(attrs)
-    if global_stats:
+    if _bn_global_stats(attrs):
         mean = ins["Mean"]
         inv_std = 1.0 / xp.sqrt(ins["Variance"] + attrs["epsilon"])
-    else:
+        through_stats = False
+    else:  # with batch statistics, X's gradient flows through the mean and variance too
         mean, inv_std = ins["SavedMean"], ins["SavedVariance"]
-    # with batch statistics, X's gradient flows through the mean and variance too
-    through_stats = "X@GRAD" in want and not global_stats
-    res = {}
-    xhat = (x - mean.reshape(cshape)) * inv_std.reshape(cshape)
-    dbias = dy.sum(axis=axes) if "Bias@GRAD" in want or through_stats else None
-    dscale = (dy * xhat).sum(axis=axes) if "Scale@GRAD" in want or through_stats else None
-    if "X@GRAD" in want:
-        k = (scale * inv_std).reshape(cshape)
-        if through_stats:
-            m = x.size // scale.size
-            dx = k * (dy - (dbias.reshape(cshape) + xhat * dscale.reshape(cshape)) / m)
-        else:
-            dx = dy * k
-        res["X@GRAD"] = dx.astype(x.dtype, copy=False)
-    if "Scale@GRAD" in want:
-        res["Scale@GRAD"] = dscale.astype(scale.dtype, copy=False)
-    if "Bias@GRAD" in want:
-        res["Bias@GRAD"] = dbias.astype(scale.dtype, copy=False)
-    return res
+        through_stats = True
+    return bn_core.backward(xp, x, dy, scale, mean, inv_std, want, through_stats,
+                            attrs["data_layout"])
 
 
 def _ln_rows(x, attrs):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 LIMIT_BYTES = 512 << 20
 
 _local = threading.local()
@@ -33,8 +35,8 @@ def get(xp, tag: tuple, shape, dtype, fill=None):
     """The workspace for (tag, shape, dtype): new (filled with `fill` if given, else
     uninitialized) the first time, else as the last user left it. `fill` is applied only when
     the array is made, so a tag whose user keeps a border at `fill` gets it back that way."""
-    shape = tuple(int(s) for s in shape)
-    key = (xp.__name__, tag, shape, str(dtype))
+    shape = tuple(map(int, shape))
+    key = (xp.__name__, tag, shape, np.dtype(dtype))  # str(dtype) costs microseconds
     pool = _pool()
     arr = pool.get(key)
     if arr is not None:

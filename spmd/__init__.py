@@ -12,20 +12,8 @@ from . import guard as _guard
 # makes an early end of any rank fail the job (spmd/guard)
 _guard.install()
 
-from . import (  # noqa: F401 - the faces, and the op and kernel tables filled
-    compat,
-    dataset,
-    distributed,
-    fluid,
-    kernels,
-    metrics,
-    nn,
-    ops,
-    optimizer,
-    reader,
-    regularizer,
-    static,
-)
+from . import lazy as _lazy
+from . import ops  # noqa: F401 - the op schema the IR builds operators with
 from .comm.topology import fill_paddle_env
 from .core import (
     CPUPlace,
@@ -39,12 +27,25 @@ from .core import (
     is_compiled_with_cuda,
 )
 from .errors import InvalidArgumentError
-from .executor import Executor
-from .layers.nn_layers import get_default_dtype, set_default_dtype
-from .layers.paddle_tensor import *  # noqa: F401,F403 - paddle.mean, paddle.matmul, ...
-from .layers.paddle_tensor import __all__ as _tensor_names
-from .layers.param_attr import ParamAttr
-from .reader import batch
+
+# paddle.mean, paddle.matmul, ...: spmd.layers.paddle_tensor.__all__ (test_imports checks it)
+_TENSOR_NAMES = (
+    "add", "cast", "clip", "concat", "create_global_var", "create_parameter", "divide", "exp",
+    "flatten", "full", "gather", "log", "matmul", "max", "maximum", "mean", "minimum",
+    "multiply", "ones", "ones_like", "pow", "reshape", "scale", "slice", "split", "sqrt",
+    "square", "squeeze", "subtract", "sum", "tanh", "topk", "transpose", "unsqueeze", "where",
+    "zeros", "zeros_like",
+)
+# imported on first use (spmd.lazy.attach), as are the subpackages: `import spmd.fluid` loads
+# neither the data sets nor fleet nor the parameter server
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    "Executor": ".executor:Executor",
+    "ParamAttr": ".layers.param_attr:ParamAttr",
+    "batch": ".reader.batch:batch",
+    "get_default_dtype": ".layers.nn_layers:get_default_dtype",
+    "set_default_dtype": ".layers.nn_layers:set_default_dtype",
+    **{name: f".layers.paddle_tensor:{name}" for name in _TENSOR_NAMES},
+}, submodules=True)
 
 __version__ = "0.1.0"
 
@@ -89,4 +90,4 @@ __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Executor", "ParamAttr", 
            "Program",
            "Scope", "Variable", "disable_static", "enable_static", "fluid", "global_scope",
            "in_dynamic_mode", "is_compiled_with_cuda", "nn", "optimizer", "seed", "set_device",
-           "static", *_tensor_names]
+           "static", *_TENSOR_NAMES]

@@ -2,10 +2,10 @@
 
 Thin re-exports only; fluid's module names are kept (fluid.layers, fluid.compiler,
 fluid.optimizer, fluid.io, ...), so `from spmd.fluid import compiler` works as in fluid.
+A name is imported at its first use (spmd.lazy.attach): `import spmd.fluid` loads neither
+the parameter server nor fleet nor the reader machinery until a script asks for them.
 """
-from .. import kernels as _kernels  # noqa: F401 - fill the kernel table
-from .. import ops as _ops  # noqa: F401 - fill the op table
-from ..autodiff import append_backward, gradients
+from .. import lazy as _lazy
 from ..core import (
     CPUPlace,
     CUDAPinnedPlace,
@@ -24,55 +24,51 @@ from ..core import (
     scope_guard,
     unique_name,
 )
-from ..core.lod import LoDTensor, LoDTensorArray, create_lod_tensor, create_random_int_lodtensor
 from ..core.variable import Parameter
-from ..executor import Executor
-from ..io import load, load_program_state, save, set_program_state
-from ..layers.io import fluid_data as data
-from ..layers.param_attr import ParamAttr
-from ..layers.static_nn import embedding
-from ..layers.weight_norm import WeightNormParamAttr
-from . import (
-    backward,
-    clip,
-    compiler,
-    contrib,
-    core,
-    data_feeder,
-    dygraph,
-    executor,
-    framework,
-    incubate,
-    initializer,
-    input,
-    install_check,
-    io,
-    layers,
-    learning_rate_decay,
-    log_helper,
-    metrics,
-    nets,
-    optimizer,
-    param_attr,
-    profiler,
-    reader,
-    regularizer,
-    transpiler,
-    wrapped_decorator,
+
+# the names of `from .data_feeder import *`, `from .framework import *` and `from .reader
+# import *` (test_imports checks them against those modules' __all__)
+_DATA_FEEDER_ALL = ("DataFeeder",)
+_FRAMEWORK_ALL = (
+    "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
+    "default_startup_program", "disable_dygraph", "disable_imperative", "enable_dygraph",
+    "enable_imperative", "in_dygraph_mode", "name_scope", "program_guard", "require_version",
+    "switch_main_program", "switch_startup_program",
 )
-from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
-from .data_feeder import *  # noqa: F403 - DataFeeder
-from .device import device_guard, get_flags, set_flags
-from .framework import *  # noqa: F403 - name_scope, in_dygraph_mode, require_version, ...
-from .input import one_hot
-from .parallel_executor import ParallelExecutor
-from .reader import *  # noqa: F403 - DataLoader, PyReader
-from .transpiler import (
-    DistributeTranspiler,
-    DistributeTranspilerConfig,
-    memory_optimize,
-    release_memory,
-)
+_READER_ALL = ("DataLoader", "PyReader", "default_collate_fn")
+
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    "append_backward": "..autodiff:append_backward",
+    "gradients": "..autodiff:gradients",
+    "LoDTensor": "..core.lod:LoDTensor",
+    "LoDTensorArray": "..core.lod:LoDTensorArray",
+    "create_lod_tensor": "..core.lod:create_lod_tensor",
+    "create_random_int_lodtensor": "..core.lod:create_random_int_lodtensor",
+    "Executor": "..executor:Executor",
+    "load": "..io:load",
+    "load_program_state": "..io:load_program_state",
+    "save": "..io:save",
+    "set_program_state": "..io:set_program_state",
+    "data": "..layers.io:fluid_data",
+    "ParamAttr": "..layers.param_attr:ParamAttr",
+    "embedding": "..layers.static_nn:embedding",
+    "WeightNormParamAttr": "..layers.weight_norm:WeightNormParamAttr",
+    "BuildStrategy": ".compiler:BuildStrategy",
+    "CompiledProgram": ".compiler:CompiledProgram",
+    "ExecutionStrategy": ".compiler:ExecutionStrategy",
+    "device_guard": ".device:device_guard",
+    "get_flags": ".device:get_flags",
+    "set_flags": ".device:set_flags",
+    "one_hot": ".input:one_hot",
+    "ParallelExecutor": ".parallel_executor:ParallelExecutor",
+    "DistributeTranspiler": ".transpiler:DistributeTranspiler",
+    "DistributeTranspilerConfig": ".transpiler:DistributeTranspilerConfig",
+    "memory_optimize": ".transpiler:memory_optimize",
+    "release_memory": ".transpiler:release_memory",
+    **{name: f".data_feeder:{name}" for name in _DATA_FEEDER_ALL},
+    **{name: f".framework:{name}" for name in _FRAMEWORK_ALL if name not in globals()},
+    **{name: f".reader:{name}" for name in _READER_ALL},
+}, submodules=True)  # and fluid.layers, fluid.io, fluid.incubate, ...: the modules of fluid/
 
 __all__ = [
     "LoDTensor", "LoDTensorArray", "create_lod_tensor", "create_random_int_lodtensor",
@@ -89,5 +85,5 @@ __all__ = [
     "set_program_state", "transpiler", "unique_name", "wrapped_decorator",
     "data_feeder", "dygraph", "incubate", "install_check", "log_helper", "metrics", "nets",
     "profiler", "reader",
-    *data_feeder.__all__, *framework.__all__, *reader.__all__,
+    *_DATA_FEEDER_ALL, *_FRAMEWORK_ALL, *_READER_ALL,
 ]

@@ -129,3 +129,54 @@ def test_lazy_tables_read_as_full_tables():
         "print(len(OP_DEFS), len(KERNELS))\n")
     n_ops, n_kernels = map(int, _run(code).split())
     assert n_ops > 500 and n_kernels > 500
+
+
+def test_import_spmd_fluid_loads_only_the_core():
+    """`import spmd.fluid` (and `import spmd`) load no kernel or op module, no data set, no
+    fleet, no parameter server, no gRPC; each comes at its first use."""
+    code = ("import sys, spmd, spmd.fluid\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    loaded = set(_run(code).split())
+    kernels = {m for m in loaded if m.startswith("spmd.kernels.")} - {
+        "spmd.kernels.registry", "spmd.kernels.context"}
+    ops = {m for m in loaded if m.startswith("spmd.ops.")} - {
+        "spmd.ops.registry", "spmd.ops.build", "spmd.ops.lod_rules"}
+    unwanted = {m for m in loaded if m.split(".")[0] in ("grpc", "cupy", "mpi4py", "launch")
+                or m.split(".")[:2] in (["spmd", p] for p in (
+                    "dataset", "fleet", "distributed", "ps", "io", "reader", "timeline",
+                    "executor", "passes", "optimizer", "autodiff", "layers"))
+                or m.startswith(("spmd.fluid.", "spmd.static"))}
+    assert not kernels and not ops and not unwanted, sorted(kernels | ops | unwanted)
+
+
+def test_lazy_faces_list_what_their_modules_export():
+    import spmd
+    import spmd.fluid as fluid
+    from spmd.fluid import data_feeder, framework, reader
+    from spmd.layers import paddle_tensor
+
+    assert list(spmd._TENSOR_NAMES) == list(paddle_tensor.__all__)
+    assert list(fluid._FRAMEWORK_ALL) == list(framework.__all__)
+    assert list(fluid._READER_ALL) == list(reader.__all__)
+    assert list(fluid._DATA_FEEDER_ALL) == list(data_feeder.__all__)
+
+
+def test_lazy_faces_resolve_every_public_name():
+    """Every name of the faces' __all__ resolves, and to what the module that defines it
+    holds; `from spmd.fluid import *` works."""
+    code = (
+        "import types, spmd, spmd.fluid, spmd.fluid.layers, spmd.layers, spmd.static\n"
+        "for face in (spmd, spmd.fluid, spmd.fluid.layers, spmd.layers, spmd.static):\n"
+        "    for name in face.__all__:\n"
+        "        assert getattr(face, name) is not None, (face.__name__, name)\n"
+        "    assert set(face.__all__) <= set(dir(face)), face.__name__\n"
+        "assert isinstance(spmd.fluid.incubate.fleet, types.ModuleType)\n"
+        "assert spmd.fluid.layers.fc is spmd.layers.nn.fc\n"
+        "assert callable(spmd.fluid.layers.rnn) and callable(spmd.layers.rnn)\n"
+        "assert spmd.fluid.core.VarType is spmd.core.dtypes.VarType\n"
+        "assert spmd.mean is spmd.layers.paddle_tensor.mean\n"
+        "exec('from spmd.fluid import *')\n"
+        "exec('from spmd.fluid.layers import *')\n"
+        "exec('from spmd import *')\n"
+        "print('ok')\n")
+    assert _run(code).strip() == "ok"

@@ -18,6 +18,9 @@ The filter gradient sums over the batch, so "image" lays its columns out [K, N*P
 (one strided add per kernel offset, into a zero-bordered workspace). Workspaces (columns,
 padded copies) are reused across steps (workspace.py); outputs are always fresh arrays.
 Python loops run over kernel offsets only.
+
+Where oneDNN is installed (the `fast` extra), float32 products it is measured faster on run
+there instead (conv_dnnl.py); an explicit `layout` always takes the numpy code.
 """
 from __future__ import annotations
 
@@ -176,8 +179,21 @@ def _col2im(buf, dcols, g: Geometry, channel_last: bool):
 
 # ---- the three products, a chunk of images at a time -----------------------------------------
 
+def _dnnl(xp, g: Geometry, phase: str, dtype, layout):
+    """conv_dnnl (oneDNN, where installed) when it suits this product and no layout is forced;
+    else None. Imported on the first convolution: start-up never pays for it."""
+    if layout is not None or xp.__name__ != "numpy":
+        return None
+    from . import conv_dnnl
+
+    return conv_dnnl if conv_dnnl.suits(g, phase, dtype) else None
+
+
 def forward(xp, x, w, g: Geometry, layout: str | None = None):
     """y [n, m, oh, ow] = conv(x, w): a fresh array."""
+    fast = _dnnl(xp, g, "forward", x.dtype, layout)
+    if fast is not None:
+        return fast.forward(x, w, g)
     layout = layout or g.layout()
     y = xp.empty((g.n, g.m, g.oh, g.ow), dtype=x.dtype)
     nb, chunks = _chunks(g, x.dtype.itemsize)
@@ -201,6 +217,9 @@ def forward(xp, x, w, g: Geometry, layout: str | None = None):
 
 def filter_grad(xp, x, dy, g: Geometry, layout: str | None = None):
     """dw [m, c // groups, kh, kw] of conv(x, w) given dy [n, m, oh, ow]: a fresh array."""
+    fast = _dnnl(xp, g, "filter", x.dtype, layout)
+    if fast is not None:
+        return fast.filter_grad(x, dy, g)
     layout = layout or g.layout("filter")
     nb, chunks = _chunks(g, x.dtype.itemsize)
     dw = None
@@ -247,6 +266,9 @@ def input_grad(xp, dy, w, g: Geometry, layout: str | None = None):
     """dx [n, c, h, w] of conv(x, w) given dy: a fresh array. Unstrided, a convolution of dy
     with the flipped filter (the product's output is dx itself, C values per pixel); else the
     transposed product, then col2im."""
+    fast = _dnnl(xp, g, "input", dy.dtype, layout)
+    if fast is not None:
+        return fast.input_grad(dy, w, g)
     flip = g.flip_input_grad() if layout is None else layout.startswith("flip")
     fg = flipped(g) if flip else None
     if fg is not None:

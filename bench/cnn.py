@@ -17,6 +17,9 @@ all alike; the figures are medians of per-step times and their ratios. PyTorch i
 without it its column is skipped.
 
     python bench/cnn.py [--quick] [--rounds 9] [--steps 5] [--profile small|resnet]
+
+spmd's float32 convolutions run through oneDNN where the `fast` extra is installed
+(spmd/kernels/conv_dnnl.py); the report says which.
 """
 from __future__ import annotations
 
@@ -313,6 +316,15 @@ def profile(model: str, steps: int):
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+def conv_backend() -> str:
+    """Which code runs spmd's float32 2-D convolutions here."""
+    from spmd.kernels import conv_dnnl
+
+    if conv_dnnl.available():
+        return "oneDNN where it suits (spmd/kernels/conv_dnnl.py), else numpy"
+    return "numpy (oneDNN not installed: pip install .[fast])"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few rounds: under a minute")
@@ -329,6 +341,7 @@ def main():
     goals = {"small": 1.0, "resnet": 1.2}
     lines = [f"# bench/cnn.py: median of {args.rounds} rounds x {args.steps} steps, interleaved, "
              f"1 BLAS thread" + ("" if torch is not None else " (PyTorch absent: no column)"),
+             "", f"spmd's convolutions: {conv_backend()}",
              "", "| model | clock | spmd ms | torch ms | numpy ms | spmd/torch (goal) | "
              "spmd/numpy |", "|---|---|---|---|---|---|---|"]
     for model in args.models.split(","):

@@ -12,8 +12,11 @@ from . import guard as _guard
 # makes an early end of any rank fail the job (spmd/guard)
 _guard.install()
 
+from . import (
+    layers,  # noqa: F401 - Variable's Python operators and var[...] (math_op_patch)
+    ops,  # noqa: F401 - the op schema the IR builds operators with
+)
 from . import lazy as _lazy
-from . import ops  # noqa: F401 - the op schema the IR builds operators with
 from .comm.topology import fill_paddle_env
 from .core import (
     CPUPlace,

@@ -40,105 +40,51 @@ paddle 2.x (spmd/static, and the top-level `spmd` imported as `paddle`):
 """
 from __future__ import annotations
 
-from . import (  # noqa: F401 - public submodules; each __all__ is fluid.layers names
-    activation,
-    control_flow,
-    conv,
-    crf,
-    ctc,
-    decode,
-    decode_helpers,
-    dynamic_rnn,
-    host,
-    index,
-    initializer,
-    io,
-    learning_rate_scheduler,
-    linalg,
-    logic,
-    loss,
-    manip,
-    math_ops,
-    metric_op,
-    nn,
-    nn_initializer,
-    norm,
-    random,
-    rnn,
-    rnn_cells,
-    sequence,
-    sequence_rnn,
-    sparse,
-    static_rnn,
-    tensor,
-    tensor_array,
-    vision,
-)
-from .activation import *  # noqa: F403
-from .control_flow import *  # noqa: F403
-from .conv import *  # noqa: F403
-from .crf import *  # noqa: F403
-from .ctc import *  # noqa: F403
-from .dynamic_rnn import *  # noqa: F403
-from .helper import LayerHelper
-from .host import *  # noqa: F403
-from .index import *  # noqa: F403
-from .indexing import install as _install_indexing
-from .initializer import (
-    Constant,
-    ConstantInitializer,
-    Initializer,
-    MSRAInitializer,
-    Normal,
-    NormalInitializer,
-    TruncatedNormal,
-    TruncatedNormalInitializer,
-    Uniform,
-    UniformInitializer,
-    Xavier,
-    XavierInitializer,
-)
-from .io import *  # noqa: F403
-from .learning_rate_scheduler import *  # noqa: F403
-from .linalg import *  # noqa: F403
-from .logic import *  # noqa: F403
-from .loss import *  # noqa: F403
-from .manip import *  # noqa: F403
-from .math_op_patch import monkey_patch_variable
-from .math_ops import *  # noqa: F403
-from .metric_op import *  # noqa: F403
-from .nn import *  # noqa: F403
-from .norm import *  # noqa: F403
-from .param_attr import ParamAttr
-from .random import *  # noqa: F403
-from .rnn import *  # noqa: F403
-from .sequence import *  # noqa: F403
-from .sequence_rnn import *  # noqa: F403
-from .sparse import *  # noqa: F403
-from .static_rnn import *  # noqa: F403
-from .tensor import *  # noqa: F403
-from .tensor_array import *  # noqa: F403
-from .vision import *  # noqa: F403
+import sys as _sys
+import types as _types
 
+from .. import lazy as _lazy
+from .indexing import install as _install_indexing
+from .math_op_patch import monkey_patch_variable
+
+# fluid.layers' names come from these modules, as by star imports in this order (a later
+# module's name wins); every one lists in __all__ exactly the fluid.layers names it provides.
+# name_index.py, generated from this list (spmd.lazy.write_indexes()), says which module
+# holds which name, so that a name is imported at its first use.
+_STAR_MODULES = (
+    "activation", "control_flow", "conv", "crf", "ctc", "dynamic_rnn", "host", "index", "io",
+    "learning_rate_scheduler", "linalg", "logic", "loss", "manip", "math_ops", "metric_op",
+    "nn", "norm", "random", "rnn", "sequence", "sequence_rnn", "sparse", "static_rnn", "tensor",
+    "tensor_array", "vision", "decode", "decode_helpers", "rnn_cells",
+)
+_INITIALIZERS = (
+    "Constant", "ConstantInitializer", "Initializer", "MSRAInitializer", "Normal",
+    "NormalInitializer", "TruncatedNormal", "TruncatedNormalInitializer", "Uniform",
+    "UniformInitializer", "Xavier", "XavierInitializer",
+)
+_NAMES = _lazy.read_index("spmd.layers.name_index")
+FLUID_LAYERS_NAMES = tuple(sorted(_NAMES))
+
+
+class _Package(_types.ModuleType):
+    """fluid.layers.rnn is the function (as in fluid 1.8, it hides the module of that name):
+    the first import of the module spmd.layers.rnn, whenever it comes, does not rebind it."""
+
+    def __setattr__(self, name, value):
+        if name != "rnn" or not isinstance(value, _types.ModuleType):
+            super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 monkey_patch_variable()
 _install_indexing()  # var[...] as fluid 1.8's Variable.__getitem__
 
-# Every module above lists in __all__ exactly the fluid.layers names it provides;
-# spmd.fluid.layers re-exports their union.
-_FLUID_MODULES = (activation, conv, host, index, io, learning_rate_scheduler, linalg, logic, loss,
-                  manip, math_ops, metric_op, nn, norm, random, rnn, sequence, tensor, vision)
-_FLUID_MODULES += (sequence_rnn, crf, ctc)  # issue 11: LoD recurrent and structured-loss layers
-_FLUID_MODULES += (control_flow, static_rnn, tensor_array)  # issue 11: control flow
-_FLUID_MODULES += (dynamic_rnn,)  # issue 11: DynamicRNN (LoD control flow)
-_FLUID_MODULES += (sparse,)  # issue 11: sparse gradients
-_FLUID_MODULES += (rnn_cells, decode, decode_helpers)  # issue 11: the 1.8 RNN API
-# fluid.layers.rnn is the function (as in fluid 1.8, it hides the module of that name), so
-# it is imported once the module has been listed above
-from .decode import *  # noqa: E402,F403
-from .decode_helpers import *  # noqa: E402,F403
-from .rnn_cells import *  # noqa: E402,F403
-
-FLUID_LAYERS_NAMES = tuple(sorted({n for m in _FLUID_MODULES for n in m.__all__}))
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    **{name: f".{module}:{name}" for name, module in _NAMES.items()},
+    **{name: f".initializer:{name}" for name in _INITIALIZERS},
+    "LayerHelper": ".helper:LayerHelper",
+    "ParamAttr": ".param_attr:ParamAttr",
+}, submodules=True)
 
 __all__ = [
     *FLUID_LAYERS_NAMES,

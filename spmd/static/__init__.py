@@ -1,8 +1,6 @@
 """paddle.static's face: `import spmd.static as static` (or `paddle.static` after
-`import spmd as paddle`)."""
-from .. import kernels as _kernels  # noqa: F401 - fill the kernel table
-from .. import ops as _ops  # noqa: F401 - fill the op table
-from ..autodiff import append_backward, gradients
+`import spmd as paddle`). A name is imported at its first use."""
+from .. import lazy as _lazy
 from ..core import (
     CPUPlace,
     CUDAPinnedPlace,
@@ -19,15 +17,25 @@ from ..core import (
     scope_guard,
 )
 from ..core.variable import Parameter
-from ..executor import Executor
-from ..executor.compiled import CompiledProgram
-from ..executor.parallel_executor import ParallelExecutor
-from ..io import load, load_inference_model, save, save_inference_model
-from ..layers import static_nn as nn
-from ..layers.io import static_data as data
-from ..layers.param_attr import ParamAttr
-from ..layers.tensor import create_global_var, create_parameter
-from ..passes.strategy import BuildStrategy, ExecutionStrategy
+
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    "append_backward": "..autodiff:append_backward",
+    "gradients": "..autodiff:gradients",
+    "Executor": "..executor:Executor",
+    "CompiledProgram": "..executor.compiled:CompiledProgram",
+    "ParallelExecutor": "..executor.parallel_executor:ParallelExecutor",
+    "load": "..io:load",
+    "load_inference_model": "..io:load_inference_model",
+    "save": "..io:save",
+    "save_inference_model": "..io:save_inference_model",
+    "nn": "..layers.static_nn",
+    "data": "..layers.io:static_data",
+    "ParamAttr": "..layers.param_attr:ParamAttr",
+    "create_global_var": "..layers.tensor:create_global_var",
+    "create_parameter": "..layers.tensor:create_parameter",
+    "BuildStrategy": "..passes.strategy:BuildStrategy",
+    "ExecutionStrategy": "..passes.strategy:ExecutionStrategy",
+})
 
 __all__ = [
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",

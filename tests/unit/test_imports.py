@@ -133,7 +133,8 @@ def test_lazy_tables_read_as_full_tables():
 
 def test_import_spmd_fluid_loads_only_the_core():
     """`import spmd.fluid` (and `import spmd`) load no kernel or op module, no data set, no
-    fleet, no parameter server, no gRPC; each comes at its first use."""
+    fleet, no parameter server, no gRPC, only the layers every program uses (fc's module and
+    what Variable's operators need); each comes at its first use."""
     code = ("import sys, spmd, spmd.fluid\n"
             "print(' '.join(sorted(sys.modules)))\n")
     loaded = set(_run(code).split())
@@ -144,8 +145,11 @@ def test_import_spmd_fluid_loads_only_the_core():
     unwanted = {m for m in loaded if m.split(".")[0] in ("grpc", "cupy", "mpi4py", "launch")
                 or m.split(".")[:2] in (["spmd", p] for p in (
                     "dataset", "fleet", "distributed", "ps", "io", "reader", "timeline",
-                    "executor", "passes", "optimizer", "autodiff", "layers"))
-                or m.startswith(("spmd.fluid.", "spmd.static"))}
+                    "executor", "passes", "optimizer", "autodiff"))
+                or m.startswith(("spmd.fluid.", "spmd.static"))
+                or m in {f"spmd.layers.{name}" for name in (
+                    "control_flow", "conv", "decode", "dynamic_rnn", "loss", "rnn_cells",
+                    "sequence", "sequence_rnn", "static_rnn", "vision", "paddle_tensor")}}
     assert not kernels and not ops and not unwanted, sorted(kernels | ops | unwanted)
 
 
@@ -161,6 +165,18 @@ def test_lazy_faces_list_what_their_modules_export():
     assert list(fluid._DATA_FEEDER_ALL) == list(data_feeder.__all__)
 
 
+def test_layers_name_index_is_exact():
+    """spmd/layers/name_index.py names, for every fluid.layers name, the module that star
+    imports of spmd.layers._STAR_MODULES in order would take it from."""
+    code = ("import json, spmd.lazy as lazy\n"
+            "print(json.dumps([[p, lazy.face_index(p), lazy.read_index(i)]\n"
+            "                  for p, i in lazy.FACES]))\n")
+    for package, made, stored in json.loads(_run(code)):
+        assert made == stored, (
+            f"{package}'s name index is stale; regenerate it with "
+            "python -c 'from spmd.lazy import write_indexes; write_indexes()'")
+
+
 def test_lazy_faces_resolve_every_public_name():
     """Every name of the faces' __all__ resolves, and to what the module that defines it
     holds; `from spmd.fluid import *` works."""
@@ -172,7 +188,9 @@ def test_lazy_faces_resolve_every_public_name():
         "    assert set(face.__all__) <= set(dir(face)), face.__name__\n"
         "assert isinstance(spmd.fluid.incubate.fleet, types.ModuleType)\n"
         "assert spmd.fluid.layers.fc is spmd.layers.nn.fc\n"
-        "assert callable(spmd.fluid.layers.rnn) and callable(spmd.layers.rnn)\n"
+        "import importlib\n"
+        "assert isinstance(importlib.import_module('spmd.layers.rnn'), types.ModuleType)\n"
+        "assert callable(spmd.fluid.layers.rnn) and spmd.layers.rnn is spmd.fluid.layers.rnn\n"
         "assert spmd.fluid.core.VarType is spmd.core.dtypes.VarType\n"
         "assert spmd.mean is spmd.layers.paddle_tensor.mean\n"
         "exec('from spmd.fluid import *')\n"

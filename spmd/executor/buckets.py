@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 
 import numpy as np
 
@@ -25,17 +26,24 @@ class Bucket:
         self._xp = None
         self.buffer = None
         self.views: list = []
+        self._lock = threading.Lock()  # producers may ask at once (ExecutionStrategy.num_threads)
 
     def get(self, xp):
         if self._xp is not xp:
-            self.buffer = xp.empty(sum(math.prod(s) for s in self.shapes), dtype=self.dtype)
-            self.views, start = [], 0
-            for shape in self.shapes:
-                n = math.prod(shape)
-                self.views.append(self.buffer[start:start + n].reshape(shape))
-                start += n
-            self._xp = xp
+            with self._lock:
+                if self._xp is not xp:
+                    self._make(xp)
         return self.buffer, self.views
+
+    def _make(self, xp):
+        buffer = xp.empty(sum(math.prod(s) for s in self.shapes), dtype=self.dtype)
+        views, start = [], 0
+        for shape in self.shapes:
+            n = math.prod(shape)
+            views.append(buffer[start:start + n].reshape(shape))
+            start += n
+        self.buffer, self.views = buffer, views
+        self._xp = xp  # last: a caller seeing it sees the buffer and views made with it
 
     def view(self, index: int):
         return lambda xp: self.get(xp)[1][index]
@@ -71,7 +79,7 @@ class GatherBuffer:
     producer wrote there (`handed`). `advance()`: the step's all-gather is done."""
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
-                 "current", "handed", "previous")
+                 "current", "handed", "previous", "_lock")
 
     def __init__(self, shapes: list[tuple], owners: list[int], dtype, ctx):
         """`ctx`: the all-gather's KernelContext (its communicator gives the rank)."""
@@ -83,6 +91,7 @@ class GatherBuffer:
         self.handed: dict = {}
         self.previous = None
         self.spare = None
+        self._lock = threading.Lock()  # update ops may ask at once (ExecutionStrategy.num_threads)
 
     def layout(self):
         """(rank, nranks, offset of each piece within its owner's section, section size)."""
@@ -97,15 +106,20 @@ class GatherBuffer:
     def buffer(self, xp):
         """This step's buffer."""
         if self.current is None:
-            _, nranks, _, section = self.layout()
-            # (no local name for the spare: it would count as one more reference)
-            if (self.spare is not None and xp is np
-                    and self.spare.shape == (nranks, section) and _references(self) == _ALONE):
-                self.current = self.spare
-            else:
-                self.current = xp.empty((nranks, section), dtype=self.dtype)
-            self.spare = None
+            with self._lock:
+                if self.current is None:
+                    self._choose(xp)
         return self.current
+
+    def _choose(self, xp):
+        _, nranks, _, section = self.layout()
+        # (no local name for the spare: it would count as one more reference)
+        if (self.spare is not None and xp is np
+                and self.spare.shape == (nranks, section) and _references(self) == _ALONE):
+            self.current = self.spare
+        else:
+            self.current = xp.empty((nranks, section), dtype=self.dtype)
+        self.spare = None
 
     def piece(self, xp, i: int):
         rank, _, offsets, _ = self.layout()

@@ -12,7 +12,10 @@ C-contiguous, and referred to exactly by the op's inputs, the run's values and, 
 read from the scope, the scope. Any other reference blocks the loan: an array a caller took
 from the scope (numpy.asarray(scope.find_var(name).get_tensor()), a fetch handed out with
 return_numpy=False), a view of it anywhere, the same array under two names or in two slots,
-a feed array. So a value a user holds never changes under them. Nothing is lent on a GPU, in
+a feed array. So a value a user holds never changes under them. Under the SSA executor
+(ssa.py, ExecutionStrategy.num_threads > 1) the same count holds: an op writing a variable
+waits for every op reading it, and an op in flight holds its inputs, so an array another
+running op may read is never counted alone. Nothing is lent on a GPU, in
 a sub-block (its values are its caller's), or under FLAGS_check_nan_inf (a failed check then
 leaves the scope as it was).
 
@@ -23,6 +26,7 @@ BuildStrategy.enable_inplace=False turns the loans off; `Plan.memory_report()` c
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +97,9 @@ def _alone(ins: dict, slot: str, others: int) -> bool:
     return bool(fits) and _count(ins, slot) == _ALONE + others
 
 
+_counting = threading.Lock()
+
+
 def lending(fn, ctx, pairs: tuple, report: MemoryReport):
     """`fn` lending, on numpy, each input of `pairs` that nothing else holds to its output."""
 
@@ -103,8 +110,9 @@ def lending(fn, ctx, pairs: tuple, report: MemoryReport):
                 if _alone(ins, source, others)}
         if not lent:
             return fn(xp, ins, attrs, want)
-        report.lent_last_run += len(lent)
-        report.lent_total += len(lent)
+        with _counting:  # updates may run at once (ExecutionStrategy.num_threads)
+            report.lent_last_run += len(lent)
+            report.lent_total += len(lent)
         ctx.lent = lent
         try:
             return fn(xp, ins, attrs, want)

@@ -1,6 +1,8 @@
 """Data-parallel execution: the compiled data-parallel program run on every place of this
 process (one thread per place when there are several), each place with its own scope and
-communicator; processes meet in the collectives the passes inserted.
+communicator; processes meet in the collectives the passes inserted. With
+ExecutionStrategy.num_threads > 1 each place runs its independent ops on that many threads of
+its own (ssa.py).
 
 A process with several places reduces across them in shared memory first, then across
 processes (comm/local.py's HierarchicalCommunicator). Global rank of local place i is
@@ -257,7 +259,8 @@ class DataParallelRunner:
                                                  self._rngs[i], comm=self.comms[i],
                                                  rank=self.ranks[i], tag=self.tag,
                                                  update_rng=self._update_rngs[i],
-                                                 place=self.places[i], memory=self.memory))
+                                                 place=self.places[i], memory=self.memory,
+                                                 threads=self.exec_strategy.num_threads))
                  for i in range(len(self.places))]
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
             return [None] * len(fetch_names)

@@ -4,11 +4,13 @@ This is also the reference semantics: ops run in program order, one kernel call 
 value is dropped right after its last reader. A run writes persistable variables back to the
 scope only after every op succeeded, so a failed run leaves the scope as it was, but for the
 updates an op already made in place (inplace.py: only where nothing but the run held the old
-value; never under FLAGS_check_nan_inf).
+value; never under FLAGS_check_nan_inf). With ExecutionStrategy.num_threads > 1 the same
+steps run on the SSA executor's threads (ssa.py), to the same values.
 """
 from __future__ import annotations
 
 import types
+import weakref
 
 from .. import profiler as _profiler
 from ..comm.base import SelfCommunicator
@@ -31,6 +33,7 @@ from .feed import check_feed_names, convert_feed
 from .inplace import MemoryOptions, MemoryReport, lend_pairs, lending
 from .lod_binding import NO_LOD, bind_lod, tracked_names, with_lod_frees
 from .numeric_check import check_feeds, checking
+from .ssa import ScheduleReport, SSAExecutor, sequential_report
 
 # ops that update parameters: in data parallel every rank must draw the same random numbers
 # there (the per-rank generators serve the forward pass: dropout differs per shard)
@@ -74,11 +77,13 @@ class Plan:
 
     def __init__(self, program, feed_names, fetch_names, rng, comm=None, rank=None, tag="",
                  update_rng=None, place=None, block_index: int = 0,
-                 memory: MemoryOptions | None = None):
+                 memory: MemoryOptions | None = None, threads: int = 1):
         """`comm`: the communicator the collectives use, or a function making it on first use
         (a program without collectives never touches MPI). `block_index`: the block it runs;
         a sub-block's plan is run with `run_in` on values its caller gives (`sub_plan`).
-        `memory`: what it may do to save memory (default: MemoryOptions())."""
+        `memory`: what it may do to save memory (default: MemoryOptions()). `threads` > 1:
+        independent ops run at once on that many threads (ssa.py; ExecutionStrategy.
+        num_threads), host places only; a sub-block runs its ops one at a time."""
         block = program.block(block_index)
         var = block._var_recursive  # a sub-block reads its ancestors' variables
         self.memory = memory if memory is not None else MemoryOptions()
@@ -183,6 +188,11 @@ class Plan:
         # whether the latest run reached a collective (so it may have started on other ranks);
         # after a failure, False means this run issued none: the caller may retry the step
         self.started_collectives = False
+        concurrent = threads > 1 and not block_index and not getattr(place, "is_gpu", False)
+        self._ssa = SSAExecutor(self.steps, threads) if concurrent else None
+        if self._ssa is not None:  # its threads end with the plan
+            weakref.finalize(self, self._ssa.close)
+        self._sequential = None  # schedule_report of a one-thread plan, made on demand
 
     def sub_plan(self, block_index: int) -> Plan:
         """The plan of sub-block `block_index` of the same program, made once, with this
@@ -217,6 +227,25 @@ class Plan:
         """
         r = self._memory_report
         return MemoryReport(r.inplace_ops, r.lent_last_run, r.lent_total)
+
+    def schedule_report(self) -> ScheduleReport:
+        """How this plan runs its ops: on how many threads, how many stay in program order,
+        the depth and width of their dependency graph (what several threads could run at
+        once), and the most ops seen running at once (1 for one thread).
+
+        >>> # exe.plan_cache.find(main, ["x"], [loss.name]).schedule_report().max_in_flight
+        """
+        if self._ssa is not None:
+            return self._ssa.report()
+        if self._sequential is None:
+            self._sequential = sequential_report(self.steps)
+        return self._sequential
+
+    def close_threads(self) -> None:
+        """Stop the threads of the SSA executor (num_threads > 1), if any; a later run starts
+        them again. Executor.close() calls it."""
+        if self._ssa is not None:
+            self._ssa.close()
 
     @property
     def comm(self):
@@ -275,7 +304,10 @@ class Plan:
         if rec is not None:
             return self._run_profiled(rec, scope, feed, xp, checked)
         env = self._tagged_inputs(scope, feed, xp, checked)
-        self._execute(self.steps, env, xp)
+        if self._ssa is not None and xp.__name__ == "numpy":
+            self._execute_ssa(self.steps, env, xp)
+        else:
+            self._execute(self.steps, env, xp)
         return self._commit(scope, env)
 
     def _tagged_inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
@@ -309,6 +341,25 @@ class Plan:
                 (wait_all or self.comm.wait_all)()
         except Exception as e:  # noqa: BLE001 - re-raised with the op named
             error = self._failure(e, step, env)
+            if error is e:
+                raise
+            raise error from e
+
+    def _execute_ssa(self, steps, env: dict, xp, wait_all=None) -> None:
+        """`_execute` on the SSA executor's threads (ssa.py): the same values and failures;
+        `started_collectives` says whether a collective was actually issued."""
+        failed = self._ssa.execute(steps, env, xp)
+        step = steps[-1] if steps else None
+        try:
+            if failed is not None:
+                step = steps[failed[1]]
+                raise failed[0]
+            if self.has_collectives:
+                (wait_all or self.comm.wait_all)()
+        except Exception as e:  # noqa: BLE001 - re-raised with the op named
+            error = self._failure(e, step, env)
+            if failed is not None:
+                self.started_collectives = failed[2]
             if error is e:
                 raise
             raise error from e
@@ -355,9 +406,12 @@ class Plan:
         start = now()
         env = self._tagged_inputs(scope, feed, xp, checked)
         rec.record("feed", start, now(), thread)
-        self._execute(_timed(self.steps, rec, thread), env, xp,
-                      _timer(self.comm.wait_all, "wait_collectives", rec, thread)
-                      if self.has_collectives else None)
+        wait = (_timer(self.comm.wait_all, "wait_collectives", rec, thread)
+                if self.has_collectives else None)
+        if self._ssa is not None and xp.__name__ == "numpy":  # each op on its thread's track
+            self._execute_ssa(_timed(self.steps, rec, None), env, xp, wait)
+        else:
+            self._execute(_timed(self.steps, rec, thread), env, xp, wait)
         t0 = now()
         fetched = self._commit(scope, env)
         end = now()
@@ -367,7 +421,8 @@ class Plan:
 
 
 def _timer(fn, name: str, rec, thread):
-    """`fn` recording an event `name` around each call."""
+    """`fn` recording an event `name` around each call, on `thread` (None: the calling
+    thread's)."""
     now = _profiler.now_ns
 
     def timed(*args):

@@ -32,6 +32,8 @@ class PlanCache:
         stamp = (program._version, program.random_seed, flags_revision())
         entry = self._entries.get(key)
         if entry is None or entry[0] != stamp:
+            if entry is not None:
+                _close(entry[1])
             entry = self._entries[key] = (stamp, build())
         return entry[1]
 
@@ -44,4 +46,13 @@ class PlanCache:
         return len(self._entries)
 
     def clear(self) -> None:
+        """Drop every plan, stopping their threads (ExecutionStrategy.num_threads > 1)."""
+        for _, plan in self._entries.values():
+            _close(plan)
         self._entries.clear()
+
+
+def _close(plan) -> None:
+    close = getattr(plan, "close_threads", None)  # a Plan; other runners have none
+    if close is not None:
+        close()

@@ -140,6 +140,12 @@ _ACTED = {
     "ExecutionStrategy": {
         "_dry_run": "the executor runs the schedule without kernels: nothing changes, "
                     "fetches are None",
+        "num_threads": "> 1: each host place runs its independent ops at once on that many "
+                       "threads (executor/ssa.py: a dependency graph over the variables they "
+                       "read and write; collectives, random, control-flow and host ops keep "
+                       "their program order), bitwise the numbers of one thread; 0 (fluid's "
+                       "default, 'decide') and 1: one op at a time in program order; GPU "
+                       "places always run one at a time",
     },
 }
 
@@ -163,7 +169,6 @@ _UNACTED = {
     },
     # performance and memory knobs of fluid's executors: none changes the numbers
     "ExecutionStrategy": {
-        "num_threads": Unacted("each place runs its ops one at a time on a thread of its own"),
         "use_cuda": Unacted("the executor's place decides where ops run"),
         "allow_op_delay": Unacted("ops run in program order"),
         "use_thread_barrier": Unacted("the places meet in their collectives"),
@@ -189,8 +194,8 @@ def field_decisions(strategy) -> dict[str, str]:
     """Field name -> what spmd does with it, for a BuildStrategy or ExecutionStrategy (class
     or instance): 'acts: ...' (with the passes that serve it) or 'warns: ...'.
 
-    >>> field_decisions(ExecutionStrategy)["num_threads"]
-    'warns: each place runs its ops one at a time on a thread of its own'
+    >>> field_decisions(ExecutionStrategy)["use_cuda"]
+    "warns: the executor's place decides where ops run"
     """
     from .registry import PASSES  # loads every pass module, which import this one
 

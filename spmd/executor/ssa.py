@@ -1,0 +1,346 @@
+"""The SSA thread-pool executor: ExecutionStrategy.num_threads > 1 runs a plan's independent
+ops at once on a pool of threads, with the numbers of the flat loop (plan.py), bitwise.
+
+The ops form a dependency graph over the variable names their steps read and write (LoD keys
+included): an op waits for the last writer of each name it reads (true dependency), and an op
+that writes a name waits for that name's last writer (output dependency) and for every op
+reading the value it replaces (anti dependency); so each op sees exactly the values it sees in
+program order. Ops whose order matters beyond their values run in program order relative to
+each other, one chain: collectives (every rank must issue them in the same order, else the
+ranks deadlock), random ops (the generator's draws are consumed in program order), control
+flow (a sub-block may hold either; its body runs sequentially), host ops calling Python
+(print, py_func), parameter-server ops and any kernel taking a KernelContext not known to be
+pure. The chain runs on the calling thread (the place's thread, as before: the communicators
+and the profiler see the same thread); every other op runs on whichever thread is free, the
+lowest program index first. A value is dropped once every op touching it finished (the flat
+loop drops it after its last user in program order: the same values, at most later).
+
+In-place updates (inplace.py) stay correct: an op writing a name over its input waits for
+every reader of that name, and an alias of the buffer (a view, the same array under another
+name, an in-flight op's inputs) holds a reference, which the loan's reference count refuses.
+Scratch is per op (KernelContext) or per thread (kernels/workspace.py).
+
+The first op that fails stops the dispatch; the ops in flight finish; then the run raises the
+error naming that op, as the flat loop does. Threads are daemons started on a plan's first
+concurrent run, reused by every run and stopped when the plan is dropped (Executor.close).
+Only host (numpy) runs are concurrent; a GPU place queues its kernels on one stream anyway.
+"""
+from __future__ import annotations
+
+import heapq
+import threading
+from dataclasses import dataclass
+
+from ..errors import PreconditionError
+from ..kernels.registry import takes_context
+from ..ops.registry import get_op_def
+
+# Kernels with a KernelContext that are pure functions of their inputs all the same: the
+# context offers them an output buffer (a gradient bucket's view, a lent input, a gathered
+# piece) or per-op scratch, never shared state.
+_PURE_WITH_CONTEXT = frozenset({"mul_grad", "sgd", "momentum", "adam",
+                                "fused_sgd", "fused_momentum", "fused_adam"})
+# Kernels without a context that act outside their outputs: user Python, files, the network.
+_SIDE_EFFECTS = frozenset({"py_func", "py_func_grad", "load", "checkpoint_notify",
+                           "c_sync_calc_stream", "ref_by_trainer_id"})
+
+
+def in_program_order(op_type: str) -> bool:
+    """Whether ops of `op_type` keep their program order relative to each other under the
+    SSA executor (collectives, random draws, control flow, side effects).
+
+    >>> in_program_order("c_allreduce_sum"), in_program_order("dropout"), in_program_order("mul")
+    (True, True, False)
+    """
+    opdef = get_op_def(op_type)
+    if opdef.collective or opdef.random or op_type in _SIDE_EFFECTS:
+        return True
+    return takes_context(op_type) and op_type not in _PURE_WITH_CONTEXT
+
+
+@dataclass(frozen=True)
+class ScheduleReport:
+    """How a plan runs its ops: `threads` (1: one at a time, in program order); `ops`;
+    `chained`, the ops kept in program order; `levels`, the length of the longest chain of
+    dependencies (ops / levels is the average width); `widest`, the most ops of one level
+    (what could run at once); `max_in_flight`, the most ops seen running at once in any run
+    so far.
+
+    >>> ScheduleReport(1, 0, 0, 0, 0, 0).threads
+    1
+    """
+
+    threads: int
+    ops: int
+    chained: int
+    levels: int
+    widest: int
+    max_in_flight: int
+
+
+def sequential_report(steps) -> ScheduleReport:
+    """The ScheduleReport of `steps` run one at a time: their graph's depth and width (what
+    several threads could run at once), one op in flight."""
+    g = Graph(steps)
+    return ScheduleReport(1, len(steps), sum(g.chained), g.levels, g.widest, min(len(steps), 1))
+
+
+def _names(bindings) -> set:
+    return {n for _, names, _ in bindings for n in names}
+
+
+class Graph:
+    """The dependencies of a plan's steps: per step its successors, how many steps it waits
+    for, whether it is on the chain, and which droppable values it touches."""
+
+    def __init__(self, steps):
+        preds: list[set] = [set() for _ in steps]
+        last_writer: dict[str, int] = {}
+        readers: dict[str, list] = {}
+        touched: dict[str, list] = {}
+        chain_prev = None
+        self.chained = tuple(in_program_order(s.where[1].type) for s in steps)
+        for k, step in enumerate(steps):
+            reads, writes = _names(step.ins), _names(step.outs)
+            for n in reads:
+                if n in last_writer:
+                    preds[k].add(last_writer[n])
+            for n in writes:
+                if n in last_writer:
+                    preds[k].add(last_writer[n])
+                preds[k].update(readers.get(n, ()))
+            for n in reads:
+                readers.setdefault(n, []).append(k)
+            for n in writes:
+                last_writer[n] = k
+                readers[n] = []
+            for n in reads | writes | set(step.frees):
+                touched.setdefault(n, []).append(k)
+            if self.chained[k]:
+                if chain_prev is not None:
+                    preds[k].add(chain_prev)
+                chain_prev = k
+            preds[k].discard(k)
+        succs: list[list] = [[] for _ in steps]
+        for k, ps in enumerate(preds):
+            for p in ps:
+                succs[p].append(k)
+        self.succs = tuple(tuple(sorted(s)) for s in succs)
+        self.waits = tuple(len(p) for p in preds)
+        self.roots = tuple(k for k, p in enumerate(preds) if not p)
+        droppable = {n for step in steps for n in step.frees}
+        self.users = {n: len(touched[n]) for n in droppable}
+        drops: list[list] = [[] for _ in steps]
+        for n in droppable:
+            for k in touched[n]:
+                drops[k].append(n)
+        self.drops = tuple(tuple(d) for d in drops)
+        level = [0] * len(steps)
+        for k, ps in enumerate(preds):
+            level[k] = 1 + max((level[p] for p in ps), default=0)
+        self.levels = max(level, default=0)
+        width: dict[int, int] = {}
+        for v in level:
+            width[v] = width.get(v, 0) + 1
+        self.widest = max(width.values(), default=0)
+
+
+class _Run:
+    """One run's state, guarded by its pool's lock."""
+
+    __slots__ = ("steps", "graph", "env", "xp", "waits", "users", "ready", "chain", "left",
+                 "in_flight", "failure", "began")
+
+    def __init__(self, steps, graph: Graph, env: dict, xp):
+        self.steps, self.graph, self.env, self.xp = steps, graph, env, xp
+        self.waits = list(graph.waits)
+        self.users = dict(graph.users)
+        self.ready: list[int] = []  # pure ops whose inputs are ready, by program index
+        self.chain = None  # the chained op whose turn it is, once its inputs are ready
+        self.left = len(steps)
+        self.in_flight = 0
+        self.failure = None  # (exception, step index) of the first op that failed
+        self.began = False  # whether a collective was issued
+
+    def release(self, k: int) -> None:
+        if self.graph.chained[k]:
+            self.chain = k
+        else:
+            heapq.heappush(self.ready, k)
+
+
+def _call(step, env: dict, xp):
+    """Run one step: its inputs from `env`, its outputs into it; the exception it raised, or
+    None. Nothing of it is referenced once it returns (an update may then have its input)."""
+    try:
+        ins = {}
+        for slot, names, dup in step.ins:
+            ins[slot] = [env[n] for n in names] if dup else env[names[0]]
+        res = step.fn(xp, ins, step.attrs, step.want)
+        for slot, names, dup in step.outs:
+            if dup:
+                env.update(zip(names, res[slot]))
+            else:
+                env[names[0]] = res[slot]
+        return None
+    except Exception as e:  # noqa: BLE001 - the plan raises it, naming the op
+        return e
+
+
+class SSAExecutor:
+    """Runs a plan's steps on `threads` threads: the calling thread and threads - 1 helpers.
+
+    A thread that takes an op wakes one idle thread when more ops are ready, so no more
+    threads wake than there is work for; the calling thread also waits for its chained ops
+    and for the end of the run.
+
+    >>> SSAExecutor([], 2).report().threads
+    2
+    """
+
+    def __init__(self, steps, threads: int):
+        self.threads = threads
+        self.graph = Graph(steps)
+        self._collective = tuple(get_op_def(s.where[1].type).collective for s in steps)
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # idle helpers wait here
+        self._main = threading.Condition(self._lock)  # the calling thread waits here
+        self._main_idle = False
+        self._run: _Run | None = None
+        self._helpers: list[threading.Thread] = []
+        self._closed = False
+        self._max_in_flight = 0
+
+    def report(self) -> ScheduleReport:
+        g = self.graph
+        return ScheduleReport(self.threads, len(g.waits), sum(g.chained), g.levels, g.widest,
+                              self._max_in_flight)
+
+    def close(self) -> None:
+        """Stop the helper threads (after the ops they run now); a later run starts them
+        again."""
+        with self._lock:
+            self._closed = True
+            self._work.notify_all()
+            helpers, self._helpers = self._helpers, []
+        for t in helpers:
+            if t is not threading.current_thread():
+                t.join(timeout=5)
+
+    def execute(self, steps, env: dict, xp):
+        """Run `steps` (this graph's steps, maybe wrapped) on `env`; None when every one
+        succeeded, else (the first exception, its step index, whether a collective was
+        issued). A BaseException of the calling thread (KeyboardInterrupt) is re-raised once
+        the ops in flight are done."""
+        run = _Run(steps, self.graph, env, xp)
+        with self._lock:
+            if self._run is not None:
+                raise PreconditionError("this plan is already running on another thread; "
+                                        "run one step of a plan at a time")
+            if not self._helpers and self.threads > 1:
+                self._closed = False
+                self._helpers = [threading.Thread(target=self._helper, name=f"spmd-ssa-{i}",
+                                                  daemon=True) for i in range(self.threads - 1)]
+                for t in self._helpers:
+                    t.start()
+            self._run = run
+            for k in self.graph.roots:
+                run.release(k)
+            try:
+                self._drive(run)
+            except BaseException as e:  # KeyboardInterrupt: only once nothing runs any more
+                if run.failure is None:
+                    run.failure = (e, None)
+                while run.in_flight:
+                    self._wait_main()
+                raise
+            finally:
+                self._run = None
+        return None if run.failure is None else (*run.failure, run.began)
+
+    def _drive(self, run: _Run) -> None:
+        """The calling thread's loop (holding the lock): the chained ops, and pure ops when
+        none is its turn, until every op finished or one failed and the rest in flight
+        ended."""
+        while True:
+            if run.failure is not None or run.left == 0:
+                if run.in_flight == 0:
+                    return
+                self._wait_main()
+                continue
+            if run.chain is not None:
+                k, run.chain = run.chain, None
+            elif run.ready:
+                k = heapq.heappop(run.ready)
+            else:
+                self._wait_main()
+                continue
+            if run.ready:
+                self._work.notify()
+            error = self._step(run, k)
+            if error is not None and not isinstance(error, Exception):
+                raise error
+
+    def _wait_main(self) -> None:
+        self._main_idle = True
+        try:
+            self._main.wait()
+        finally:
+            self._main_idle = False
+
+    def _helper(self) -> None:
+        with self._lock:
+            while not self._closed:
+                run = self._run
+                if run is None or run.failure is not None or not run.ready:
+                    run = None  # an idle thread holds no run's values (they would block loans)
+                    self._work.wait()
+                    continue
+                k = heapq.heappop(run.ready)
+                if run.ready:  # more than this thread takes: one more thread
+                    self._wake_one()
+                self._step(run, k)
+
+    def _wake_one(self) -> None:
+        if self._main_idle:
+            self._main.notify()
+        else:
+            self._work.notify()
+
+    def _step(self, run: _Run, k: int):
+        """Run step k with the lock released, then account for it (holding the lock).
+        Returns what _call returned, or the BaseException that interrupted it."""
+        run.in_flight += 1
+        if run.in_flight > self._max_in_flight:
+            self._max_in_flight = run.in_flight
+        if self._collective[k]:
+            run.began = True
+        self._lock.release()
+        try:
+            error = _call(run.steps[k], run.env, run.xp)
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt: handed to the caller
+            error = e
+        finally:
+            self._lock.acquire()
+        run.in_flight -= 1
+        run.left -= 1
+        if error is not None:
+            if run.failure is None:
+                run.failure = (error, k)
+            if self._main_idle and run.in_flight == 0:
+                self._main.notify()
+            return error
+        graph, waits = run.graph, run.waits
+        for s in graph.succs[k]:
+            waits[s] -= 1
+            if waits[s] == 0:
+                run.release(s)
+        users, env = run.users, run.env
+        for n in graph.drops[k]:
+            users[n] -= 1
+            if users[n] == 0:
+                env.pop(n, None)
+        if self._main_idle and (run.chain is not None or run.ready or run.left == 0
+                                or (run.failure is not None and run.in_flight == 0)):
+            self._main.notify()
+        return None

@@ -145,6 +145,7 @@ class Plan:
         # a sub-block's values are its caller's; a failed NaN check leaves the scope as it was
         inplace = self.memory.inplace and not block_index and not self.check_nan_inf
         unwritten = set(self.scope_reads)  # read from the scope, not yet written by an op
+        scope_updates: list[int] = []
         rank_tag = self.tag or _rank_tag  # looked up only by the ops that print it
         numeric_tag = (self.tag or _rank_tag()) if self.check_nan_inf else ""
         for k, (i, op) in enumerate(ops):
@@ -174,6 +175,8 @@ class Plan:
             unwritten.difference_update(op.output_arg_names)
             if pairs:  # outermost: it counts the references the run's own `ins` holds
                 fn = lending(fn, ctx, pairs, self._memory_report)
+                if any(others > 1 for *_, others in pairs):  # may write over a scope value
+                    scope_updates.append(k)
                 self._memory_report.inplace_ops += 1
             self.steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees,
                                    (i, op), ctx))
@@ -189,7 +192,8 @@ class Plan:
         # after a failure, False means this run issued none: the caller may retry the step
         self.started_collectives = False
         concurrent = threads > 1 and not block_index and not getattr(place, "is_gpu", False)
-        self._ssa = SSAExecutor(self.steps, threads) if concurrent else None
+        self._scope_updates = tuple(scope_updates)
+        self._ssa = SSAExecutor(self.steps, threads, self._scope_updates) if concurrent else None
         if self._ssa is not None:  # its threads end with the plan
             weakref.finalize(self, self._ssa.close)
         self._sequential = None  # schedule_report of a one-thread plan, made on demand
@@ -238,7 +242,7 @@ class Plan:
         if self._ssa is not None:
             return self._ssa.report()
         if self._sequential is None:
-            self._sequential = sequential_report(self.steps)
+            self._sequential = sequential_report(self.steps, self._scope_updates)
         return self._sequential
 
     def close_threads(self) -> None:

@@ -18,7 +18,10 @@ loop drops it after its last user in program order: the same values, at most lat
 In-place updates (inplace.py) stay correct: an op writing a name over its input waits for
 every reader of that name, and an alias of the buffer (a view, the same array under another
 name, an in-flight op's inputs) holds a reference, which the loan's reference count refuses.
-Scratch is per op (KernelContext) or per thread (kernels/workspace.py).
+An update that may write over a value read from the scope also waits for every op before the
+first such update in program order, so a run failing before it changes nothing in the scope
+(as in program order: a step may be retried). Scratch is per op (KernelContext) or per thread
+(kernels/workspace.py).
 
 The first op that fails stops the dispatch; the ops in flight finish; then the run raises the
 error naming that op, as the flat loop does. Threads are daemons started on a plan's first
@@ -78,10 +81,10 @@ class ScheduleReport:
     max_in_flight: int
 
 
-def sequential_report(steps) -> ScheduleReport:
+def sequential_report(steps, scope_updates=()) -> ScheduleReport:
     """The ScheduleReport of `steps` run one at a time: their graph's depth and width (what
     several threads could run at once), one op in flight."""
-    g = Graph(steps)
+    g = Graph(steps, scope_updates)
     return ScheduleReport(1, len(steps), sum(g.chained), g.levels, g.widest, min(len(steps), 1))
 
 
@@ -91,9 +94,13 @@ def _names(bindings) -> set:
 
 class Graph:
     """The dependencies of a plan's steps: per step its successors, how many steps it waits
-    for, whether it is on the chain, and which droppable values it touches."""
+    for, whether it is on the chain, and which droppable values it touches.
 
-    def __init__(self, steps):
+    `scope_updates`: the steps that may write over a value read from the scope (an in-place
+    update); each also waits for every step before the first of them, so that a run failing
+    there leaves the scope as it was, as in program order."""
+
+    def __init__(self, steps, scope_updates=()):
         preds: list[set] = [set() for _ in steps]
         last_writer: dict[str, int] = {}
         readers: dict[str, list] = {}
@@ -121,6 +128,8 @@ class Graph:
                     preds[k].add(chain_prev)
                 chain_prev = k
             preds[k].discard(k)
+        if scope_updates:
+            _after_everything_before(preds, scope_updates)
         succs: list[list] = [[] for _ in steps]
         for k, ps in enumerate(preds):
             for p in ps:
@@ -143,6 +152,16 @@ class Graph:
         for v in level:
             width[v] = width.get(v, 0) + 1
         self.widest = max(width.values(), default=0)
+
+
+def _after_everything_before(preds: list, updates) -> None:
+    """Each step of `updates` waits for every step before the first of them: for the steps
+    there that nothing there waits for (the others finish before those)."""
+    first = min(updates)
+    waited = {p for k in range(first) for p in preds[k]}
+    last = [j for j in range(first) if j not in waited]
+    for k in updates:
+        preds[k].update(last)
 
 
 class _Run:
@@ -198,9 +217,9 @@ class SSAExecutor:
     2
     """
 
-    def __init__(self, steps, threads: int):
+    def __init__(self, steps, threads: int, scope_updates=()):
         self.threads = threads
-        self.graph = Graph(steps)
+        self.graph = Graph(steps, scope_updates)
         self._collective = tuple(get_op_def(s.where[1].type).collective for s in steps)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # idle helpers wait here

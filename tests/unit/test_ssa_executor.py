@@ -283,6 +283,27 @@ def test_an_executor_closed_stops_its_threads():
     assert not any(t.is_alive() for t in mine)
 
 
+def test_profiling_times_every_op_on_the_thread_that_ran_it(tmp_path):
+    import json
+
+    import spmd.fluid.profiler as profiler
+
+    main, startup, loss = _program(two_tower)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    program = compiled(main, loss, 2)
+    feeds = dense_feeds(rows=64)
+    path = tmp_path / "profile"
+    with profiler.profiler("CPU", "total", str(path)):
+        for f in feeds:
+            exe.run(program, feed=f, fetch_list=[loss], scope=scope)
+    ops = [e for e in json.loads(path.read_text())["traceEvents"]
+           if e.get("ph") == "X" and e["name"] not in ("feed", "fetch", "ParallelExecutor::Run")]
+    count = program.data_parallel_program.global_block().ops
+    assert len(ops) == len(count) * len(feeds)  # once each, whichever thread ran it
+    exe.close()
+
+
 @pytest.mark.parametrize("threads", [0, 1])
 def test_zero_and_one_thread_run_in_program_order_without_warning(threads):
     with warnings.catch_warnings():

@@ -149,11 +149,16 @@ def attach(package: str, names: Mapping[str, str] | None = None, submodules: boo
     package is that module. The first access imports the name and binds it in the package."""
     pkg = sys.modules[package]
     names = dict(names or {})
+    listed: list[frozenset] = []
 
-    def _submodules() -> list[str]:
-        import pkgutil
+    def _submodules() -> frozenset:
+        if not submodules:
+            return frozenset()
+        if not listed:  # listed once: a `from . import x` inside the package asks here
+            import pkgutil
 
-        return [m.name for m in pkgutil.iter_modules(pkg.__path__)] if submodules else []
+            listed.append(frozenset(m.name for m in pkgutil.iter_modules(pkg.__path__)))
+        return listed[0]
 
     def __getattr__(name: str):
         target = names.get(name)

@@ -4,11 +4,15 @@ program died by a signal or os._exit.
 
 One writer per slot: the program writes its progress and its exit; the supervisor writes the
 first departure of a peer it heard of. Plain stores, read by polling; a sequence slot is
-written last, so a reader that sees it also sees the record it guards.
+written last, so a reader that sees it also sees the record it guards. Setting the address
+also wakes the supervisor, which waits for it before it can join the channel.
 """
 from __future__ import annotations
 
 import mmap
+import os
+import select
+import time
 
 import numpy as np
 
@@ -39,12 +43,26 @@ class SharedState:
         self.slots[:] = 0
         self.slots[EXIT_CODE] = -1
         self._text = np.ndarray((_TEXT,), dtype=np.uint8, buffer=self._map, offset=_SLOTS * 8)
+        # the program writes a byte here when it sets the address: a supervisor waiting for
+        # it wakes at once instead of at its next poll (the job's first collective waits)
+        self._wake = os.pipe() if shared else None
 
     def set_address(self, text: str) -> None:
         raw = text.encode()[:_TEXT - 1]
         self._text[:] = 0
         self._text[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
         self.slots[ADDRESS_READY] = 1
+        if self._wake is not None:
+            os.write(self._wake[1], b"!")
+
+    def wait_for_address(self, timeout_s: float) -> None:
+        """The supervisor: return when the address is set, or after `timeout_s`."""
+        if self.slots[ADDRESS_READY]:
+            return
+        if self._wake is None:
+            time.sleep(timeout_s)
+        elif select.select([self._wake[0]], [], [], timeout_s)[0]:
+            os.read(self._wake[0], 64)
 
     def address(self) -> str:
         raw = self._text.tobytes()

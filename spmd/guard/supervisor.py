@@ -106,13 +106,20 @@ class _Parent:
         if channel is None:
             time.sleep(_POLL_S)
             return
+        # a rank other than 0 has nothing to hear before it joins: it waits for the address,
+        # woken as soon as the program sets it (the job's first collective waits for this)
+        waiting = self.rank != 0 and not channel.connected and s[st.CHANNEL] == 0 and \
+            not s[st.ADDRESS_READY]
+        if waiting:
+            self.shared.wait_for_address(_POLL_S)
         if self.rank != 0 and not channel.connected and s[st.ADDRESS_READY]:
             if not channel.connect(self.shared.address()):
                 s[st.CHANNEL] = -1  # tells the program the channel cannot be made
         if not s[st.CONNECTED] and channel.connected and (
                 self.rank != 0 or channel.peers_connected == self.size - 1):
             s[st.CONNECTED] = 1
-        channel.poll(_POLL_S)
+        if not waiting:
+            channel.poll(_POLL_S)
         if s[st.LEAVING] and not self.left:  # the script ended; the program is finishing
             self._leave(int(s[st.EXIT_CODE]), 0, st.SCRIPT_ENDED)
 

@@ -7,7 +7,11 @@ there are several ranks); rank 0 prints the wall-clock time when it is done, so 
 console latency do not count. Launch modes are interleaved in rounds so machine noise hits
 them alike; medians are reported.
 
-    python bench/startup.py [--rounds 5] [--out bench/out/startup.md]
+Python's bytecode caches are warm, as after `pip install` (the warm-up run writes them to a
+temporary PYTHONPYCACHEPREFIX, also where the environment says PYTHONDONTWRITEBYTECODE);
+`--bytecode none` measures every module compiled from source at every start instead.
+
+    python bench/startup.py [--rounds 5] [--bytecode warm|none] [--out bench/out/startup.md]
 """
 from __future__ import annotations
 
@@ -70,9 +74,8 @@ def commands(script: str, log_dir: str) -> dict:
     }
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
+def measure(cmd: list[str], env: dict) -> tuple[float, float]:
     """(seconds to rank 0's FIRST_STEP, seconds to the command's exit)."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     start = time.time()
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     end = time.time()
@@ -88,21 +91,30 @@ def measure(cmd: list[str]) -> tuple[float, float]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bytecode", choices=("warm", "none"), default="warm",
+                        help="warm .pyc caches (default) or none: compile from source each run")
     parser.add_argument("--out", default=None, help="also write the Markdown report here")
     args = parser.parse_args()
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp:
+        if args.bytecode == "warm":
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+        else:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            env.pop("PYTHONPYCACHEPREFIX", None)
         scripts = {"step": os.path.join(tmp, "step.py"), "barrier": os.path.join(tmp, "b.py")}
         pathlib.Path(scripts["step"]).write_text(STEP_SCRIPT)
         pathlib.Path(scripts["barrier"]).write_text(BARRIER_SCRIPT)
         runs = {(kind, mode): cmd for kind, script in scripts.items()
                 for mode, cmd in commands(script, os.path.join(tmp, "log")).items()}
         for cmd in runs.values():  # warm the file cache and .pyc files
-            measure(cmd)
+            measure(cmd, env)
         first = {key: [] for key in runs}
         total = {key: [] for key in runs}
         for _ in range(args.rounds):
             for key, cmd in runs.items():
-                t_first, t_total = measure(cmd)
+                t_first, t_total = measure(cmd, env)
                 first[key].append(t_first)
                 total[key].append(t_total)
     med = {key: statistics.median(v) for key, v in first.items()}
@@ -116,8 +128,8 @@ def main():
         "# bench/startup.py",
         "",
         f"Seconds from the command to rank 0's first finished step (median of {args.rounds} "
-        f"rounds, interleaved; {os.cpu_count()} CPUs). The floor: a bare mpi4py barrier job "
-        f"launched the same way.",
+        f"rounds, interleaved; {os.cpu_count()} CPUs; bytecode caches: {args.bytecode}). The "
+        f"floor: a bare mpi4py barrier job launched the same way.",
         "",
         "| launch | first step (s) | barrier floor (s) | above the floor (s) | "
         "command total (s) |",

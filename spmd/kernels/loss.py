@@ -327,6 +327,3 @@ def sigmoid_focal_loss_grad(xp, ins, attrs, want):
     d_neg = p ** gamma * (log_1mp * (1 - p) * gamma - p)
     g = (-w_pos * d_pos - w_neg * d_neg) * ins["Out@GRAD"]
     return {"X@GRAD": g.astype(x.dtype, copy=False)}
-
-
-from . import loss_sampled  # noqa: E402,F401 - hierarchical_sigmoid, nce, sample_logits kernels

@@ -375,6 +375,3 @@ def square_error_cost_grad(xp, ins, attrs, want):
     if "X@GRAD" in want:
         res["X@GRAD"] = g
     return res
-
-
-from . import conv  # noqa: E402,F401 - registers the conv2d, depthwise_conv2d, pool2d kernels

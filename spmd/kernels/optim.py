@@ -13,7 +13,7 @@ runs on numpy and on cupy without a device-to-host copy.
 """
 from __future__ import annotations
 
-from . import optim_adaptive, optim_inplace, optim_schedule  # noqa: F401  (kernels register)
+from . import optim_inplace
 from .registry import kernel
 from .sparse_update import SparseRule, SparseValues
 

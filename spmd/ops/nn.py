@@ -231,6 +231,3 @@ def _square_error_cost(ctx):
         f"Y{list(y.shape)} does not broadcast into X{list(x.shape)}")
     ctx.check(x.dtype == y.dtype, f"X is {x.dtype} but Y is {y.dtype}")
     ctx.set_output("Out", x.shape, x.dtype)
-
-
-from . import conv  # noqa: E402,F401 - registers conv2d, depthwise_conv2d, pool2d

@@ -8,7 +8,6 @@ parameters and accumulators persist from one run to the next.
 """
 from __future__ import annotations
 
-from . import optim_adaptive, optim_schedule  # noqa: F401  (their ops register on import)
 from .optim_common import check_same_shape as _check_same_shape
 from .optim_common import check_scalar as _check_scalar
 from .registry import REQUIRED, define_op

@@ -198,3 +198,34 @@ def test_lazy_faces_resolve_every_public_name():
         "exec('from spmd import *')\n"
         "print('ok')\n")
     assert _run(code).strip() == "ok"
+
+
+def test_each_indexed_module_registers_its_keys_alone():
+    """The lazy tables import one module for a key: each indexed module, imported first in a
+    fresh process, registers every key the index gives it (no registration left to a module
+    that used to import it)."""
+    import concurrent.futures
+
+    from spmd.lazy import INDEXES, read_index
+
+    indexes = [(table, read_index(index)) for table, index, _, _ in INDEXES]
+    modules = sorted({m for _, index in indexes for m in index.values()})
+    check = ("import importlib, sys, spmd\n"
+             "from spmd.lazy import INDEXES, read_index\n"
+             "m = sys.argv[1]\n"
+             "importlib.import_module(m)\n"
+             "for table, index, _, _ in INDEXES:\n"
+             "    mod, _, attr = table.partition(':')\n"
+             "    t = getattr(importlib.import_module(mod), attr)\n"
+             "    keys = [k for k, v in read_index(index).items() if v == m]\n"
+             "    missing = [k for k in keys if not t.registered(k)]\n"
+             "    assert not missing, (m, missing)\n")
+
+    def run(module):
+        out = subprocess.run([sys.executable, "-c", check, module], capture_output=True,
+                             text=True)
+        return module, out.returncode, out.stderr[-1000:]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        bad = [(m, err) for m, rc, err in pool.map(run, modules) if rc]
+    assert not bad, bad

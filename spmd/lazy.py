@@ -143,13 +143,15 @@ class LazyTable(MutableMapping):
 
 
 def attach(package: str, names: Mapping[str, str] | None = None, submodules: bool = False):
-    """`__getattr__, __dir__` for `package` (PEP 562). `names`: public name -> "module" (the
-    name is that module, e.g. a subpackage) or "module:attr" (a module name starting with a dot
-    is relative to `package`). With `submodules`, any other name that is a module of the
-    package is that module. The first access imports the name and binds it in the package."""
+    """`__getattr__, __dir__` for `package` (PEP 562; a package or a module). `names`: public
+    name -> "module" (the name is that module, e.g. a subpackage) or "module:attr" (a module
+    name starting with a dot is relative, as in an import statement there). With
+    `submodules`, any other name that is a module of the package is that module. The first
+    access imports the name and binds it in the package."""
     pkg = sys.modules[package]
     names = dict(names or {})
     listed: list[frozenset] = []
+    anchor = package if hasattr(pkg, "__path__") else package.rpartition(".")[0]
 
     def _submodules() -> frozenset:
         if not submodules:
@@ -167,7 +169,7 @@ def attach(package: str, names: Mapping[str, str] | None = None, submodules: boo
                 raise AttributeError(f"module {package!r} has no attribute {name!r}")
             target = f"{package}.{name}"
         module, _, attr = target.partition(":")
-        value = import_module(module, package)
+        value = import_module(module, anchor)
         if attr:
             value = getattr(value, attr)
         setattr(pkg, name, value)

@@ -1,43 +1,9 @@
 """fluid.optimizer: fluid 1.8's optimizer names and arguments."""
-from ..optimizer.fluid_names import (  # noqa: F401
-    SGD,
-    Adadelta,
-    AdadeltaOptimizer,
-    Adagrad,
-    AdagradOptimizer,
-    Adam,
-    Adamax,
-    AdamaxOptimizer,
-    AdamOptimizer,
-    DecayedAdagrad,
-    DecayedAdagradOptimizer,
-    DGCMomentumOptimizer,
-    Dpsgd,
-    DpsgdOptimizer,
-    ExponentialMovingAverage,
-    Ftrl,
-    FtrlOptimizer,
-    Lamb,
-    LambOptimizer,
-    LarsMomentum,
-    LarsMomentumOptimizer,
-    LookaheadOptimizer,
-    ModelAverage,
-    Momentum,
-    MomentumOptimizer,
-    Optimizer,
-    PipelineOptimizer,
-    RecomputeOptimizer,
-    RMSProp,
-    RMSPropOptimizer,
-    SGDOptimizer,
-)
+from .. import lazy as _lazy
+from ..optimizer.fluid_names import OPTIMIZER_NAMES as _NAMES
 
-__all__ = [
-    "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adam", "AdamOptimizer",
-    "Adamax", "AdamaxOptimizer", "DGCMomentumOptimizer", "DecayedAdagrad",
-    "DecayedAdagradOptimizer", "Dpsgd", "DpsgdOptimizer", "ExponentialMovingAverage", "Ftrl",
-    "FtrlOptimizer", "Lamb", "LambOptimizer", "LarsMomentum", "LarsMomentumOptimizer",
-    "LookaheadOptimizer", "ModelAverage", "Momentum", "MomentumOptimizer", "Optimizer",
-    "PipelineOptimizer", "RMSProp", "RMSPropOptimizer", "RecomputeOptimizer", "SGD", "SGDOptimizer",
-]
+# imported at first use from spmd.optimizer.fluid_names (itself lazy)
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    name: f"spmd.optimizer.fluid_names:{name}" for name in _NAMES})
+
+__all__ = list(_NAMES)

@@ -9,63 +9,40 @@ GradientClipByGlobalNorm, ErrorClipByValue, set_gradient_clip).
 >>> opt = MomentumOptimizer(learning_rate=0.1, momentum=0.9,
 ...                         regularization=L2DecayRegularizer(regularization_coeff=1e-4))
 """
+# ruff: noqa: F822 - __all__ names are resolved by the module __getattr__ below
 from __future__ import annotations
 
-from .adaptive import (
-    Adadelta,
-    AdadeltaOptimizer,
-    Adagrad,
-    AdagradOptimizer,
-    Adamax,
-    AdamaxOptimizer,
-    DecayedAdagrad,
-    DecayedAdagradOptimizer,
-    Ftrl,
-    FtrlOptimizer,
-    Lamb,
-    LambOptimizer,
-    LarsMomentum,
-    LarsMomentumOptimizer,
-    RMSProp,
-    RMSPropOptimizer,
-)
-from .averaging import ExponentialMovingAverage, LookaheadOptimizer, ModelAverage
-from .clip import (
-    BaseErrorClipAttr,
-    ClipByGlobalNorm,
-    ClipByNorm,
-    ClipByValue,
-    ErrorClipByValue,
-    GradientClipBase,
-    GradientClipByGlobalNorm,
-    GradientClipByNorm,
-    GradientClipByValue,
-    append_gradient_clip_ops,
-    error_clip_callback,
-    set_gradient_clip,
-)
-from .dpsgd import Dpsgd, DpsgdOptimizer
-from .optimizer import (
-    SGD,
-    Adam,
-    AdamOptimizer,
-    Momentum,
-    MomentumOptimizer,
-    Optimizer,
-    SGDOptimizer,
-)
-from .regularizer import (
-    L1DecayRegularizer,
-    L2DecayRegularizer,
-    WeightDecayRegularizer,
-    append_regularization_ops,
-)
-from .wrappers import DGCMomentumOptimizer, PipelineOptimizer, RecomputeOptimizer
+from .. import lazy as _lazy
 
-# fluid.regularizer.L2Decay is L2DecayRegularizer (argument `regularization_coeff`), unlike
-# paddle.regularizer.L2Decay (argument `coeff`)
-L1Decay = L1DecayRegularizer
-L2Decay = L2DecayRegularizer
+_MODULES = {
+    ".adaptive": (
+        "Adadelta", "AdadeltaOptimizer", "Adagrad", "AdagradOptimizer", "Adamax",
+        "AdamaxOptimizer", "DecayedAdagrad", "DecayedAdagradOptimizer", "Ftrl", "FtrlOptimizer",
+        "Lamb", "LambOptimizer", "LarsMomentum", "LarsMomentumOptimizer", "RMSProp",
+        "RMSPropOptimizer"),
+    ".averaging": ("ExponentialMovingAverage", "LookaheadOptimizer", "ModelAverage"),
+    ".clip": (
+        "BaseErrorClipAttr", "ClipByGlobalNorm", "ClipByNorm", "ClipByValue",
+        "ErrorClipByValue", "GradientClipBase", "GradientClipByGlobalNorm",
+        "GradientClipByNorm", "GradientClipByValue", "append_gradient_clip_ops",
+        "error_clip_callback", "set_gradient_clip"),
+    ".dpsgd": ("Dpsgd", "DpsgdOptimizer"),
+    ".optimizer": (
+        "SGD", "Adam", "AdamOptimizer", "Momentum", "MomentumOptimizer", "Optimizer",
+        "SGDOptimizer"),
+    ".regularizer": (
+        "L1DecayRegularizer", "L2DecayRegularizer", "WeightDecayRegularizer",
+        "append_regularization_ops"),
+    ".wrappers": ("DGCMomentumOptimizer", "PipelineOptimizer", "RecomputeOptimizer"),
+}
+# each name is imported from its module at its first use (an SGD program loads no adaptive
+# optimizer); fluid.regularizer.L2Decay is L2DecayRegularizer (argument
+# `regularization_coeff`), unlike paddle.regularizer.L2Decay (argument `coeff`)
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    **{name: f"{module}:{name}" for module, names in _MODULES.items() for name in names},
+    "L1Decay": ".regularizer:L1DecayRegularizer",
+    "L2Decay": ".regularizer:L2DecayRegularizer",
+})
 
 # what goes into fluid.optimizer, fluid.regularizer and fluid.clip respectively
 OPTIMIZER_NAMES = (

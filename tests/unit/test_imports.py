@@ -182,7 +182,10 @@ def test_lazy_faces_resolve_every_public_name():
     holds; `from spmd.fluid import *` works."""
     code = (
         "import types, spmd, spmd.fluid, spmd.fluid.layers, spmd.layers, spmd.static\n"
-        "for face in (spmd, spmd.fluid, spmd.fluid.layers, spmd.layers, spmd.static):\n"
+        "import spmd.optimizer.fluid_names\n"
+        "from spmd.fluid import clip, optimizer, regularizer\n"
+        "for face in (spmd, spmd.fluid, spmd.fluid.layers, spmd.layers, spmd.static,\n"
+        "             spmd.optimizer, spmd.optimizer.fluid_names, clip, optimizer, regularizer):\n"
         "    for name in face.__all__:\n"
         "        assert getattr(face, name) is not None, (face.__name__, name)\n"
         "    assert set(face.__all__) <= set(dir(face)), face.__name__\n"
@@ -229,3 +232,37 @@ def test_each_indexed_module_registers_its_keys_alone():
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         bad = [(m, err) for m, rc, err in pool.map(run, modules) if rc]
     assert not bad, bad
+
+
+def test_an_mlp_step_loads_only_what_it_uses():
+    """Build, initialize and run one SGD step of a small MLP (bench/startup.py's program):
+    no convolution, sequence, control-flow or adaptive-optimizer code, no data set, fleet,
+    parameter server or gRPC is imported on the way."""
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import spmd.fluid as fluid\n"
+        "main, startup = fluid.Program(), fluid.Program()\n"
+        "with fluid.program_guard(main, startup):\n"
+        "    x = fluid.data('x', [None, 8], 'float32')\n"
+        "    y = fluid.data('y', [None, 1], 'int64')\n"
+        "    h = fluid.layers.fc(x, 8, act='relu')\n"
+        "    loss = fluid.layers.mean(\n"
+        "        fluid.layers.softmax_with_cross_entropy(fluid.layers.fc(h, 3), y))\n"
+        "    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)\n"
+        "exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()\n"
+        "exe.run(startup, scope=scope)\n"
+        "feed = {'x': np.ones((4, 8), 'float32'), 'y': np.zeros((4, 1), 'int64')}\n"
+        "exe.run(main, feed=feed, fetch_list=[loss], scope=scope)\n"
+        "print(' '.join(sorted(sys.modules)))\n")
+    loaded = set(_run(code).split())
+    unwanted = {m for m in loaded if m.split(".")[0] in ("grpc", "cupy", "mpi4py", "launch")
+                or m.split(".")[:2] in (["spmd", p] for p in (
+                    "dataset", "fleet", "distributed", "ps", "timeline", "reader"))
+                or m in {"spmd.kernels.conv", "spmd.kernels.pool", "spmd.kernels.sequence",
+                         "spmd.kernels.control_flow", "spmd.kernels.optim_adaptive",
+                         "spmd.kernels.loss_sampled", "spmd.ops.conv", "spmd.ops.sequence",
+                         "spmd.ops.optim_adaptive", "spmd.optimizer.adaptive",
+                         "spmd.optimizer.averaging", "spmd.layers.decode",
+                         "spmd.layers.control_flow", "spmd.layers.sequence"}}
+    assert not unwanted, sorted(unwanted)

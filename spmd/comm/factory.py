@@ -9,17 +9,18 @@
 from __future__ import annotations
 
 import threading
+from importlib import import_module
 
 from ..flags import flags
-from . import (  # noqa: F401 - each registers its backend
-    hierarchy,
-    local,
-    mpi,
-    mpi_persistent,
-    nccl,
-    staged,
-)
 from .base import BACKENDS, Communicator, SelfCommunicator
+
+# backend -> the module that registers it, imported at the first communicator of that kind
+# (a single-process or MPI-only job loads neither NCCL's module nor the thread backends);
+# tests/unit/test_imports.py checks the table against the registrations
+BACKEND_MODULES = {
+    "mpi": ".mpi", "mpi_persistent": ".mpi_persistent", "nccl": ".nccl", "local": ".local",
+    "hierarchical": ".local", "node_hierarchical": ".hierarchy", "staged": ".staged",
+}
 
 
 def create_communicator(kind: str, **options) -> Communicator:
@@ -27,6 +28,11 @@ def create_communicator(kind: str, **options) -> Communicator:
     "node_hierarchical", "staged", or one registered since); `options` are that backend's
     constructor's."""
     cls = BACKENDS.get(kind)
+    if cls is None:
+        for module in ([BACKEND_MODULES[kind]] if kind in BACKEND_MODULES else
+                       sorted(set(BACKEND_MODULES.values()))):  # all: the error lists them
+            import_module(module, __package__)
+        cls = BACKENDS.get(kind)
     if cls is None:
         from ..errors import NotFoundError
 

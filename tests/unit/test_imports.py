@@ -266,3 +266,17 @@ def test_an_mlp_step_loads_only_what_it_uses():
                          "spmd.optimizer.averaging", "spmd.layers.decode",
                          "spmd.layers.control_flow", "spmd.layers.sequence"}}
     assert not unwanted, sorted(unwanted)
+
+
+def test_comm_backend_modules_are_exact():
+    """comm.factory.BACKEND_MODULES names, for every backend but 'self', the module that
+    registers it."""
+    code = ("import importlib, pkgutil, spmd.comm as comm\n"
+            "from spmd.comm.base import BACKENDS\n"
+            "from spmd.comm.factory import BACKEND_MODULES\n"
+            "for m in pkgutil.iter_modules(comm.__path__):\n"
+            "    importlib.import_module('spmd.comm.' + m.name)\n"
+            "made = {k: '.' + c.__module__.rpartition('.')[2] for k, c in BACKENDS.items()\n"
+            "        if k != 'self'}\n"
+            "assert made == BACKEND_MODULES, (made, BACKEND_MODULES)\n")
+    _run(code)

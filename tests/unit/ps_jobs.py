@@ -108,3 +108,42 @@ def run_local(tmp: pathlib.Path, init: dict, args: list[str]) -> dict:
                    check=True, timeout=JOB_TIMEOUT_S,
                    env=dict(os.environ, PADDLE_TRAINING_ROLE="LOCAL"))
     return dict(np.load(tmp / "local.npz"))
+
+
+def check_equals_one_process(tmp: pathlib.Path, out: dict, args: list[str]) -> dict:
+    """The sync job `out` (2 pservers, 2 trainers) against ps_role.py in one process from the
+    pservers' initial values, fed the whole batch: the pservers' final parameters, the dense
+    ones the trainers hold, and the trainers' mean loss. Returns the pservers' final ones."""
+    init = assemble(out["ps0.init"], out["ps1.init"])
+    local = run_local(tmp, init, args)
+    final = assemble(out["ps0"], out["ps1"])
+    for name in PARAMS:
+        assert np.abs(local[name] - init[name]).max() > 1e-3, f"{name} did not train"
+        np.testing.assert_allclose(final[name], local[name], rtol=1e-4, atol=2e-5,
+                                   err_msg=f"pservers' {name} vs one process")
+        if name != "embedding_0.w_0":  # the trainers hold the dense parameters they received
+            for t in ("t0", "t1"):
+                np.testing.assert_array_equal(out[t][name], final[name])
+    # each trainer's loss is that of its half: their mean is the one process's loss
+    np.testing.assert_allclose((out["t0"]["losses"] + out["t1"]["losses"]) / 2,
+                               local["losses"], rtol=1e-5)
+    return final
+
+
+def check_against_fluid(out: dict, fluid_run: dict, meta: dict, what: str) -> None:
+    """The job `out` against fluid 1.8.5's stored run of the same script (tests/oracle's
+    make_pserver.py, make_fleet_pserver.py): the same initial parameters drawn, each
+    trainer's losses, and the dense parameters the trainers end with (fc_0.w_0 through its
+    row sums and the sample rows stored)."""
+    init = assemble(out["ps0.init"], out["ps1.init"])
+    for name, total in meta["init_sums"].items():  # numpy drew fluid's parameters
+        np.testing.assert_allclose(init[name].astype("float64").sum(), total, rtol=1e-6)
+    for t in ("t0", "t1"):
+        np.testing.assert_allclose(out[t]["losses"], fluid_run[f"losses_{t}"], rtol=1e-5,
+                                   err_msg=f"trainer {t}'s losses vs {what}")
+    w = out["t0"]["fc_0.w_0"]
+    mine = {"fc_0.w_0.rows": w[meta["sample_rows"]], "fc_0.w_0.row_sums": w.sum(1),
+            **{n: out["t0"][n] for n in ("fc_0.b_0", "fc_1.w_0", "fc_1.b_0")}}
+    for name, value in mine.items():
+        np.testing.assert_allclose(value, fluid_run[name], rtol=1e-4, atol=2e-5,
+                                   err_msg=f"{name} vs {what}")

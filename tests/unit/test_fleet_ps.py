@@ -15,7 +15,7 @@ import shutil
 import numpy as np
 import pytest
 from oracle_io import DATA_DIR, load
-from ps_jobs import PARAMS, assemble, run_job, run_local
+from ps_jobs import PARAMS, assemble, check_against_fluid, check_equals_one_process, run_job
 
 import spmd.fluid as fluid
 from spmd.errors import InvalidArgumentError, PreconditionError
@@ -212,22 +212,6 @@ def test_fleet_calls_out_of_place_are_refused():
 
 
 # -- jobs -----------------------------------------------------------------------------------
-def _check_equals_one_process(tmp_path, out, args):
-    init = assemble(out["ps0.init"], out["ps1.init"])
-    local = run_local(tmp_path, init, args)
-    final = assemble(out["ps0"], out["ps1"])
-    for name in PARAMS:
-        assert np.abs(local[name] - init[name]).max() > 1e-3, f"{name} did not train"
-        np.testing.assert_allclose(final[name], local[name], rtol=1e-4, atol=2e-5,
-                                   err_msg=f"pservers' {name} vs one process")
-        if name != "embedding_0.w_0":  # the trainers hold the dense parameters they received
-            for t in ("t0", "t1"):
-                np.testing.assert_array_equal(out[t][name], final[name])
-    np.testing.assert_allclose((out["t0"]["losses"] + out["t1"]["losses"]) / 2,
-                               local["losses"], rtol=1e-5)
-    return final
-
-
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("case", [
     ["--mode", "sync", "--opt", "sgd", "--steps", "3"],
@@ -239,7 +223,7 @@ def test_sync_fleet_equals_one_process(tmp_path, case):
     model = ["--opt", case[case.index("--opt") + 1], "--steps", case[case.index("--steps") + 1]]
     model += ["--decay"] if "--decay" in case else []
     out = run_job(tmp_path, case + ["--init-seed", "3"], script="fleet_role.py")
-    _check_equals_one_process(tmp_path, out, model)
+    check_equals_one_process(tmp_path, out, model)
 
 
 @pytest.mark.timeout(180)
@@ -326,15 +310,4 @@ def test_sync_fleet_equals_fluids_fleet_run(tmp_path, case):
     fluid_run = FLUID[case]
     out = run_job(tmp_path, list(fluid_run["args"]) + ["--init-seed", str(FLUID_META["seed"])],
                   script="fleet_role.py")
-    init = assemble(out["ps0.init"], out["ps1.init"])
-    for name, total in FLUID_META["init_sums"].items():  # numpy drew fluid's parameters
-        np.testing.assert_allclose(init[name].astype("float64").sum(), total, rtol=1e-6)
-    for t in ("t0", "t1"):
-        np.testing.assert_allclose(out[t]["losses"], fluid_run[f"losses_{t}"], rtol=1e-5,
-                                   err_msg=f"trainer {t}'s losses vs fluid 1.8.5's fleet")
-    w = out["t0"]["fc_0.w_0"]
-    mine = {"fc_0.w_0.rows": w[FLUID_META["sample_rows"]], "fc_0.w_0.row_sums": w.sum(1),
-            **{n: out["t0"][n] for n in ("fc_0.b_0", "fc_1.w_0", "fc_1.b_0")}}
-    for name, value in mine.items():
-        np.testing.assert_allclose(value, fluid_run[name], rtol=1e-4, atol=2e-5,
-                                   err_msg=f"{name} vs fluid 1.8.5's fleet run")
+    check_against_fluid(out, fluid_run, FLUID_META, "fluid 1.8.5's fleet run")

@@ -24,6 +24,7 @@ import time
 import uuid
 
 import pytest
+from ps_jobs import free_ports
 
 pytest.importorskip("grpc")
 pytestmark = pytest.mark.timeout(120)
@@ -33,19 +34,6 @@ DEADLINE_S = 8.0  # SPMD_PS_RPC_DEADLINE: a sync barrier gives up after ~0.9 of 
 # the trainers to start together on a busy machine: the first barrier waits for both)
 IDLE_S = 6.0  # SPMD_PS_IDLE_TIMEOUT
 START_S = 60.0  # the roles import spmd and grpc on a shared machine
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _listening(endpoint: str) -> bool:
@@ -78,7 +66,7 @@ class Job:
 
     def __init__(self, tmp: pathlib.Path, steps: int = 4, idle: float = IDLE_S):
         self.tmp, self.marker = tmp, uuid.uuid4().hex
-        self.endpoints = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+        self.endpoints = [f"127.0.0.1:{p}" for p in free_ports(2)]
         self.base = dict(os.environ, PADDLE_PSERVERS_IP_PORT_LIST=",".join(self.endpoints),
                          PADDLE_TRAINERS_NUM="2", SPMD_PS_RPC_DEADLINE=str(DEADLINE_S),
                          SPMD_PS_IDLE_TIMEOUT=str(idle), PYTHONUNBUFFERED="1",

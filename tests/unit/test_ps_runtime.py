@@ -19,7 +19,14 @@ import os
 import numpy as np
 import pytest
 from oracle_io import DATA_DIR, load
-from ps_jobs import PARAMS, assemble, run_job, run_local
+from ps_jobs import (
+    PARAMS,
+    assemble,
+    check_against_fluid,
+    check_equals_one_process,
+    run_job,
+    run_local,
+)
 
 pytest.importorskip("grpc")
 pytestmark = pytest.mark.timeout(120)
@@ -49,21 +56,6 @@ FLUID_EQUAL = {"sgd": "sgd", "sgd-decay": "sgd-decay", "adam": "adam/dense-embed
                "adam-decay": "adam-decay/dense-embedding"}
 
 
-def check_against_fluid(case: str, out: dict, init: dict) -> None:
-    fluid = ORACLE[FLUID_EQUAL[case]]
-    for name, total in ORACLE_META["init_sums"].items():  # numpy drew the same parameters
-        np.testing.assert_allclose(init[name].astype("float64").sum(), total, rtol=1e-6)
-    for t in ("t0", "t1"):
-        np.testing.assert_allclose(out[t]["losses"], fluid[f"losses_{t}"], rtol=1e-5,
-                                   err_msg=f"trainer {t}'s losses vs fluid 1.8.5")
-    w = out["t0"]["fc_0.w_0"]
-    mine = {"fc_0.w_0.rows": w[ORACLE_META["sample_rows"]], "fc_0.w_0.row_sums": w.sum(1),
-            **{n: out["t0"][n] for n in ("fc_0.b_0", "fc_1.w_0", "fc_1.b_0")}}
-    for name, value in mine.items():
-        np.testing.assert_allclose(value, fluid[name], rtol=1e-4, atol=2e-5,
-                                   err_msg=f"{name} vs fluid 1.8.5's pserver run")
-
-
 def test_fluids_pserver_run_is_its_one_process():
     """In fluid 1.8.5's stored runs the trainers' mean loss is its one process's loss, and its
     sparse Adam (the table's is_sparse=True) parts from its dense Adam from the step after
@@ -82,25 +74,14 @@ def test_fluids_pserver_run_is_its_one_process():
 def test_sync_mode_equals_one_process_and_fluid(tmp_path, case):
     args = list(ORACLE[FLUID_EQUAL[case]]["args"])
     out = run_job(tmp_path, args + ["--init-seed", str(ORACLE_META["seed"])])
-    init = assemble(out["ps0.init"], out["ps1.init"])
-    check_against_fluid(case, out, init)
+    check_against_fluid(out, ORACLE[FLUID_EQUAL[case]], ORACLE_META,
+                        "fluid 1.8.5's pserver run")
     # the table and the weight are cut across both pservers
     for name in ("embedding_0.w_0", "fc_0.w_0"):
         assert f"{name}.block0" in {**out["ps0.init"], **out["ps1.init"]}
         assert any(f"{name}.block{i}" in out["ps0.init"] for i in (0, 1))
         assert any(f"{name}.block{i}" in out["ps1.init"] for i in (0, 1))
-    local = run_local(tmp_path, init, args)
-    final = assemble(out["ps0"], out["ps1"])
-    for name in PARAMS:
-        assert np.abs(local[name] - init[name]).max() > 1e-3, f"{name} did not train"
-        np.testing.assert_allclose(final[name], local[name], rtol=1e-4, atol=2e-5,
-                                   err_msg=f"pservers' {name} vs one process")
-        if name != "embedding_0.w_0":  # the trainers hold the dense parameters they received
-            for t in ("t0", "t1"):
-                np.testing.assert_array_equal(out[t][name], final[name])
-    # each trainer's loss is that of its half: their mean is the one process's loss
-    np.testing.assert_allclose((out["t0"]["losses"] + out["t1"]["losses"]) / 2,
-                               local["losses"], rtol=1e-5)
+    check_equals_one_process(tmp_path, out, args)
 
 
 def test_a_distributed_table_is_prefetched_and_equals_one_process(tmp_path):

@@ -6,7 +6,7 @@ Markdown report with plots.
 
 What it does, in one run:
 1. the suite: every bench script (step, data_parallel, fusion, sequence, cnn, memory,
-   startup, pserver, hierarchical_model, check_nan_inf) with its own reference (hand-written
+   startup, pserver, hierarchical_model, check_nan_inf, ssa) with its own reference (hand-written
    numpy, raw mpi4py, PyTorch eager where installed), each writing bench/out/<name>.md;
    a bench that fails is reported as failed with the end of its output, the others go on;
 2. its own sweeps of the MLP of bench/mlp.py (784-512-512-10, SGD, 1 BLAS thread), each
@@ -58,6 +58,7 @@ SUITE = [
     ("pserver", ["--steps", "20"], []),
     ("hierarchical_model", [], []),
     ("check_nan_inf", ["--rounds", "5", "--steps", "10"], []),
+    ("ssa", ["--rounds", "3", "--steps", "5"], []),
 ]
 
 

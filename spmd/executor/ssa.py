@@ -101,33 +101,8 @@ class Graph:
     there leaves the scope as it was, as in program order."""
 
     def __init__(self, steps, scope_updates=()):
-        preds: list[set] = [set() for _ in steps]
-        last_writer: dict[str, int] = {}
-        readers: dict[str, list] = {}
-        touched: dict[str, list] = {}
-        chain_prev = None
         self.chained = tuple(in_program_order(s.where[1].type) for s in steps)
-        for k, step in enumerate(steps):
-            reads, writes = _names(step.ins), _names(step.outs)
-            for n in reads:
-                if n in last_writer:
-                    preds[k].add(last_writer[n])
-            for n in writes:
-                if n in last_writer:
-                    preds[k].add(last_writer[n])
-                preds[k].update(readers.get(n, ()))
-            for n in reads:
-                readers.setdefault(n, []).append(k)
-            for n in writes:
-                last_writer[n] = k
-                readers[n] = []
-            for n in reads | writes | set(step.frees):
-                touched.setdefault(n, []).append(k)
-            if self.chained[k]:
-                if chain_prev is not None:
-                    preds[k].add(chain_prev)
-                chain_prev = k
-            preds[k].discard(k)
+        preds, touched = _dependencies(steps, self.chained)
         if scope_updates:
             _after_everything_before(preds, scope_updates)
         succs: list[list] = [[] for _ in steps]
@@ -152,6 +127,38 @@ class Graph:
         for v in level:
             width[v] = width.get(v, 0) + 1
         self.widest = max(width.values(), default=0)
+
+
+def _dependencies(steps, chained) -> tuple[list, dict]:
+    """(per step the steps it waits for, name -> the steps touching it): true, output and
+    anti dependencies on names, and each chained step after the chained step before it."""
+    preds: list[set] = [set() for _ in steps]
+    last_writer: dict[str, int] = {}
+    readers: dict[str, list] = {}  # of the value a name holds now
+    touched: dict[str, list] = {}
+    chain_prev = None
+    for k, step in enumerate(steps):
+        reads, writes = _names(step.ins), _names(step.outs)
+        for n in reads:
+            if n in last_writer:
+                preds[k].add(last_writer[n])
+        for n in writes:
+            if n in last_writer:
+                preds[k].add(last_writer[n])
+            preds[k].update(readers.get(n, ()))
+        for n in reads:
+            readers.setdefault(n, []).append(k)
+        for n in writes:
+            last_writer[n] = k
+            readers[n] = []
+        for n in reads | writes | set(step.frees):
+            touched.setdefault(n, []).append(k)
+        if chained[k]:
+            if chain_prev is not None:
+                preds[k].add(chain_prev)
+            chain_prev = k
+        preds[k].discard(k)
+    return preds, touched
 
 
 def _after_everything_before(preds: list, updates) -> None:

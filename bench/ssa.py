@@ -1,5 +1,7 @@
 """The SSA thread-pool executor (ExecutionStrategy.num_threads): step time with 1, 2 and 4
-threads per place, on one place and on CPU_NUM=2 places, for two models:
+threads per place, on one place and on CPU_NUM=2 places (num_threads = threads per place *
+places: as in fluid, num_threads is the pool of all the places of the process), for two
+models:
 
 - two_tower: two independent towers over the same input (784-512-512 ReLU, then 128), joined
   late (concat, fc 10), softmax cross-entropy, SGD, batch 128, float32: the forward and
@@ -61,7 +63,7 @@ MODELS = {"two_tower": build_two_tower, "mlp": mlp.build}
 
 
 class Config:
-    """One model on `places` places (None: CPU_NUM) with `threads` threads per place."""
+    """One model on `places` places (2: CPU_NUM) with `threads` threads per place."""
 
     def __init__(self, model: str, places: int, threads: int):
         self.model, self.places, self.threads = model, places, threads
@@ -69,7 +71,7 @@ class Config:
         self.scope, self.exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
         self.exe.run(startup, scope=self.scope)
         es = fluid.ExecutionStrategy()
-        es.num_threads = threads
+        es.num_threads = threads * places
         self.program = fluid.CompiledProgram(main).with_data_parallel(
             loss_name=self.loss.name, exec_strategy=es,
             places=[fluid.CPUPlace()] if places == 1 else None)  # 2: CPU_NUM=2
@@ -132,15 +134,16 @@ def main(argv=None) -> None:
              f"batch {BATCH}, {args.rounds} interleaved rounds of {args.steps} steps, medians; "
              f"ratio = 1 thread's time / this time (> 1: faster). Losses and parameters "
              f"bitwise equal to 1 thread's (checked).", "",
-             "| model | places | threads | wall ms/step | ratio | process CPU ms/step | "
-             "levels | widest | max in flight |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| model | places | num_threads | threads per place | wall ms/step | ratio | "
+             "process CPU ms/step | levels | widest | max in flight |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for group in groups:
         base = statistics.median(group[0].wall)
         for c in group:
             r = c.report()
             wall = statistics.median(c.wall)
-            lines.append(f"| {c.model} | {c.places} | {c.threads} | {wall:.2f} | "
+            lines.append(f"| {c.model} | {c.places} | {c.threads * c.places} | {r.threads} | "
+                         f"{wall:.2f} | "
                          f"{base / wall:.2f} | {statistics.median(c.cpu):.2f} | {r.levels} | "
                          f"{r.widest} | {r.max_in_flight} |")
     text = "\n".join(lines) + "\n"

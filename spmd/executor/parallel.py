@@ -1,8 +1,9 @@
 """Data-parallel execution: the compiled data-parallel program run on every place of this
 process (one thread per place when there are several), each place with its own scope and
-communicator; processes meet in the collectives the passes inserted. With
-ExecutionStrategy.num_threads > 1 each place runs its independent ops on that many threads of
-its own (ssa.py).
+communicator; processes meet in the collectives the passes inserted. ExecutionStrategy.
+num_threads is, as in fluid, how many threads run the ops of all the places of this process:
+each place gets num_threads // places of them (at least its own), and with more than one it
+runs its independent ops at once (ssa.py).
 
 A process with several places reduces across them in shared memory first, then across
 processes (comm/local.py's HierarchicalCommunicator). Global rank of local place i is
@@ -260,7 +261,7 @@ class DataParallelRunner:
                                                  rank=self.ranks[i], tag=self.tag,
                                                  update_rng=self._update_rngs[i],
                                                  place=self.places[i], memory=self.memory,
-                                                 threads=self.exec_strategy.num_threads))
+                                                 threads=self._threads_per_place()))
                  for i in range(len(self.places))]
         if self.exec_strategy._dry_run:  # fluid: the schedule without kernels, fetches None
             return [None] * len(fetch_names)
@@ -286,6 +287,11 @@ class DataParallelRunner:
         if not return_numpy:  # one list per fetch with a value per place that ran
             return per_place[0] if len(self.places) == 1 else merge_fetches(per_place, False)
         return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]
+
+    def _threads_per_place(self) -> int:
+        """ExecutionStrategy.num_threads shared by this process's places (fluid's one pool
+        for all of them): each its own thread at least."""
+        return max(1, int(self.exec_strategy.num_threads) // len(self.places))
 
     def _run_on_places(self, fn, count: int | None = None):
         """fn(place index) on every place (the first `count` places); several places run on

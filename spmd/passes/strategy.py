@@ -140,12 +140,14 @@ _ACTED = {
     "ExecutionStrategy": {
         "_dry_run": "the executor runs the schedule without kernels: nothing changes, "
                     "fetches are None",
-        "num_threads": "> 1: each host place runs its independent ops at once on that many "
-                       "threads (executor/ssa.py: a dependency graph over the variables they "
-                       "read and write; collectives, random, control-flow and host ops keep "
-                       "their program order), bitwise the numbers of one thread; 0 (fluid's "
-                       "default, 'decide') and 1: one op at a time in program order; GPU "
-                       "places always run one at a time",
+        "num_threads": "the threads running the ops of this process's places, as fluid's "
+                       "one pool: each place gets num_threads // places, at least its own; "
+                       "with more, a host place runs its independent ops at once "
+                       "(executor/ssa.py: a dependency graph over the variables they read "
+                       "and write; collectives, random, control-flow and host ops keep their "
+                       "program order), bitwise the numbers of one thread; 0 (fluid's "
+                       "default, 'decide') and 1: one op at a time per place, in program "
+                       "order; GPU places always run one at a time",
     },
 }
 

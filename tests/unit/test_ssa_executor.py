@@ -159,10 +159,15 @@ def test_threads_train_bitwise_as_one_thread(name):
 
 @pytest.mark.parametrize("places", [1, 2])
 def test_two_places_with_threads_equal_one_thread(places):
+    """num_threads is shared by the places of the process, as fluid's one pool: 2 threads
+    per place here."""
     data = dense_feeds(rows=24)
     want = train(lambda: two_tower(dropout=True), data, 1, places)
-    got = train(lambda: two_tower(dropout=True), data, 2, places)
+    got = train(lambda: two_tower(dropout=True), data, 2 * places, places)
+    assert got[2].threads == 2
     assert got[0] == want[0] and got[1] == want[1]
+    _, _, shared = train(lambda: two_tower(dropout=True), data[:1], 3, places)
+    assert shared.threads == 3 // places
 
 
 def test_independent_ops_run_at_once():
@@ -192,7 +197,7 @@ def test_independent_ops_run_at_once():
 
 
 def test_random_and_collective_ops_stay_in_program_order():
-    _, _, report = train(lambda: two_tower(dropout=True), dense_feeds(), 2, places=2)
+    _, _, report = train(lambda: two_tower(dropout=True), dense_feeds(), 4, places=2)
     # 2 dropout + 2 dropout_grad, the gradients' all-reduce and the loss share
     assert report.chained >= 5
 

@@ -1,9 +1,10 @@
-"""The SSA thread-pool executor in data parallel (issue 13 item 5): N ranks with
-ExecutionStrategy.num_threads=2 end with bitwise the losses, parameters and optimizer state of
-the same N-rank run with one thread, in AllReduce and Reduce mode, with and without fused
-buckets, on one place per rank and on CPU_NUM=2 places per rank; identical on every rank. The
-collectives keep their program order on every place (a reordered issue would deadlock the
-ranks, which the job's timeout would show), and so do the random draws of dropout."""
+"""The SSA thread-pool executor in data parallel (issue 13 item 5): N ranks with two threads
+per place (ExecutionStrategy.num_threads = 2 * places: fluid's one pool for the process's
+places) end with bitwise the losses, parameters and optimizer state of the same N-rank run with
+one, in AllReduce and Reduce mode, with and without fused buckets, on one place per rank and
+on CPU_NUM=2 places per rank; identical on every rank. The collectives keep their program
+order on every place (a reordered issue would deadlock the ranks, which the job's timeout
+would show), and so do the random draws of dropout."""
 from __future__ import annotations
 
 import hashlib
@@ -86,7 +87,7 @@ def digest(vals: dict) -> np.ndarray:
 def test_two_threads_train_bitwise_as_one(model, mode, fuse, places, monkeypatch):
     monkeypatch.setenv("CPU_NUM", "2")
     losses, state, report = run(model, mode, fuse, places, 1)
-    got_losses, got_state, got_report = run(model, mode, fuse, places, 2)
+    got_losses, got_state, got_report = run(model, mode, fuse, places, 2 * places)
     assert report.threads == 1 and got_report.threads == 2
     if detect().size * places > 1:
         assert got_report.chained > 0  # the collectives, in program order

@@ -30,6 +30,7 @@ import argparse  # noqa: E402
 import pathlib  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -105,6 +106,25 @@ def check_equal(group: list[Config], data) -> None:
                              f"from 1 thread")
 
 
+def numpy_pair(threads: int, size: int = 384, repeat: int = 20) -> None:
+    """Two independent chains of float32 matrix products, on one thread or on two: what two
+    threads of numpy can gain on this machine right now (a loaded machine gives less)."""
+    a = np.random.default_rng(0).standard_normal((size, size)).astype("float32") / size ** 0.5
+
+    def chain():
+        x = a
+        for _ in range(repeat):
+            x = x @ a
+    if threads == 1:
+        chain()
+        chain()
+        return
+    other = threading.Thread(target=chain)
+    other.start()
+    chain()
+    other.join()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -122,7 +142,12 @@ def main(argv=None) -> None:
     for group in groups:
         check_equal(group, data[:3])  # also the warm-up: plans compiled, threads started
     configs = [c for g in groups for c in g]
+    machine: dict[int, list] = {1: [], 2: []}
     for _ in range(args.rounds):
+        for threads_ in (1, 2):
+            w0 = time.perf_counter()
+            numpy_pair(threads_)
+            machine[threads_].append(time.perf_counter() - w0)
         for c in configs:
             w0, c0 = time.perf_counter(), time.process_time()
             for f in data:
@@ -133,7 +158,10 @@ def main(argv=None) -> None:
              "", f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
              f"batch {BATCH}, {args.rounds} interleaved rounds of {args.steps} steps, medians; "
              f"ratio = 1 thread's time / this time (> 1: faster). Losses and parameters "
-             f"bitwise equal to 1 thread's (checked).", "",
+             f"bitwise equal to 1 thread's (checked). Two independent chains of numpy "
+             f"matrix products, on 2 threads vs 1, interleaved with them: "
+             f"{statistics.median(machine[1]) / statistics.median(machine[2]):.2f}x (what "
+             f"2 threads could gain on this machine during the run).", "",
              "| model | places | num_threads | threads per place | wall ms/step | ratio | "
              "process CPU ms/step | levels | widest | max in flight |",
              "|---|---|---|---|---|---|---|---|---|---|"]

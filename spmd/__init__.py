@@ -12,23 +12,10 @@ from . import guard as _guard
 # makes an early end of any rank fail the job (spmd/guard)
 _guard.install()
 
-from . import (
-    layers,  # noqa: F401 - Variable's Python operators and var[...] (math_op_patch)
-    ops,  # noqa: F401 - the op schema the IR builds operators with
-)
+from importlib import import_module as _import_module
+
 from . import lazy as _lazy
 from .comm.topology import fill_paddle_env
-from .core import (
-    CPUPlace,
-    CUDAPinnedPlace,
-    CUDAPlace,
-    Parameter,
-    Program,
-    Scope,
-    Variable,
-    global_scope,
-    is_compiled_with_cuda,
-)
 from .errors import InvalidArgumentError
 
 # paddle.mean, paddle.matmul, ...: spmd.layers.paddle_tensor.__all__ (test_imports checks it)
@@ -39,9 +26,13 @@ _TENSOR_NAMES = (
     "square", "squeeze", "subtract", "sum", "tanh", "topk", "transpose", "unsqueeze", "where",
     "zeros", "zeros_like",
 )
-# imported on first use (spmd.lazy.attach), as are the subpackages: `import spmd.fluid` loads
-# neither the data sets nor fleet nor the parameter server
-__getattr__, __dir__ = _lazy.attach(__name__, {
+# every name is imported at its first use (spmd.lazy.attach), as are the subpackages: `import
+# spmd` alone (paddle-launch reads spmd.flags, every worker starts in spmd.run) loads only the
+# guard, the flags and the launcher's rank variables, not even numpy
+_resolve, __dir__ = _lazy.attach(__name__, {
+    **{name: f".core:{name}" for name in (
+        "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Parameter", "Program", "Scope", "Variable",
+        "global_scope", "is_compiled_with_cuda")},
     "Executor": ".executor:Executor",
     "ParamAttr": ".layers.param_attr:ParamAttr",
     "batch": ".reader.batch:batch",
@@ -49,6 +40,24 @@ __getattr__, __dir__ = _lazy.attach(__name__, {
     "set_default_dtype": ".layers.nn_layers:set_default_dtype",
     **{name: f".layers.paddle_tensor:{name}" for name in _TENSOR_NAMES},
 }, submodules=True)
+_engine_loaded: list = []
+
+
+def _load_engine() -> None:
+    """What every program needs before its first op: the op schema the IR builds operators
+    with (spmd.ops) and Variable's Python operators and var[...] (spmd.layers). Loaded with
+    the first name used from spmd; spmd.fluid and spmd.static load them too."""
+    if not _engine_loaded:
+        _engine_loaded.append(True)
+        _import_module(".ops", __name__)
+        _import_module(".layers", __name__)
+
+
+def __getattr__(name: str):
+    if not name.startswith("__"):
+        _load_engine()
+    return _resolve(name)
+
 
 __version__ = "0.1.0"
 
@@ -80,6 +89,8 @@ def seed(value: int):
 
 def set_device(device: str):
     """'cpu' or 'gpu:N': returns the place (paddle.set_device)."""
+    from .core import CPUPlace, CUDAPlace
+
     if device == "cpu":
         return CPUPlace()
     if device.startswith("gpu"):

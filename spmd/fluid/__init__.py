@@ -5,7 +5,9 @@ fluid.optimizer, fluid.io, ...), so `from spmd.fluid import compiler` works as i
 A name is imported at its first use (spmd.lazy.attach): `import spmd.fluid` loads neither
 the parameter server nor fleet nor the reader machinery until a script asks for them.
 """
+from .. import layers as _layers  # noqa: F401 - Variable's operators and var[...]
 from .. import lazy as _lazy
+from .. import ops as _ops  # noqa: F401 - the op schema the IR builds operators with
 from ..core import (
     CPUPlace,
     CUDAPinnedPlace,

@@ -14,8 +14,6 @@ import os
 import select
 import time
 
-import numpy as np
-
 # slots written by the program
 COLLECTIVES, STEPS, LEAVING, EXIT_CODE, ADDRESS_READY, CHANNEL = range(6)
 # slots written by the supervisor: the first peer that left, while this program ran
@@ -36,6 +34,8 @@ class SharedState:
     """The slots, as a numpy int64 view, and the address text."""
 
     def __init__(self, shared: bool = True):
+        import numpy as np  # here: `import spmd` without a supervisor loads no numpy
+
         size = _SLOTS * 8 + _TEXT
         # MAP_SHARED: the fork keeps one copy both processes see; in-process use needs none
         self._map = mmap.mmap(-1, size, flags=mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE)
@@ -50,7 +50,7 @@ class SharedState:
     def set_address(self, text: str) -> None:
         raw = text.encode()[:_TEXT - 1]
         self._text[:] = 0
-        self._text[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        self._text[:len(raw)] = list(raw)
         self.slots[ADDRESS_READY] = 1
         if self._wake is not None:
             os.write(self._wake[1], b"!")

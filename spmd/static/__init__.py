@@ -1,6 +1,8 @@
 """paddle.static's face: `import spmd.static as static` (or `paddle.static` after
 `import spmd as paddle`). A name is imported at its first use."""
+from .. import layers as _layers  # noqa: F401 - Variable's operators and var[...]
 from .. import lazy as _lazy
+from .. import ops as _ops  # noqa: F401 - the op schema the IR builds operators with
 from ..core import (
     CPUPlace,
     CUDAPinnedPlace,

@@ -280,3 +280,21 @@ def test_comm_backend_modules_are_exact():
             "        if k != 'self'}\n"
             "assert made == BACKEND_MODULES, (made, BACKEND_MODULES)\n")
     _run(code)
+
+
+def test_launcher_imports_load_no_engine():
+    """paddle-launch reads spmd.flags and spmd.status_file, and every worker starts in
+    spmd.run: none of them loads numpy or the IR, so the launcher takes no CPU from the
+    workers it starts. The first name used from spmd loads the op schema and Variable's
+    operators, as `import spmd` did."""
+    code = ("import sys, spmd.flags, spmd.status_file, spmd.run\n"
+            "assert 'numpy' not in sys.modules and 'spmd.core' not in sys.modules, \\\n"
+            "    sorted(m for m in sys.modules if m.startswith(('spmd', 'numpy')))\n"
+            "import spmd\n"
+            "program = spmd.Program()\n"
+            "assert 'spmd.ops' in sys.modules and 'spmd.layers' in sys.modules\n"
+            "with spmd.static.program_guard(program):\n"
+            "    x = spmd.static.data('x', [2, 3], 'float32')\n"
+            "    assert (x + 1).shape == (2, 3)\n"
+            "print('ok')\n")
+    assert _run(code).strip() == "ok"

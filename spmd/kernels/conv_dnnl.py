@@ -95,6 +95,11 @@ def _signatures(lib):
         "dnnl_memory_set_data_handle": [_VP, _VP],
         "dnnl_primitive_execute": [_VP, _VP, ctypes.c_int, _VP],
         "dnnl_stream_wait": [_VP],
+        "dnnl_primitive_destroy": [_VP],
+        "dnnl_primitive_desc_destroy": [_VP],
+        "dnnl_primitive_attr_destroy": [_VP],
+        "dnnl_memory_destroy": [_VP],
+        "dnnl_memory_desc_destroy": [_VP],
     }
     for name, args in sig.items():
         getattr(lib, name).argtypes = args
@@ -105,6 +110,8 @@ def _signatures(lib):
 
 def _load():
     """The library and a CPU engine, loaded once; an error string where that fails."""
+    if _state:  # loaded (or failed) already: no lock on the per-call path
+        return _state
     with _lock:
         if _state:
             return _state
@@ -197,6 +204,15 @@ class _Step:
         self.scratch = _Memory(lib, engine, lib.dnnl_primitive_desc_query_md(
             pd, _Q_SCRATCHPAD, 0), own=True)
 
+    def destroy(self):
+        lib = self.lib
+        for reorder, _, _ in self.reorders_in + self.reorders_out:
+            lib.dnnl_primitive_destroy(reorder)
+        mems = {id(m): m for m in [*self.plain.values(), *self.inner.values(), self.scratch]}
+        for m in mems.values():
+            lib.dnnl_memory_destroy(m.handle)
+        lib.dnnl_primitive_destroy(self.prim)
+
     def _execute(self, prim, stream, pairs):
         args = (_Arg * len(pairs))(*[_Arg(a, m) for a, m in pairs])
         _ok(self.lib, self.lib.dnnl_primitive_execute(prim, stream, len(pairs), args), "execute")
@@ -276,7 +292,19 @@ class _Convolution:
             args = {_ARG_SRC: (_Q_SRC, p["x"], False), _ARG_DIFF_DST: (_Q_DIFF_DST, p["y"], False),
                     _ARG_DIFF_WEIGHTS: (_Q_DIFF_WEIGHTS, p["w"], True)}
         step = self.steps[phase] = _Step(lib, self.engine, pd, args)
+        if pd.value != self.fwd_pd.value:
+            lib.dnnl_primitive_desc_destroy(pd)  # the primitive holds what it needs
         return step
+
+    def destroy(self):
+        """Free the oneDNN objects (the geometry left the cache)."""
+        lib = self.lib
+        for step in self.steps.values():
+            step.destroy()
+        lib.dnnl_primitive_desc_destroy(self.fwd_pd)
+        lib.dnnl_primitive_attr_destroy(self.attr)
+        for md in [*self.plain.values(), *self.any.values()]:
+            lib.dnnl_memory_desc_destroy(md)
 
 
 def _thread_state():
@@ -305,7 +333,7 @@ def _run(g, phase: str, arrays: dict):
     if conv is None:
         conv = cache[g] = _Convolution(g)
         while len(cache) > MAX_CACHED:
-            cache.popitem(last=False)
+            cache.popitem(last=False)[1].destroy()
     else:
         cache.move_to_end(g)
     out_key, keys = _PHASES[phase]

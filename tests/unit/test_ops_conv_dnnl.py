@@ -142,3 +142,15 @@ def test_routing_rules():
         assert not conv_dnnl.suits(g, "forward", np.float32)
     finally:
         conv_dnnl.use(previous)
+
+
+@needs_dnnl
+def test_geometries_beyond_the_cache_are_freed_and_remade(monkeypatch):
+    monkeypatch.setattr(conv_dnnl, "MAX_CACHED", 1)
+    cases = [_data(x_shape, w_shape, dict(CONV, **attrs))
+             for x_shape, w_shape, attrs in GEOMETRIES[:2]]
+    want = [_numpy_only(lambda c=c: _products(*c)) for c in cases]
+    for _ in range(2):  # each geometry evicts the other
+        for case, ref in zip(cases, want):
+            for what, got, r in zip(("forward", "filter", "input"), _products(*case), ref):
+                _close(got, r, what)

@@ -176,6 +176,9 @@ def test_the_loop_keeps_iterations_only_for_a_backward_pass():
 
 def test_trains_with_sgd():
     main, startup = fluid.Program(), fluid.Program()
+    # seeded: with seed 0 the initial weights come from the process's generator, so they
+    # depended on every test run before this one (a full suite once drew a slow start)
+    main.random_seed = startup.random_seed = 1
     with fluid.program_guard(main, startup):
         x = fluid.data("x", [None, 3], "float32", lod_level=1)
         rnn = L.DynamicRNN()

@@ -135,6 +135,23 @@ class FleetBase:
                                 export_for_deployment)
 
 
+class WrappedOptimizer:
+    """What both fleets' distributed_optimizer return share: the wrapped optimizer's
+    backward and apply_gradients as they are; each fleet's minimize adds its own step."""
+
+    _optimizer = None  # set by the subclass
+
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
+                 callbacks=None):
+        """The wrapped optimizer's backward (params_grads), nothing distributed yet."""
+        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set,
+                                        callbacks)
+
+    def apply_gradients(self, params_grads):
+        """The wrapped optimizer's update ops for `params_grads`."""
+        return self._optimizer.apply_gradients(params_grads)
+
+
 def compile_data_parallel(owner, main, startup, loss, build_strategy, exec_strategy):
     """As fluid's fleet does in nccl2 mode: the trainer endpoints into the startup program
     (the NCCL id exchange on GPUs), then `CompiledProgram(main).with_data_parallel` with the

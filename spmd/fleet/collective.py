@@ -16,7 +16,7 @@ from ..core import default_startup_program
 from ..errors import InvalidArgumentError
 from ..passes.strategy import BuildStrategy, ExecutionStrategy
 from . import checkpoint
-from .base import FleetBase, bind_compiled, compile_data_parallel
+from .base import FleetBase, WrappedOptimizer, bind_compiled, compile_data_parallel
 from .checkpoint import TrainStatus
 from .fs import LocalFS
 
@@ -85,7 +85,7 @@ def check_strategy(strategy: DistributedStrategy):
                       stacklevel=3)
 
 
-class CollectiveOptimizer:
+class CollectiveOptimizer(WrappedOptimizer):
     """What fleet.distributed_optimizer returns: minimize() trains `optimizer` data-parallel.
 
     >>> # CollectiveOptimizer(fluid.optimizer.SGD(0.1), DistributedStrategy()).minimize(loss)
@@ -100,16 +100,6 @@ class CollectiveOptimizer:
         self._optimizer = optimizer
         self._strategy = strategy
         self._fleet = owner if owner is not None else fleet
-
-    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
-                 callbacks=None):
-        """The wrapped optimizer's backward (params_grads), without compiling."""
-        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set,
-                                        callbacks)
-
-    def apply_gradients(self, params_grads):
-        """The wrapped optimizer's update ops for `params_grads`."""
-        return self._optimizer.apply_gradients(params_grads)
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Minimize `loss`, then set fleet.main_program (a data-parallel CompiledProgram) and

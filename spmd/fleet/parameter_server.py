@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core import default_startup_program
 from ..errors import InvalidArgumentError, PreconditionError
-from .base import FleetBase
+from .base import FleetBase, WrappedOptimizer
 from .ps_strategy import DistributedStrategy, StrategyFactory, training_mode, transpiler_config
 
 __all__ = ["DistributedTranspiler", "TranspilerOptimizer", "fleet"]
@@ -267,7 +267,7 @@ class DistributedTranspiler(FleetBase):
                self.server_endpoints())
 
 
-class TranspilerOptimizer:
+class TranspilerOptimizer(WrappedOptimizer):
     """What the parameter-server fleet's distributed_optimizer returns.
 
     >>> # TranspilerOptimizer(fluid.optimizer.SGD(0.1), StrategyFactory.create_sync_strategy())
@@ -291,16 +291,6 @@ class TranspilerOptimizer:
         self._optimizer = optimizer
         self._strategy = strategy
         self._fleet = owner if owner is not None else fleet
-
-    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
-                 callbacks=None):
-        """The wrapped optimizer's backward (params_grads), without transpiling."""
-        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set,
-                                        callbacks)
-
-    def apply_gradients(self, params_grads):
-        """The wrapped optimizer's update ops for `params_grads`."""
-        return self._optimizer.apply_gradients(params_grads)
 
     def minimize(self, loss, scopes=None, startup_program=None, parameter_list=None,
                  no_grad_set=None):

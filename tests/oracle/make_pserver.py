@@ -100,20 +100,33 @@ def run_local(tmp, name, args):
 
 
 def run_case(tmp, name, args):
+    return run_roles(tmp, role_command(name), args)
+
+
+def no_extra_env(role, endpoint):
+    return {}
+
+
+def run_roles(tmp, command, args, extra_env=no_extra_env):
+    """2 pservers (from seeded_init(SEED)) and 2 trainers of `command` in fluid, sync mode;
+    each role's environment also gets extra_env(role, its endpoint or None). Returns each
+    trainer's losses and sample() of the parameters the trainers end with (equal on both)."""
     endpoints = [f"127.0.0.1:{p}" for p in _ports(2)]
     base = dict(os.environ, PS_ROLE_FLUID="paddle", PADDLE_TRAINERS_NUM="2",
                 PADDLE_PSERVERS_IP_PORT_LIST=",".join(endpoints))
     procs = []
     for i, ep in enumerate(endpoints):
-        env = dict(base, PADDLE_TRAINING_ROLE="PSERVER", PADDLE_CURRENT_ENDPOINT=ep)
+        env = dict(base, PADDLE_TRAINING_ROLE="PSERVER", PADDLE_CURRENT_ENDPOINT=ep,
+                   **extra_env("PSERVER", ep))
         procs.append(subprocess.Popen(
-            role_command(name) + ["--out", os.path.join(tmp, f"ps{i}.npz"),
-             "--init-seed", str(SEED)] + args, env=env, stderr=subprocess.DEVNULL))
+            command + ["--out", os.path.join(tmp, f"ps{i}.npz"),
+                       "--init-seed", str(SEED)] + args, env=env, stderr=subprocess.DEVNULL))
     trainers = []
     for i in range(2):
-        env = dict(base, PADDLE_TRAINING_ROLE="TRAINER", PADDLE_TRAINER_ID=str(i))
+        env = dict(base, PADDLE_TRAINING_ROLE="TRAINER", PADDLE_TRAINER_ID=str(i),
+                   **extra_env("TRAINER", None))
         trainers.append(subprocess.Popen(
-            role_command(name) + ["--out", os.path.join(tmp, f"t{i}.npz")] + args,
+            command + ["--out", os.path.join(tmp, f"t{i}.npz")] + args,
             env=env, stderr=subprocess.DEVNULL))
     try:
         end = time.time() + 300

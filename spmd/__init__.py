@@ -15,7 +15,7 @@ _guard.install()
 from importlib import import_module as _import_module
 
 from . import lazy as _lazy
-from .comm.topology import fill_paddle_env
+from .comm.topology import fill_paddle_env, share_cpu_threads
 from .errors import InvalidArgumentError
 
 # paddle.mean, paddle.matmul, ...: spmd.layers.paddle_tensor.__all__ (test_imports checks it)
@@ -63,6 +63,8 @@ __version__ = "0.1.0"
 
 # fluid programs read PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM; mpirun does not set them
 fill_paddle_env()
+# N ranks on a node each starting a BLAS/OpenMP thread per core would oversubscribe it N times
+share_cpu_threads()
 
 
 def enable_static():

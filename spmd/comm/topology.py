@@ -7,6 +7,7 @@ from Split_type(COMM_TYPE_SHARED). The PADDLE_* variables, when set, must agree 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from ..errors import InvalidArgumentError
@@ -110,6 +111,67 @@ def fill_paddle_env(env=None) -> bool:
             env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"] = rank, size
             return True
     return False  # a launcher that names neither: detect() asks MPI
+
+
+# (local size, node index) variables of process managers: how many ranks share this node
+_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
+                    "PMIX_LOCAL_SIZE")
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _slurm_tasks_on_node(env) -> int | None:
+    """This node's task count from srun's SLURM_STEP_TASKS_PER_NODE ("2(x3),1": 2 tasks on
+    each of three nodes, then 1) indexed by SLURM_NODEID."""
+    spec = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE", "")
+    node = env.get("SLURM_NODEID", "")
+    if not spec or not node.isdigit():
+        return None
+    counts: list[int] = []
+    for part in spec.split(","):
+        match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+        if match is None:
+            return None
+        counts += [int(match[1])] * int(match[2] or 1)
+    return counts[int(node)] if int(node) < len(counts) else None
+
+
+def launcher_local_size(env=None) -> int:
+    """How many ranks the MPI launcher started on this node, from its variables, without
+    loading MPI; 1 when not launched by MPI or when the launcher does not say."""
+    env = os.environ if env is None else env
+    if not launched_by_mpi(env):
+        return 1
+    for var in _LOCAL_SIZE_VARS:
+        if env.get(var, "").isdigit():
+            return max(1, int(env[var]))
+    return _slurm_tasks_on_node(env) or 1
+
+
+def share_cpu_threads(env=None, bound: int | None = None, total: int | None = None) -> int | None:
+    """Under an MPI launcher that starts several ranks on a node, give each rank its share of
+    the node's cores for BLAS and OpenMP (oneDNN) threads: OMP_NUM_THREADS = cores // ranks on
+    the node, as paddle-launch does (torchrun sets 1). Without it every rank starts a thread per
+    core and N ranks oversubscribe the node N times. A launcher that bound the rank to fewer
+    cores than the machine has (Open MPI's --bind-to, srun --cpu-bind) already sized its share:
+    it gets one thread per bound core. Left alone when any of the thread variables is set.
+    Takes effect for the libraries loaded after it: `import spmd` before numpy. Returns the
+    count set, or None. `bound` and `total` (the cores this process may run on and the
+    machine's) default to the process's affinity and os.cpu_count()."""
+    env = os.environ if env is None else env
+    if any(var in env for var in _THREAD_VARS):
+        return None
+    local = launcher_local_size(env)
+    if local <= 1:
+        return None
+    total = total or os.cpu_count() or 1
+    if bound is None:
+        try:
+            bound = len(os.sched_getaffinity(0))
+        except AttributeError:
+            bound = total
+    threads = bound if bound < total else max(1, total // local)
+    env["OMP_NUM_THREADS"] = str(threads)
+    return threads
 
 
 _detected: Topology | None = None

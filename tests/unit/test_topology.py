@@ -1,6 +1,8 @@
 """Topology without launching MPI: worlds of one, PADDLE_* cross-checks, GPU choice."""
 from __future__ import annotations
 
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -12,7 +14,9 @@ from spmd.comm.topology import (
     detect,
     fill_paddle_env,
     launched_by_mpi,
+    launcher_local_size,
     select_gpu,
+    share_cpu_threads,
 )
 from spmd.errors import InvalidArgumentError
 
@@ -85,3 +89,42 @@ def test_gpu_selection():
         select_gpu(t, 1, {"FLAGS_selected_gpus": "1"})
     with pytest.raises(InvalidArgumentError, match="not a list of GPU ids"):
         select_gpu(t, 2, {"FLAGS_selected_gpus": "gpu0"})
+
+
+@pytest.mark.parametrize("launcher, local", [
+    ({"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALNRANKS": "2"}, 2),  # MPICH's Hydra
+    ({"OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, 4),  # Open MPI
+    ({"PMI_FD": "5", "SLURM_STEP_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "3"}, 1),  # srun
+    ({"PMI_FD": "5", "SLURM_STEP_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "1"}, 2),
+    ({"PMI_RANK": "0", "PMI_SIZE": "4"}, 1),  # a launcher that does not say
+    ({"MPI_LOCALNRANKS": "2"}, 1),  # not launched by MPI
+])
+def test_launcher_local_size(launcher, local):
+    assert launcher_local_size(launcher) == local
+
+
+def test_ranks_on_a_node_share_its_cores_for_blas_threads():
+    env = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}
+    assert share_cpu_threads(env, bound=16, total=16) == 8 and env["OMP_NUM_THREADS"] == "8"
+    env = {"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALNRANKS": "4"}
+    assert share_cpu_threads(env, bound=2, total=2) == 1  # oversubscribed: one thread each
+    env = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}
+    assert share_cpu_threads(env, bound=3, total=16) == 3  # bound by the launcher: its cores
+    for user_set in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2", user_set: "5"}
+        assert share_cpu_threads(env, bound=16, total=16) is None and env.get(
+            "OMP_NUM_THREADS", "5") == "5"
+    env = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "1"}  # one rank per node
+    assert share_cpu_threads(env, bound=16, total=16) is None and "OMP_NUM_THREADS" not in env
+
+
+def test_import_spmd_under_mpiexec_sets_each_ranks_thread_share():
+    code = "import os, spmd; print(os.environ.get('OMP_NUM_THREADS'))"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    mpiexec = pathlib.Path(sys.executable).with_name("mpiexec")
+    out = subprocess.run([str(mpiexec), "-n", "2", sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    bound, total = len(os.sched_getaffinity(0)), os.cpu_count()
+    expected = str(bound if bound < total else max(1, total // 2))
+    assert out.stdout.split() == [expected, expected]

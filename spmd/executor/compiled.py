@@ -129,18 +129,17 @@ class CompiledProgram:
         return MemoryOptions(inplace=bool(bs.enable_inplace), share=bool(bs.memory_optimize))
 
     def one_place_program(self) -> Program:
-        """The program a run without data parallelism runs: the program itself, or with
-        BuildStrategy.memory_optimize a copy with its updates scheduled early
-        (passes/memory_optimize.py), made again when the program changed."""
-        if not self._build_strategy.memory_optimize:
+        """The program a run without data parallelism runs: the program itself, or, when the
+        BuildStrategy asks for a pass that serves one place (the fusions, memory_optimize,
+        debug_graphviz_path: passes.data_parallel.build_one_place), a copy those passes
+        rewrote, made again when the program changed."""
+        if not _one_place_passes_asked(self._build_strategy):
             return self._program
         version = self._program._version
         if self._one_place is None or self._one_place[0] != version:
-            from ..passes.memory_optimize import hoist_updates
+            from ..passes.data_parallel import build_one_place
 
-            copy = self._program.clone()
-            hoist_updates(copy.global_block())
-            self._one_place = (version, copy)
+            self._one_place = (version, build_one_place(self._program, self._build_strategy)[0])
         return self._one_place[1]
 
     # -- what a data-parallel program made of the program: None until its first run ----------
@@ -205,6 +204,16 @@ def _data_parallel_runner(compiled: CompiledProgram, executor_place: Place, scop
     return DataParallelRunner(compiled.program, compiled._build_strategy, compiled._loss_name,
                               compiled.places_for(executor_place), scope, share,
                               compiled._exec_strategy)
+
+
+# the BuildStrategy fields of the passes that run on one place (Pass.one_place), read without
+# importing the passes (a plain CompiledProgram would otherwise load all of them)
+ONE_PLACE_FIELDS = ("fuse_elewise_add_act_ops", "fuse_bn_act_ops", "fuse_all_optimizer_ops",
+                    "memory_optimize", "debug_graphviz_path")
+
+
+def _one_place_passes_asked(strategy: BuildStrategy) -> bool:
+    return any(getattr(strategy, name) for name in ONE_PLACE_FIELDS)
 
 
 def _check_type(value, kind, name):

@@ -34,6 +34,30 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
     return ctx.program, ctx.sharding
 
 
+def build_one_place(program: Program, strategy: BuildStrategy) -> tuple[Program, list[str]]:
+    """(a copy of `program` rewritten by the passes registered for one place, their names):
+    a CompiledProgram(program, strategy) run without with_data_parallel. No loss is named
+    there, so the program's own backward pass, if it has one, says what it trains; its seed
+    stays as minimize() wrote it (fluid's one-place compile adds no loss scaling).
+
+    >>> from spmd.core import Program
+    >>> build_one_place(Program(), BuildStrategy(fuse_all_optimizer_ops=True))[1]
+    []
+    """
+    program = program.clone()
+    ctx = PassContext(program, strategy, 1, _loss_of(program))
+    applied = PASSES.run(ctx, one_place=True)
+    return ctx.program, applied
+
+
+def _loss_of(program: Program) -> str | None:
+    """The loss whose gradient the program's one backward pass seeds, or None."""
+    block = program.global_block()
+    seeded = {n for op in block.ops if op.role is OpRole.LOSS for n in op.output_arg_names}
+    losses = [f for f, g in program.grad_var_map.items() if g in seeded]
+    return losses[0] if len(losses) == 1 else None
+
+
 def _check_losses(program: Program, loss_name: str | None):
     """A training program is compiled with its loss, and has one backward pass."""
     if loss_name is None:

@@ -101,6 +101,7 @@ def fuse_bn_act(program) -> int:
 
 # after sync_batch_norm (order 20), which it must not undo, before gradients are aggregated
 @register_pass("fuse_bn_act", order=25, fields=("fuse_bn_act_ops",),
+               one_place=True,
                when=lambda ctx: ctx.strategy.fuse_bn_act_ops)
 def fuse_bn_act_pass(ctx) -> None:
     """BuildStrategy.fuse_bn_act_ops: fuse_bn_act."""

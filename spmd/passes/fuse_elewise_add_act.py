@@ -148,6 +148,7 @@ def fuse_elewise_add_act(program) -> int:
 
 # after the op rewrites of order 20 (sync_batch_norm), before the gradients are aggregated
 @register_pass("fuse_elewise_add_act", order=25, fields=("fuse_elewise_add_act_ops",),
+               one_place=True,
                when=lambda ctx: ctx.strategy.fuse_elewise_add_act_ops)
 def fuse_elewise_add_act_pass(ctx) -> None:
     """BuildStrategy.fuse_elewise_add_act_ops: fuse_elewise_add_act."""

@@ -120,6 +120,7 @@ def fuse_optimizer_ops(program) -> int:
 
 # after the data-parallel passes (30), which place collectives and owners by the plain updates
 @register_pass("fuse_all_optimizer_ops", order=40, fields=("fuse_all_optimizer_ops",),
+               one_place=True,
                when=lambda ctx: ctx.strategy.fuse_all_optimizer_ops and ctx.training)
 def fuse_optimizer_pass(ctx) -> None:
     """BuildStrategy.fuse_all_optimizer_ops: fuse_optimizer_ops."""

@@ -68,6 +68,7 @@ def write_graphviz(program, path: str) -> None:
 
 # last: it draws the finished program and changes nothing
 @register_pass("graphviz", order=100, fields=("debug_graphviz_path",),
+               one_place=True,
                when=lambda ctx: bool(ctx.strategy.debug_graphviz_path))
 def graphviz_pass(ctx) -> None:
     """BuildStrategy.debug_graphviz_path set: write_graphviz the compiled program there."""

@@ -58,6 +58,7 @@ def hoist_updates(block) -> int:
 # after every data-parallel pass (the collectives and fused updates are in place), before the
 # debug output of the finished program
 @register_pass("memory_optimize", order=95, fields=("memory_optimize",),
+               one_place=True,
                when=lambda ctx: bool(ctx.strategy.memory_optimize) and ctx.training)
 def memory_optimize_pass(ctx) -> None:
     """hoist_updates on the program's global block."""

@@ -40,6 +40,9 @@ class Pass:
     order: int
     fields: tuple[str, ...]  # the BuildStrategy fields it serves (documentation and checks)
     when: Callable[[PassContext], bool]
+    # it also runs on a program compiled for one place (CompiledProgram(program, strategy)
+    # without with_data_parallel), as fluid runs its build strategy's passes there too
+    one_place: bool = False
 
 
 class PassRegistry:
@@ -55,9 +58,10 @@ class PassRegistry:
         self._discover = discover
 
     def register(self, name: str, *, order: int, when: Callable[[PassContext], bool],
-                 fields: tuple[str, ...] = ()):
+                 fields: tuple[str, ...] = (), one_place: bool = False):
         """Decorator: register `fn(ctx)` as pass `name`, run in `order` (lower first, ties by
-        name) whenever `when(ctx)` holds; `fields` are the BuildStrategy fields it serves."""
+        name) whenever `when(ctx)` holds; `fields` are the BuildStrategy fields it serves;
+        `one_place`: it runs on one-place programs too (Pass.one_place)."""
         if isinstance(fields, str):
             fields = (fields,)
 
@@ -69,7 +73,7 @@ class PassRegistry:
                 raise InvalidArgumentError(
                     f"pass '{name}' is registered twice ({_qualname(old.apply)} and "
                     f"{_qualname(fn)}); give the new pass a name of its own")
-            self._passes[name] = Pass(name, fn, order, tuple(fields), when)
+            self._passes[name] = Pass(name, fn, order, tuple(fields), when, one_place)
             return fn
 
         return decorator
@@ -96,12 +100,13 @@ class PassRegistry:
                 served.setdefault(f, []).append(p.name)
         return served
 
-    def run(self, ctx: PassContext) -> list[str]:
-        """Apply, in order, each pass whose condition holds; return their names. A condition
-        is read just before its pass would run, so it sees what the earlier passes did."""
+    def run(self, ctx: PassContext, one_place: bool = False) -> list[str]:
+        """Apply, in order, each pass whose condition holds (with `one_place`, only those
+        registered for one-place programs); return their names. A condition is read just
+        before its pass would run, so it sees what the earlier passes did."""
         applied = []
         for p in self.passes():
-            if p.when(ctx):
+            if (p.one_place or not one_place) and p.when(ctx):
                 p.apply(ctx)
                 applied.append(p.name)
         return applied

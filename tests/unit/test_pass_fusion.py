@@ -384,3 +384,37 @@ def test_a_pair_whose_intermediate_is_read_in_between_is_not_fused():
     got, _ = _run_plain(fused, values, ["u", "o", "o2"])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# -- one place: CompiledProgram(program, build_strategy) without with_data_parallel ---------
+
+@pytest.mark.parametrize("model, opt", [("mlp", "adam"), ("bn", "momentum")])
+def test_a_one_place_compiled_program_runs_the_fusions(model, opt):
+    """As fluid, whose one-place compile runs the build strategy's passes too: the fused ops
+    in the program it runs, and the same numbers as the plain program."""
+
+    def run(strategy):
+        main, startup, loss = build(model, opt)
+        prog = main if strategy is None else fluid.CompiledProgram(main, strategy)
+        scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        losses = [exe.run(prog, feed=f, fetch_list=[loss], scope=scope)[0] for f in batches()]
+        return losses, state(scope, main), prog
+
+    strategy = BuildStrategy()
+    for name in FIELDS:
+        setattr(strategy, name, True)
+    fused, plain = run(strategy), run(None)
+    assert_bitwise(fused, plain)
+    types = [op.type for op in fused[2].one_place_program().global_block().ops]
+    assert any(t.startswith("fused_") for t in types), types
+    assert types.count(opt) <= 1  # one update over the fused buffer (or none left unfused)
+    assert fluid.CompiledProgram(plain[2]).one_place_program() is plain[2]  # nothing asked
+
+
+def test_one_place_fields_are_the_one_place_passes_fields():
+    from spmd.executor.compiled import ONE_PLACE_FIELDS
+    from spmd.passes.registry import PASSES
+
+    served = {f for p in PASSES.passes() if p.one_place for f in p.fields}
+    assert served == set(ONE_PLACE_FIELDS)

@@ -22,9 +22,22 @@ leaves the scope as it was).
 A run that fails after an op updated in place leaves that update in the scope (as fluid's own
 executor, whose updates are in place); the ops before the first update change nothing there.
 BuildStrategy.enable_inplace=False turns the loans off; `Plan.memory_report()` counts them.
+
+Activations (`DyingInputs`, fluid's enable_inplace pass): a kernel registered with `reuses`
+(relu X -> Out, relu_grad Out@GRAD -> X@GRAD, ...; kernels/registry.py) is lent, as the keyword
+`lent`, the buffer of an input that dies at its op: one variable of LEND_MIN_BYTES or more, in
+that slot only, dropped right after the op (not persistable, not fetched, no later reader or
+writer), written earlier in the same run (not a feed, not a scope value) and not written by
+the op. At run time the same reference count decides (the input's slot and the run's values,
+nothing else), and the kernel writes there only when the output has exactly the input's shape
+and dtype (lent_for). Under the SSA executor an op may run before another reader of the value
+it dies at (both only read it), which the count cannot see: there an op is lent an input only
+when every other op reading that value is among the ops it waits for, directly or not
+(`keep_thread_safe`), so they have all finished when it runs, as in program order.
 """
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from dataclasses import dataclass
@@ -49,7 +62,9 @@ class MemoryOptions:
 @dataclass
 class MemoryReport:
     """What a plan's memory options did: `inplace_ops`, the ops that may update in place;
-    `lent_last_run`, the buffers lent in the latest run; `lent_total`, in every run so far.
+    `lent_last_run`, the buffers lent in the latest run; `lent_total`, in every run so far;
+    `reuse_ops`, `reused_last_run`, `reused_total`: the same for the activations, ops that
+    may write an output into the buffer of an input dying there (DyingInputs).
 
     >>> MemoryReport().lent_total
     0
@@ -58,6 +73,9 @@ class MemoryReport:
     inplace_ops: int = 0
     lent_last_run: int = 0
     lent_total: int = 0
+    reuse_ops: int = 0
+    reused_last_run: int = 0
+    reused_total: int = 0
 
 
 def _count(holder: dict, key) -> int:
@@ -118,4 +136,126 @@ def lending(fn, ctx, pairs: tuple, report: MemoryReport):
             return fn(xp, ins, attrs, want)
         finally:
             ctx.lent = None  # lent for this call only: no reference outlives it
+    return run
+
+
+# Activations smaller than this are not lent: a small block comes back from malloc's free lists
+# at once (glibc maps a block of its own only from 128 KiB), the peak it saves is a few pages,
+# and a loan's checks cost more than the allocation (bench/step.py's chain of 100 scale ops on
+# [1] arrays: 1.9 us/op with this bound, 5.4 to 6.0 lending every one); a variable whose
+# shape is known to be smaller gets no loan wrapper at all
+LEND_MIN_BYTES = 1 << 16
+
+
+class DyingInputs:
+    """Compiles the activation loans of one plan (see the module doc): `bind` wraps each
+    kernel as its op is compiled, in program order; `keep_thread_safe` narrows them for the
+    SSA executor once every step exists."""
+
+    def __init__(self, report: MemoryReport):
+        self.report = report
+        self.produced: set[str] = set()  # written by an op compiled so far
+        self.loans: list[tuple] = []  # (step index, op, its pairs: a list narrowed in place)
+
+    def bind(self, fn, op, opdef, k: int, frees, pairs: tuple):
+        """`fn` (op `op`'s kernel, step k, declaring `pairs`) lending the inputs that die
+        there (`frees`: the values dropped right after it), or `fn` itself."""
+        dying = _dying_pairs(op, opdef, pairs, frees, self.produced) if pairs else []
+        self.produced.update(op.output_arg_names)
+        if not dying:
+            return fn
+        self.loans.append((k, op, dying))
+        self.report.reuse_ops += 1
+        return _lending_dying(fn, dying, self.report)
+
+    def keep_thread_safe(self, steps, scope_updates=()) -> None:
+        """Drop the loans whose input another op reads without this op waiting for it, in the
+        graph the SSA executor runs `steps` by."""
+        if not self.loans:
+            return
+        from .ssa import Graph  # (ssa imports nothing of this module)
+
+        graph = Graph(steps, scope_updates)
+        preds: list[list] = [[] for _ in steps]
+        for j, succs in enumerate(graph.succs):
+            for s in succs:
+                preds[s].append(j)
+        for k, op, dying in self.loans:
+            before = _ancestors(preds, k)
+            for pair in list(dying):
+                name = op.input(pair[1])[0]
+                readers = (j for j in range(k) if any(name in names for _, names, _ in
+                                                      steps[j].ins))
+                if any(j not in before for j in readers):
+                    dying.remove(pair)
+            if not dying:
+                self.report.reuse_ops -= 1
+
+
+def _dying_pairs(op, opdef, pairs: tuple, frees, produced: set) -> list:
+    """The pairs of `pairs` whose input dies at `op` (see the module doc)."""
+    reads = list(op.input_arg_names)
+    written = set(op.output_arg_names)
+    dying = []
+    for out, source in pairs:
+        names, outs = op.inputs.get(source, ()), op.outputs.get(out, ())
+        if (len(names) != 1 or len(outs) != 1 or opdef.input_slots[source].duplicable
+                or opdef.output_slots[out].duplicable):
+            continue
+        name = names[0]
+        if (name in frees and name in produced and name not in written
+                and reads.count(name) == 1 and not _known_small(op.block._var_recursive(name))):
+            dying.append((out, source))
+    return dying
+
+
+def _known_small(var) -> bool:
+    """Whether `var` has a shape known at compile time (no -1) and under LEND_MIN_BYTES: its
+    op then pays nothing for loans it would never get."""
+    shape = var.shape
+    if shape is None or any(d < 0 for d in shape):
+        return False
+    try:
+        itemsize = np.dtype(var.dtype).itemsize
+    except TypeError:  # not an array type: nothing to say
+        return False
+    return math.prod(shape) * itemsize < LEND_MIN_BYTES
+
+
+def _ancestors(preds: list, k: int) -> set:
+    """The steps step k waits for, directly or through others."""
+    seen: set[int] = set()
+    stack = list(preds[k])
+    while stack:
+        j = stack.pop()
+        if j not in seen:
+            seen.add(j)
+            stack.extend(preds[j])
+    return seen
+
+
+def _lending_dying(fn, pairs: list, report: MemoryReport):
+    """`fn` called with `lent` (output slot -> the array of an input of `pairs` that nothing
+    but the op's inputs and the run's values hold), on numpy; plainly otherwise. `pairs` is
+    read at each call: keep_thread_safe may narrow it after the plan is compiled."""
+
+    def run(xp, ins, attrs, want, *ctx):
+        if xp is np:
+            lent = None
+            for out, source in pairs:
+                if (getattr(ins[source], "nbytes", 0) >= LEND_MIN_BYTES
+                        and (lent is None or out not in lent) and _alone(ins, source, 1)):
+                    if lent is None:
+                        lent = {}
+                    lent[out] = ins[source]
+            if lent is not None:
+                res = fn(xp, ins, attrs, want, *ctx, lent=lent)
+                # counted where the kernel wrote there (it declines a buffer that does not fit)
+                used = sum(res.get(out) is array for out, array in lent.items())
+                if used:
+                    with _counting:  # ops may run at once (ExecutionStrategy.num_threads)
+                        report.reused_last_run += used
+                        report.reused_total += used
+                return res
+        return fn(xp, ins, attrs, want, *ctx)
     return run

@@ -9,6 +9,7 @@ steps run on the SSA executor's threads (ssa.py), to the same values.
 """
 from __future__ import annotations
 
+import dataclasses
 import types
 import weakref
 
@@ -26,11 +27,11 @@ from ..errors import (
 )
 from ..flags import flags
 from ..kernels.context import KernelContext
-from ..kernels.registry import get_kernel, inplace_slots, takes_context
+from ..kernels.registry import get_kernel, inplace_slots, reuse_pairs, takes_context
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
-from .inplace import MemoryOptions, MemoryReport, lend_pairs, lending
+from .inplace import DyingInputs, MemoryOptions, MemoryReport, lend_pairs, lending
 from .lod_binding import NO_LOD, bind_lod, tracked_names, with_lod_frees
 from .numeric_check import check_feeds, checking
 from .ssa import ScheduleReport, SSAExecutor, sequential_report
@@ -144,6 +145,7 @@ class Plan:
         self._memory_report = MemoryReport()
         # a sub-block's values are its caller's; a failed NaN check leaves the scope as it was
         inplace = self.memory.inplace and not block_index and not self.check_nan_inf
+        dying = DyingInputs(self._memory_report) if inplace else None  # activations
         unwritten = set(self.scope_reads)  # read from the scope, not yet written by an op
         scope_updates: list[int] = []
         rank_tag = self.tag or _rank_tag  # looked up only by the ops that print it
@@ -157,6 +159,8 @@ class Plan:
                                 self._plan_comm, place, rank_tag, self.run_block, op)
             self.has_collectives = self.has_collectives or opdef.collective
             fn = get_kernel(op.type)
+            if dying is not None:  # innermost: the kernel itself takes `lent`
+                fn = dying.bind(fn, op, opdef, k, frees_at.get(k, ()), reuse_pairs(op.type))
             if takes_context(op.type):
                 fn = _with_context(fn, ctx)
             # a collective queued on the communication thread fills its outputs later: they
@@ -193,6 +197,8 @@ class Plan:
         self.started_collectives = False
         concurrent = threads > 1 and not block_index and not getattr(place, "is_gpu", False)
         self._scope_updates = tuple(scope_updates)
+        if concurrent and dying is not None:
+            dying.keep_thread_safe(self.steps, self._scope_updates)
         self._ssa = SSAExecutor(self.steps, threads, self._scope_updates) if concurrent else None
         if self._ssa is not None:  # its threads end with the plan
             weakref.finalize(self, self._ssa.close)
@@ -229,8 +235,7 @@ class Plan:
 
         >>> # exe.plan_cache.find(main, ["x"], [loss.name]).memory_report().lent_last_run
         """
-        r = self._memory_report
-        return MemoryReport(r.inplace_ops, r.lent_last_run, r.lent_total)
+        return dataclasses.replace(self._memory_report)
 
     def schedule_report(self) -> ScheduleReport:
         """How this plan runs its ops: on how many threads, how many stay in program order,
@@ -277,7 +282,7 @@ class Plan:
     def _inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
         """The values the ops read first: checked feeds, stand-in zeros, scope values."""
         self.started_collectives = False
-        self._memory_report.lent_last_run = 0
+        self._memory_report.lent_last_run = self._memory_report.reused_last_run = 0
         env = dict(feed) if checked else self.checked_feed(feed, xp)
         if self.zero_reads:
             env.update(self._stand_in_zeros(xp))

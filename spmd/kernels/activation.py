@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .registry import kernel
+from .registry import kernel, lent_for
 from .sparse_update import SparseValues
 
 _SPECIAL: dict = {}
@@ -30,15 +30,25 @@ def _special(xp):
 
 
 
-@kernel("relu")
-def relu(xp, ins, attrs, want):
-    return {"Out": xp.maximum(ins["X"], 0)}
+# The activations below that declare `reuses` may be lent the buffer of an input that dies at
+# the op (executor/inplace.py): the same ufunc with `out=` gives the same bits, and every input
+# is read whole before the lent buffer is first written, or element by element in place.
+
+@kernel("relu", reuses=(("Out", "X"),))
+def relu(xp, ins, attrs, want, lent=None):
+    x = ins["X"]
+    if lent is None:  # (the common call, without a keyword to parse)
+        return {"Out": xp.maximum(x, 0)}
+    return {"Out": xp.maximum(x, 0, out=lent_for(lent, "Out", x, 0))}
 
 
-@kernel("relu_grad")
-def relu_grad(xp, ins, attrs, want):
+@kernel("relu_grad", reuses=(("X@GRAD", "Out@GRAD"), ("X@GRAD", "Out")))
+def relu_grad(xp, ins, attrs, want, lent=None):
     out, dout = ins["Out"], ins["Out@GRAD"]
-    return {"X@GRAD": dout * (out > 0)}
+    mask = out > 0  # made whole before the product may write over Out
+    if lent is None:
+        return {"X@GRAD": dout * mask}
+    return {"X@GRAD": xp.multiply(dout, mask, out=lent_for(lent, "X@GRAD", dout, mask))}
 
 
 @kernel("leaky_relu")
@@ -59,9 +69,12 @@ def leaky_relu_grad(xp, ins, attrs, want):
     return {"X@GRAD": xp.where(x > x * attrs["alpha"], dout, dout * attrs["alpha"])}
 
 
-@kernel("sigmoid")
-def sigmoid(xp, ins, attrs, want):
-    return {"Out": _special(xp).expit(ins["X"])}  # no overflow warning for very negative x
+@kernel("sigmoid", reuses=(("Out", "X"),))
+def sigmoid(xp, ins, attrs, want, lent=None):
+    x = ins["X"]  # expit: no overflow warning for very negative x
+    if lent is None:
+        return {"Out": _special(xp).expit(x)}
+    return {"Out": _special(xp).expit(x, out=lent_for(lent, "Out", x, 0.5))}
 
 
 @kernel("sigmoid_grad")
@@ -73,15 +86,20 @@ def sigmoid_grad(xp, ins, attrs, want):
     return {"X@GRAD": t}
 
 
-@kernel("tanh")
-def tanh(xp, ins, attrs, want):
-    return {"Out": xp.tanh(ins["X"])}
+@kernel("tanh", reuses=(("Out", "X"),))
+def tanh(xp, ins, attrs, want, lent=None):
+    x = ins["X"]
+    if lent is None:
+        return {"Out": xp.tanh(x)}
+    return {"Out": xp.tanh(x, out=lent_for(lent, "Out", x, 0.5))}
 
 
-@kernel("tanh_grad")
-def tanh_grad(xp, ins, attrs, want):
+@kernel("tanh_grad", reuses=(("X@GRAD", "Out"),))
+def tanh_grad(xp, ins, attrs, want, lent=None):
     out, dout = ins["Out"], ins["Out@GRAD"]
-    t = out * out
+    # Out's buffer, when lent, first takes out * out: Out is read nowhere after that
+    t = out * out if lent is None else xp.multiply(
+        out, out, out=lent_for(lent, "X@GRAD", out, out, dout))
     xp.subtract(1.0, t, out=t)
     t *= dout
     return {"X@GRAD": t}

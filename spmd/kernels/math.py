@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.selected_rows import SelectedRows, add_rows
 from ..errors import InvalidArgumentError
-from .registry import kernel
+from .registry import kernel, lent_for
 from .sparse_update import SparseValues
 
 # -- sum, scale, mul ---------------------------------------------------------------------------
@@ -49,8 +49,8 @@ def _sum_sparse(xp, xs):
     return out
 
 
-@kernel("scale")
-def scale(xp, ins, attrs, want):
+@kernel("scale", reuses=(("Out", "X"),))
+def scale(xp, ins, attrs, want, lent=None):
     x = ins["X"]
     factor = ins.get("ScaleTensor")
     factor = attrs["scale"] if factor is None else float(factor.reshape(-1)[0])
@@ -58,14 +58,15 @@ def scale(xp, ins, attrs, want):
         return {"Out": SelectedRows(x.rows, scale(xp, dict(ins, X=x.value), attrs,
                                                   want)["Out"], x.height)}
     # constants in X's dtype (fluid casts them so: an int tensor scaled by 0.5 gives zeros);
-    # one fresh buffer updated in place
+    # one buffer, fresh or X's own when the plan lends it (executor/inplace.py), updated in place
     s, b = x.dtype.type(factor), x.dtype.type(attrs["bias"])
+    into = None if lent is None else lent_for(lent, "Out", x, s)
     if attrs["bias_after_scale"]:
-        out = x * s
+        out = x * s if into is None else xp.multiply(x, s, out=into)
         if b:
             out += b
     else:
-        out = x + b
+        out = x + b if into is None else xp.add(x, b, out=into)
         out *= s
     return {"Out": out}
 
@@ -209,7 +210,17 @@ def _elementwise(type_, fn):
     kernel(type_, sparse=SparseValues() if type_ == "elementwise_mul" else None)(forward)
 
 
-_elementwise("elementwise_add", lambda xp, x, y: x + y)
+@kernel("elementwise_add", reuses=(("Out", "X"),))
+def elementwise_add(xp, ins, attrs, want, lent=None):
+    # X's buffer, when the plan lends it (X dies here), takes the sum where Out has X's shape
+    # and dtype: a bias added to a layer's output that nothing reads later (inference)
+    x = ins["X"]
+    y = align_y(x, ins["Y"], attrs["axis"])
+    if lent is None:
+        return {"Out": x + y}
+    return {"Out": xp.add(x, y, out=lent_for(lent, "Out", x, y))}
+
+
 _elementwise("elementwise_sub", lambda xp, x, y: x - y)
 _elementwise("elementwise_mul", lambda xp, x, y: x * y)
 _elementwise("elementwise_div", lambda xp, x, y: _int_quotient(xp, x, y, "elementwise_div")

@@ -10,7 +10,11 @@ A kernel registered with `context=True` also gets a fifth argument, its `KernelC
 (context.py): random draws, the communicator, preallocated outputs and scratch buffers. One
 registered with `inplace=(slots)` may be offered, for those output slots, the buffer of its
 input of the same variable (KernelContext.out): the plan decides when (executor/inplace.py),
-and the kernel reads each element before it writes it.
+and the kernel reads each element before it writes it. One registered with
+`reuses=((out_slot, in_slot), ...)` may be lent, for an output, the buffer of an input that
+dies at the op (an activation): it is then called with a keyword `lent` (slot -> array, for
+that call only) and writes that output there when `lent_for` says the array fits; it must
+still give the same numbers, and must not read an input after it began writing over it.
 
 The kernel modules are imported when a kernel they register is first looked up (KERNELS is a
 spmd.lazy.LazyTable over the generated kernel_index.py; spmd.lazy.write_indexes() rewrites it).
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..errors import NotFoundError
 from ..lazy import LazyTable, defining_module, read_index
 
@@ -26,14 +32,20 @@ KERNELS: LazyTable = LazyTable("kernel for op", lambda: read_index("spmd.kernels
                                "spmd.kernels")
 TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
 INPLACE: dict[str, frozenset] = {}  # op type -> output slots it may write over its input
+REUSES: dict[str, tuple] = {}  # op type -> ((output slot, input slot it may reuse), ...)
 
 
-def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = ()):
+def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = (),
+           reuses: tuple = ()):
     """Register the decorated function as the kernel of each op type in `types`; with
     `context=True` it is called with the op's KernelContext as a fifth argument. An optimizer
     kernel takes sparse (SelectedRows) gradients by `sparse`, a SparseRule
     (spmd/kernels/sparse_update.py). `inplace`: the output slots (with `context=True`) whose
-    offered buffer may be the array of its input of the same variable (see the module doc)."""
+    offered buffer may be the array of its input of the same variable (see the module doc).
+    `reuses`: ((output slot, input slot), ...), in order of preference: the outputs it may
+    write into the buffer of an input that dies at the op, given as the keyword `lent`."""
+    if reuses and sparse is not None:  # the sparse wrapper does not pass `lent` on
+        raise ValueError(f"kernel {types}: reuses= and sparse= do not combine")
 
     origin = defining_module()
 
@@ -48,6 +60,8 @@ def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = ())
                 TAKES_CONTEXT.add(t)
                 if inplace:
                     INPLACE[t] = frozenset(inplace)
+            if reuses:
+                REUSES[t] = tuple(reuses)
         return fn
 
     return register
@@ -75,6 +89,52 @@ def inplace_slots(type: str) -> frozenset:
     if not KERNELS.registered(type):
         KERNELS.get(type)
     return INPLACE.get(type, frozenset())
+
+
+def reuse_pairs(type: str) -> tuple:
+    """((output slot, input slot), ...): the outputs op `type`'s kernel may write into the
+    buffer of an input that dies at the op, in order of preference."""
+    if not KERNELS.registered(type):
+        KERNELS.get(type)
+    return REUSES.get(type, ())
+
+
+def lent_for(lent: dict | None, slot: str, *operands):
+    """The array lent for output `slot` (see the module doc) when an elementwise numpy result
+    of `operands` (arrays, numpy scalars, Python numbers) has exactly its shape and dtype, else
+    None: a kernel passes it as `out=`, None giving a fresh array. Checked at run time, so a
+    broadcast that widens the output or a promoted dtype never writes there. Conservative and
+    cheap (it runs on every loan): array operands of the buffer's dtype (bool ones too, which
+    promote to it), broadcasting into its shape, one of them of that very shape; Python
+    numbers only with a float buffer (they keep its dtype).
+
+    >>> a = np.zeros(3, dtype="float32")
+    >>> lent_for({"Out": a}, "Out", a, 1.0) is a, lent_for({"Out": a}, "Out", a, np.ones(3))
+    (True, None)
+    """
+    if lent is None:
+        return None
+    array = lent.get(slot)
+    if array is None:
+        return None
+    dtype, shape = array.dtype, array.shape
+    whole = False
+    for o in operands:
+        if isinstance(o, (np.ndarray, np.generic)):
+            if o.dtype != dtype and not (o.dtype.kind == "b" and dtype.kind in "iuf"):
+                return None
+            if o.shape == shape:
+                whole = True
+            elif not _broadcasts_into(o.shape, shape):
+                return None
+        elif not (type(o) in (int, float) and dtype.kind == "f"):
+            return None
+    return array if whole else None
+
+
+def _broadcasts_into(small: tuple, big: tuple) -> bool:
+    return len(small) <= len(big) and all(
+        s == 1 or s == b for s, b in zip(reversed(small), reversed(big)))
 
 
 def run_kernel(type: str, xp, ins: dict, attrs: dict, want, ctx=None) -> dict:

@@ -18,6 +18,9 @@ loop drops it after its last user in program order: the same values, at most lat
 In-place updates (inplace.py) stay correct: an op writing a name over its input waits for
 every reader of that name, and an alias of the buffer (a view, the same array under another
 name, an in-flight op's inputs) holds a reference, which the loan's reference count refuses.
+An elementwise op writing into an input that dies there (inplace.DyingInputs) keeps that loan
+only where every other reader of the value is an op it waits for in the graph: a reader not
+yet started holds no reference the count could see.
 An update that may write over a value read from the scope also waits for every op before the
 first such update in program order, so a run failing before it changes nothing in the scope
 (as in program order: a step may be retried). Scratch is per op (KernelContext) or per thread

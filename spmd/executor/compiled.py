@@ -117,7 +117,8 @@ class CompiledProgram:
 
     def memory_options(self):
         """What its plans may do to save memory, from its BuildStrategy: updates and
-        elementwise ops on dying inputs in place (enable_inplace) and the memory_optimize rewrite (an executor.inplace.MemoryOptions).
+        elementwise ops on dying inputs in place (enable_inplace) and the memory_optimize
+        rewrite (an executor.inplace.MemoryOptions).
 
         >>> import spmd.fluid as fluid
         >>> fluid.CompiledProgram(fluid.Program()).memory_options().inplace

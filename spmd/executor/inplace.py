@@ -48,8 +48,8 @@ import numpy as np
 @dataclass(frozen=True)
 class MemoryOptions:
     """What a plan may do to save memory. `inplace`: lend an update its input's buffer, and an
-    elementwise op the buffer of an input that dies there (this module); `share`: the program was rewritten by the memory_optimize pass
-    (passes/memory_optimize.py), reported only.
+    elementwise op the buffer of an input that dies there (this module); `share`: the program
+    was rewritten by the memory_optimize pass (passes/memory_optimize.py), reported only.
 
     >>> MemoryOptions().inplace
     True

@@ -56,7 +56,8 @@ RESNET = {"batch": 32, "shape": (3, 32, 32), "depth": 20}
 
 # ---- spmd programs ------------------------------------------------------------------------
 
-def _program(build_body, shape):
+def build_program(build_body, shape):
+    """(main, startup, loss): `build_body(x)` -> logits, softmax cross-entropy, SGD."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 1
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -102,19 +103,22 @@ def resnet_body(x, depth=RESNET["depth"]):
 
 # ---- the same models in PyTorch eager (functional, parameters in spmd's creation order) ----
 
-class _Params:
-    """Hands out spmd's parameters as torch tensors in creation order, per layer kind."""
+class TorchParams:
+    """Hands out spmd's parameters as torch tensors (on `device`) in creation order, per layer
+    kind; the trained ones as nn.Parameter, so a module holding them can be wrapped (DDP)."""
 
-    def __init__(self, scope, program):
+    def __init__(self, scope, program, device="cpu"):
         self.scope = scope
+        self.device = device
         self.count = {}
         self.tensors = []
         self.names = {p.name for p in program.global_block().all_parameters()}
 
     def _get(self, name, grad=True):
         a = np.array(self.scope.find_var(name).get_tensor())
-        t = torch.tensor(a, requires_grad=grad)
+        t = torch.tensor(a, device=self.device)
         if grad:
+            t = torch.nn.Parameter(t)
             self.tensors.append(t)
         return t
 
@@ -128,7 +132,7 @@ class _Params:
         return w, b
 
 
-def torch_small(p: _Params):
+def torch_small(p: TorchParams):
     c1, c2, fc = p.take("conv2d"), p.take("conv2d"), p.take("fc")
 
     def forward(x):
@@ -138,7 +142,7 @@ def torch_small(p: _Params):
     return forward
 
 
-def torch_resnet(p: _Params, depth=RESNET["depth"]):
+def torch_resnet(p: TorchParams, depth=RESNET["depth"]):
     def conv_bn(ch_out, k, stride, pad, relu=True, bias=False):
         w, b = p.take("conv2d", bias)
         scale, shift, mean, var = p.take("batch_norm")
@@ -170,9 +174,9 @@ def torch_resnet(p: _Params, depth=RESNET["depth"]):
     return forward
 
 
-def torch_stepper(forward, params, x, y):
+def torch_stepper(forward, params, x, y, device="cpu"):
     opt = torch.optim.SGD(params, lr=LR)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y[:, 0])
+    xt, yt = torch.from_numpy(x).to(device), torch.from_numpy(y[:, 0]).to(device)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -265,13 +269,13 @@ def setup(model: str):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((cfg["batch"], *cfg["shape"])).astype("float32")
     y = rng.integers(0, 10, size=(cfg["batch"], 1)).astype("int64")
-    main, startup, loss = _program(body, cfg["shape"])
+    main, startup, loss = build_program(body, cfg["shape"])
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     steps = {}
     if torch is not None:
-        p = _Params(scope, main)
+        p = TorchParams(scope, main)
         steps["torch"] = torch_stepper(torch_body(p), p.tensors, x, y)
     if model == "small":
         steps["numpy"] = numpy_small_stepper(scope, x, y)

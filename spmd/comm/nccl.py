@@ -24,14 +24,30 @@ def _nccl_dtype(nccl, dtype) -> int:
     return table[name]
 
 
-def make_unique_id(mpi_comm) -> tuple:
-    """NCCL's unique id, made on rank 0 and broadcast over MPI (128 raw bytes, no pickle)."""
+def make_unique_id(mpi_comm):
+    """NCCL's unique id, made on rank 0 and broadcast over MPI (128 raw bytes, no pickle), in
+    the form this cupy's NcclCommunicator takes."""
+    import cupy
     from cupy.cuda import nccl
 
-    raw = None
-    if mpi_comm.rank == 0:
-        raw = np.array(nccl.get_unique_id(), dtype=np.int8).tobytes()
+    raw = unique_id_bytes(nccl.get_unique_id()) if mpi_comm.rank == 0 else None
     raw = mpi_comm.bcast_bytes(raw, root=0)
+    return unique_id_for_cupy(raw, cupy.__version__)
+
+
+def unique_id_bytes(uid) -> bytes:
+    """The raw bytes of an id from nccl.get_unique_id(): bytes from cupy 14 on, a tuple of
+    signed chars before (cupy's changelog: "Previously this returned a tuple of integers")."""
+    if isinstance(uid, (bytes, bytearray)):
+        return bytes(uid)
+    return np.array(uid, dtype=np.int8).tobytes()
+
+
+def unique_id_for_cupy(raw: bytes, cupy_version: str):
+    """`raw` as NcclCommunicator's commId: bytes from cupy 14 on, the tuple of ints before."""
+    major = cupy_version.split(".", 1)[0]
+    if major.isdigit() and int(major) >= 14:
+        return bytes(raw)
     return tuple(int(b) for b in np.frombuffer(raw, dtype=np.int8))
 
 

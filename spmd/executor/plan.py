@@ -6,65 +6,40 @@ scope only after every op succeeded, so a failed run leaves the scope as it was,
 updates an op already made in place (inplace.py: only where nothing but the run held the old
 value; never under FLAGS_check_nan_inf). With ExecutionStrategy.num_threads > 1 the same
 steps run on the SSA executor's threads (ssa.py), to the same values.
+
+Compiling is a short sequence: the dataflow of the ops (liveness.py: what a run reads, writes
+back and frees after each step), each op's kernel bound into a step (steps.py), gradient
+buckets, threads. A failed run's errors are made in run_errors.py, a profiled run is
+profiled_run.py; the unprofiled loop (`_execute`) stays here, inlined on purpose.
 """
 from __future__ import annotations
 
 import dataclasses
-import types
 import weakref
 
 from .. import profiler as _profiler
 from ..comm.base import SelfCommunicator
 from ..core.lod import lod_key
-from ..core.operator import OpRole
-from ..core.variable import Parameter, Variable
-from ..errors import (
-    CommunicationError,
-    ExecutionError,
-    FeedError,
-    NumericError,
-    PreconditionError,
-)
+from ..errors import CommunicationError, FeedError, NumericError, PreconditionError
 from ..flags import flags
-from ..kernels.context import KernelContext
-from ..kernels.registry import get_kernel, inplace_slots, reuse_pairs, takes_context
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed
-from .inplace import DyingInputs, MemoryOptions, MemoryReport, lend_pairs, lending
-from .lod_binding import NO_LOD, bind_lod, tracked_names, with_lod_frees
-from .numeric_check import check_feeds, checking
+from .inplace import DyingInputs, MemoryOptions, MemoryReport
+from .liveness import liveness, ops_for_rank
+from .lod_binding import NO_LOD, tracked_names
+from .numeric_check import check_feeds
+from .profiled_run import run_profiled
+from .run_errors import op_failed, uninitialized
 from .ssa import ScheduleReport, SSAExecutor, sequential_report
+from .steps import Binding, bind_steps
 
-# ops that update parameters: in data parallel every rank must draw the same random numbers
-# there (the per-rank generators serve the forward pass: dropout differs per shard)
-_UPDATE_ROLES = frozenset({OpRole.OPTIMIZE, OpRole.LR_SCHED, OpRole.AVERAGE})
 
 def _rank_tag() -> str:
     from ..comm.topology import detect  # cached after the first call of the process
 
     topology = detect()
     return f"{topology.tag()} " if topology.size > 1 else ""
-
-
-class Step:
-    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx")
-
-    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx):
-        self.fn, self.ins, self.outs, self.attrs = fn, ins, outs, attrs
-        self.want, self.frees, self.where, self.ctx = want, frees, where, ctx
-
-
-def _with_context(fn, ctx):
-    """A kernel that takes a KernelContext, bound to `ctx`: the step loop calls every kernel
-    alike."""
-    def run(xp, ins, attrs, want):
-        return fn(xp, ins, attrs, want, ctx)
-    return run
-
-
-def _bindings(slots: dict, opdef_slots: dict):
-    return tuple((s, tuple(names), opdef_slots[s].duplicable) for s, names in slots.items())
 
 
 class Plan:
@@ -86,7 +61,6 @@ class Plan:
         independent ops run at once on that many threads (ssa.py; ExecutionStrategy.
         num_threads), host places only; a sub-block runs its ops one at a time."""
         block = program.block(block_index)
-        var = block._var_recursive  # a sub-block reads its ancestors' variables
         self.memory = memory if memory is not None else MemoryOptions()
         self._made_with = (program, rng, comm, rank, tag, update_rng, place, self.memory)
         self._sub_plans: dict[int, Plan] = {}
@@ -97,95 +71,53 @@ class Plan:
         self._comm_source = comm if callable(comm) else None
         self.fetch_names = list(fetch_names)
         for n in self.fetch_names:
-            var(n)  # raises NotFoundError naming the variable
-        ops = [(i, op) for i, op in enumerate(block.ops)
-               if rank is None or op.owner is None or op.owner == rank]
-        foreign = {n for op in block.ops if rank is not None and op.owner not in (None, rank)
-                   for n in op.output_arg_names}
-        written: set[str] = set()
-        reads_before_write: list[str] = []
-        zero_reads: list[str] = []
-        last_use: dict[str, int] = {}
-        for k, (_, op) in enumerate(ops):
-            for n in op.input_arg_names:
-                if n not in written and n not in reads_before_write and n not in zero_reads:
-                    if n in foreign and not var(n).persistable:
-                        zero_reads.append(n)
-                    else:
-                        reads_before_write.append(n)
-                last_use[n] = k
-            for n in op.output_arg_names:
-                written.add(n)
-                last_use[n] = max(last_use.get(n, k), k)
-        self.zero_reads = [_zeros_spec(var(n)) for n in zero_reads]
-        self._zeros = None  # (xp, name -> array), made on the first run
-        feed_set = set(feed_names)
-        self._needed_feeds = [n for n in reads_before_write if var(n).is_data
-                              and not var(n).persistable]
-        self.scope_reads = [n for n in reads_before_write if n not in feed_set]
-        self.fetch_from_scope = [n for n in self.fetch_names
-                                 if n not in written and n not in feed_set]
-        self._from_scope = self.scope_reads + self.fetch_from_scope  # read every run
-        keep = set(self.fetch_names) | {n for n, v in block.vars.items() if v.persistable}
-        if block_index:  # a sub-block frees only its own temporaries, never its caller's values
-            keep |= {n for n in last_use if n not in block.vars}
-        frees_at: dict[int, list[str]] = {}
-        for n, k in last_use.items():
-            if n not in keep:
-                frees_at.setdefault(k, []).append(n)
-        self.persist_writes = sorted(n for n in written if var(n).persistable)
-        # LoD variables (lod_level > 0): their LoD travels under lod_key(name) beside them
-        self.lod_tracked = tracked = tracked_names(block)
-        lod_aware = bool(tracked) or any(get_op_def(op.type).lod_inputs for _, op in ops)
-        self._lod_reads = [n for n in self._from_scope if n in tracked]
-        self._lod_writes = [n for n in self.persist_writes if n in tracked]
-        self.steps = []
-        self.has_collectives = False
+            block._var_recursive(n)  # raises NotFoundError naming the variable
+        ops = ops_for_rank(block, rank)
+        live = liveness(block, ops, feed_names, self.fetch_names, block_index)
+        self._bind_dataflow(live)
+        self._bind_lod(block, ops)
         self.check_nan_inf = flags().check_nan_inf
         self._memory_report = MemoryReport()
         # a sub-block's values are its caller's; a failed NaN check leaves the scope as it was
         inplace = self.memory.inplace and not block_index and not self.check_nan_inf
         dying = DyingInputs(self._memory_report) if inplace else None  # activations
-        unwritten = set(self.scope_reads)  # read from the scope, not yet written by an op
-        scope_updates: list[int] = []
-        rank_tag = self.tag or _rank_tag  # looked up only by the ops that print it
-        numeric_tag = (self.tag or _rank_tag()) if self.check_nan_inf else ""
-        for k, (i, op) in enumerate(ops):
-            opdef = get_op_def(op.type)
-            attrs = types.MappingProxyType(dict(op.attrs))  # nothing is written at run time
-            # an update's draws (Dpsgd's noise) are the same on every rank
-            ctx = KernelContext(update_rng if update_rng is not None
-                                and op.role in _UPDATE_ROLES else rng,
-                                self._plan_comm, place, rank_tag, self.run_block, op)
-            self.has_collectives = self.has_collectives or opdef.collective
-            fn = get_kernel(op.type)
-            if dying is not None:  # innermost: the kernel itself takes `lent`
-                fn = dying.bind(fn, op, opdef, k, frees_at.get(k, ()), reuse_pairs(op.type))
-            if takes_context(op.type):
-                fn = _with_context(fn, ctx)
-            # a collective queued on the communication thread fills its outputs later: they
-            # are checked as the outputs of the c_sync_comm_stream that waits for them
-            queued = opdef.collective and not attrs.get("use_calc_stream", True)
-            if self.check_nan_inf and not queued:
-                fn = checking(fn, (i, op), numeric_tag)
-            ins = _bindings(op.inputs, opdef.input_slots)
-            outs = _bindings(op.outputs, opdef.output_slots)
-            frees = tuple(frees_at.get(k, ()))
-            if lod_aware:
-                fn, ins, outs = bind_lod(fn, op, opdef, ins, outs, tracked)
-                frees = with_lod_frees(frees, tracked)
-            slots = inplace_slots(op.type) if inplace else ()
-            pairs = lend_pairs(op, opdef, unwritten, slots) if slots else ()
-            unwritten.difference_update(op.output_arg_names)
-            if pairs:  # outermost: it counts the references the run's own `ins` holds
-                fn = lending(fn, ctx, pairs, self._memory_report)
-                if any(others > 1 for *_, others in pairs):  # may write over a scope value
-                    scope_updates.append(k)
-                self._memory_report.inplace_ops += 1
-            self.steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees,
-                                   (i, op), ctx))
-        self.lod_aware = lod_aware
+        binding = self._binding(rng, update_rng, place, inplace, dying)
+        self.steps, self._scope_updates = bind_steps(ops, live.frees_at, self.scope_reads, binding)
+        self._bind_collectives(block)
+        concurrent = threads > 1 and not block_index and not getattr(place, "is_gpu", False)
+        self._bind_threads(threads if concurrent else 1, dying)
+
+    def _bind_dataflow(self, live) -> None:
+        """What each run reads (feeds, scope values, stand-in zeros) and writes back."""
+        self.zero_reads = live.zero_reads  # (name, shape, dtype) of each stand-in
+        self._zeros = None  # (xp, name -> array), made on the first run
+        self._needed_feeds = live.needed_feeds
+        self.scope_reads = live.scope_reads
+        self.fetch_from_scope = live.fetch_from_scope
+        self._from_scope = self.scope_reads + self.fetch_from_scope  # read every run
+        self.persist_writes = live.persist_writes
+
+    def _bind_lod(self, block, ops) -> None:
+        """LoD variables (lod_level > 0): their LoD travels under lod_key(name) beside them."""
+        self.lod_tracked = tracked = tracked_names(block)
+        self.lod_aware = bool(tracked) or any(get_op_def(op.type).lod_inputs for _, op in ops)
+        self._lod_reads = [n for n in self._from_scope if n in tracked]
+        self._lod_writes = [n for n in self.persist_writes if n in tracked]
         self.fetched_lods: list | None = None  # the latest run's LoD per fetch (lod_aware)
+
+    def _binding(self, rng, update_rng, place, inplace: bool, dying) -> Binding:
+        """What every op's kernel is bound with (steps.py)."""
+        return Binding(
+            rng=rng, update_rng=update_rng, comm=self._plan_comm, place=place,
+            rank_tag=self.tag or _rank_tag,  # looked up only by the ops that print it
+            run_block=self.run_block,
+            numeric_tag=(self.tag or _rank_tag()) if self.check_nan_inf else None,
+            lod_aware=self.lod_aware, lod_tracked=self.lod_tracked, inplace=inplace,
+            dying=dying, report=self._memory_report)
+
+    def _bind_collectives(self, block) -> None:
+        """Gradient buckets, and where the first collective is (retrying after a failure)."""
+        self.has_collectives = any(get_op_def(s.where[1].type).collective for s in self.steps)
         if self.has_collectives:
             attach_buckets(self.steps, block)
         # program index of the first collective: a run that fails at an op before it issued
@@ -195,11 +127,12 @@ class Plan:
         # whether the latest run reached a collective (so it may have started on other ranks);
         # after a failure, False means this run issued none: the caller may retry the step
         self.started_collectives = False
-        concurrent = threads > 1 and not block_index and not getattr(place, "is_gpu", False)
-        self._scope_updates = tuple(scope_updates)
-        if concurrent and dying is not None:
+
+    def _bind_threads(self, threads: int, dying) -> None:
+        """The SSA executor running the steps on `threads` threads (none for one thread)."""
+        if threads > 1 and dying is not None:
             dying.keep_thread_safe(self.steps, self._scope_updates)
-        self._ssa = SSAExecutor(self.steps, threads, self._scope_updates) if concurrent else None
+        self._ssa = SSAExecutor(self.steps, threads, self._scope_updates) if threads > 1 else None
         if self._ssa is not None:  # its threads end with the plan
             weakref.finalize(self, self._ssa.close)
         self._sequential = None  # schedule_report of a one-thread plan, made on demand
@@ -289,7 +222,7 @@ class Plan:
         for n in self._from_scope:
             value = scope.get(n)
             if value is None:
-                raise _uninitialized(self.block._var_recursive(n))
+                raise uninitialized(self.block._var_recursive(n))
             env[n] = value
         if self.lod_aware:
             env[NO_LOD] = None
@@ -311,7 +244,7 @@ class Plan:
         """Run once and return the fetches; `checked`: `feed` is `checked_feed`'s result."""
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
-            return self._run_profiled(rec, scope, feed, xp, checked)
+            return run_profiled(self, rec, scope, feed, xp, checked)
         env = self._tagged_inputs(scope, feed, xp, checked)
         if self._ssa is not None and xp.__name__ == "numpy":
             self._execute_ssa(self.steps, env, xp)
@@ -393,67 +326,7 @@ class Plan:
             _drain(self.comm)
         if isinstance(e, (CommunicationError, NumericError)):
             return e  # already names the rank and the collective, or the op
-        i, op = step.where
-        shapes = {n: tuple(env[n].shape) for n in op.input_arg_names
-                  if n in env and hasattr(env[n], "shape")}
-        unset = [n for n in dict.fromkeys(op.input_arg_names) if n in env and env[n] is None]
-        hint = "".join(
-            f"\n  '{n}' holds no value: no op wrote it before this one (a While loop that ran "
-            f"zero times, or a conditional block that did not run, leaves a variable only it "
-            f"writes without one); give it a value before, e.g. "
-            f"fluid.layers.fill_constant(shape, dtype, value, out={n})" for n in unset)
-        return ExecutionError(
-            f"{self.tag}op #{i} '{op.type}' failed: {type(e).__name__}: {e}{hint}\n"
-            f"  op: {op}\n  input shapes: {shapes}"
-        )
-
-    def _run_profiled(self, rec, scope, feed, xp, checked):
-        """`run` with every op timed (fluid.profiler): events 'feed', one per op type,
-        'wait_collectives', 'fetch', and the whole run. The same loop over steps whose kernels
-        are wrapped in a timer, so the unprofiled loop pays nothing for the profiler."""
-        now, thread = _profiler.now_ns, rec.thread_index()
-        start = now()
-        env = self._tagged_inputs(scope, feed, xp, checked)
-        rec.record("feed", start, now(), thread)
-        wait = (_timer(self.comm.wait_all, "wait_collectives", rec, thread)
-                if self.has_collectives else None)
-        if self._ssa is not None and xp.__name__ == "numpy":  # each op on its thread's track
-            self._execute_ssa(_timed(self.steps, rec, None), env, xp, wait)
-        else:
-            self._execute(_timed(self.steps, rec, thread), env, xp, wait)
-        t0 = now()
-        fetched = self._commit(scope, env)
-        end = now()
-        rec.record("fetch", t0, end, thread)
-        rec.record(self._run_event, start, end, thread)
-        return fetched
-
-
-def _timer(fn, name: str, rec, thread):
-    """`fn` recording an event `name` around each call, on `thread` (None: the calling
-    thread's)."""
-    now = _profiler.now_ns
-
-    def timed(*args):
-        t0 = now()
-        result = fn(*args)
-        rec.record(name, t0, now(), thread)
-        return result
-    return timed
-
-
-def _timed(steps, rec, thread) -> list:
-    """`steps` with each kernel wrapped to record an event named after its op type."""
-    return [Step(_timer(s.fn, s.where[1].type, rec, thread), s.ins, s.outs, s.attrs, s.want,
-                 s.frees, s.where, s.ctx) for s in steps]
-
-
-def _zeros_spec(var: Variable):
-    if any(d < 0 for d in var.shape):
-        raise PreconditionError(
-            f"'{var.name}' is computed only on another rank but read here, and its shape "
-            f"{list(var.shape)} is not fully known, so it cannot stand in as zeros")
-    return var.name, tuple(var.shape), var.dtype
+        return op_failed(self.tag, e, step.where, env)
 
 
 def _drain(comm):
@@ -464,15 +337,3 @@ def _drain(comm):
     except Exception:  # noqa: BLE001
         pass
 
-
-def _uninitialized(var: Variable):
-    if var.persistable:
-        kind = "parameter" if isinstance(var, Parameter) else "persistable variable"
-        return PreconditionError(
-            f"{kind} '{var.name}' has no value in the scope: run the startup program "
-            f"(exe.run(fluid.default_startup_program())) or load it before running this program"
-        )
-    return FeedError(
-        f"variable '{var.name}' is read before any op writes it and was neither fed nor set in "
-        f"the scope; feed it (feed={{'{var.name}': array}})"
-    )

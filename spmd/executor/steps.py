@@ -1,0 +1,105 @@
+"""A plan's steps: each op's kernel bound once, when the plan compiles, to what every call of it
+needs, so the flat loop (Plan._execute) does nothing per op but gather inputs, call, store
+outputs and drop dead values.
+
+The wrappers nest in a fixed order, innermost first: the activation loan (`lent`, a keyword
+of the kernel itself), the KernelContext, the NaN/Inf check of the outputs, LoD passing, and
+outermost the update loan, which counts the references the run's own inputs hold.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Callable
+
+from ..core.operator import OpRole
+from ..kernels.context import KernelContext
+from ..kernels.registry import get_kernel, inplace_slots, reuse_pairs, takes_context
+from ..ops.registry import get_op_def
+from .inplace import DyingInputs, MemoryReport, lend_pairs, lending
+from .lod_binding import bind_lod, with_lod_frees
+from .numeric_check import checking
+
+# ops that update parameters: in data parallel every rank must draw the same random numbers
+# there (the per-rank generators serve the forward pass: dropout differs per shard)
+_UPDATE_ROLES = frozenset({OpRole.OPTIMIZE, OpRole.LR_SCHED, OpRole.AVERAGE})
+
+
+class Step:
+    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx")
+
+    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx):
+        self.fn, self.ins, self.outs, self.attrs = fn, ins, outs, attrs
+        self.want, self.frees, self.where, self.ctx = want, frees, where, ctx
+
+
+@dataclasses.dataclass(frozen=True)
+class Binding:
+    """What every op of one plan is bound with."""
+
+    rng: object
+    update_rng: object  # the generator of update ops (the same on every rank), or None: `rng`
+    comm: Callable  # the plan's communicator, made on first use
+    place: object
+    rank_tag: object  # "[rank r/n] ", or the function giving it (called only by ops printing it)
+    run_block: Callable  # how a control-flow op runs a sub-block
+    numeric_tag: str | None  # FLAGS_check_nan_inf: the tag its errors carry; None: no check
+    lod_aware: bool  # some op of the plan reads or passes LoD
+    lod_tracked: frozenset  # the variables whose LoD travels beside them
+    inplace: bool  # updates may be lent their inputs' buffers
+    dying: DyingInputs | None  # activations may be lent the buffers of inputs dying there
+    report: MemoryReport  # counts what the loans do
+
+
+def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding) -> tuple[list, tuple]:
+    """The steps of `ops` ((program index, op) pairs) freeing `frees_at`'s values (step index
+    -> names), and the indices of the steps that may write over a value read from the scope
+    (the SSA executor keeps those in program order)."""
+    steps = []
+    unwritten = set(scope_reads)  # read from the scope, not yet written by an op
+    scope_updates: list[int] = []
+    for k, (i, op) in enumerate(ops):
+        opdef = get_op_def(op.type)
+        attrs = types.MappingProxyType(dict(op.attrs))  # nothing is written at run time
+        # an update's draws (Dpsgd's noise) are the same on every rank
+        ctx = KernelContext(binding.update_rng if binding.update_rng is not None
+                            and op.role in _UPDATE_ROLES else binding.rng,
+                            binding.comm, binding.place, binding.rank_tag, binding.run_block, op)
+        fn = get_kernel(op.type)
+        if binding.dying is not None:  # innermost: the kernel itself takes `lent`
+            fn = binding.dying.bind(fn, op, opdef, k, frees_at.get(k, ()), reuse_pairs(op.type))
+        if takes_context(op.type):
+            fn = _with_context(fn, ctx)
+        # a collective queued on the communication thread fills its outputs later: they
+        # are checked as the outputs of the c_sync_comm_stream that waits for them
+        queued = opdef.collective and not attrs.get("use_calc_stream", True)
+        if binding.numeric_tag is not None and not queued:
+            fn = checking(fn, (i, op), binding.numeric_tag)
+        ins = _bindings(op.inputs, opdef.input_slots)
+        outs = _bindings(op.outputs, opdef.output_slots)
+        frees = tuple(frees_at.get(k, ()))
+        if binding.lod_aware:
+            fn, ins, outs = bind_lod(fn, op, opdef, ins, outs, binding.lod_tracked)
+            frees = with_lod_frees(frees, binding.lod_tracked)
+        slots = inplace_slots(op.type) if binding.inplace else ()
+        pairs = lend_pairs(op, opdef, unwritten, slots) if slots else ()
+        unwritten.difference_update(op.output_arg_names)
+        if pairs:  # outermost: it counts the references the run's own `ins` holds
+            fn = lending(fn, ctx, pairs, binding.report)
+            if any(others > 1 for *_, others in pairs):  # may write over a scope value
+                scope_updates.append(k)
+            binding.report.inplace_ops += 1
+        steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees, (i, op), ctx))
+    return steps, tuple(scope_updates)
+
+
+def _with_context(fn, ctx):
+    """A kernel that takes a KernelContext, bound to `ctx`: the step loop calls every kernel
+    alike."""
+    def run(xp, ins, attrs, want):
+        return fn(xp, ins, attrs, want, ctx)
+    return run
+
+
+def _bindings(slots: dict, opdef_slots: dict):
+    return tuple((s, tuple(names), opdef_slots[s].duplicable) for s, names in slots.items())

@@ -16,7 +16,7 @@ Every framework runs `--steps` steps per round, rounds interleaved so that machi
 all alike; the figures are medians of per-step times and their ratios. PyTorch is optional:
 without it its column is skipped.
 
-    python bench/cnn.py [--quick] [--rounds 9] [--steps 5] [--profile small|resnet]
+    python bench/cnn.py [--quick] [--rounds 9] [--steps 5] [--profile small|resnet] [--out F]
 
 spmd's float32 convolutions run through oneDNN where the `fast` extra is installed
 (spmd/kernels/conv_dnnl.py); the report says which.
@@ -39,6 +39,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from mlp import write_report  # noqa: E402
 
 import spmd.fluid as fluid  # noqa: E402
 
@@ -336,6 +337,7 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--models", default="small,resnet")
     parser.add_argument("--profile", choices=sorted(MODELS), help="cProfile spmd's step instead")
+    parser.add_argument("--out", default=None, help="also write the Markdown report here")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 5, 3
@@ -358,7 +360,7 @@ def main():
                          f"{ms.get('torch', '-')} | {ms.get('numpy', '-')} | {vs_torch} | "
                          f"{vs_numpy} |")
             print(lines[-1], flush=True)
-    print("\n".join(lines))
+    write_report("\n".join(lines), args.out)  # --out: where bench/report.py collects it
 
 
 if __name__ == "__main__":

@@ -52,15 +52,9 @@ TITLES = {"mlp": "MLP 784-512-512-10", "small": "small CNN", "resnet": "ResNet-2
 
 def gpu_unavailable() -> str | None:
     """Why no GPU run is possible here, or None."""
-    try:
-        import cupy
-    except ImportError as e:
-        return f"cupy is not installed ({e})"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - any CUDA runtime failure means no usable GPU
-        return f"the CUDA runtime is unusable ({e})"
-    return None if count > 0 else "no CUDA device is visible"
+    from spmd.core.places import cuda_unavailable_reason
+
+    return cuda_unavailable_reason()
 
 
 class Device:

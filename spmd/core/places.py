@@ -60,12 +60,21 @@ def array_module(place: Place):
 
 def is_compiled_with_cuda() -> bool:
     """True when cupy imports and sees at least one GPU; never raises."""
+    return cuda_unavailable_reason() is None
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why no GPU can be used here (said by tests/gpu and bench/gpu.py when they skip), or
+    None when cupy imports and sees a GPU; never raises."""
     try:
         import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure means no usable CUDA here
-        return False
+    except ImportError as e:
+        return f"cupy is not installed ({e}); pip install -e '.[cuda12]' or '.[cuda13]'"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - any CUDA runtime failure means no usable GPU
+        return f"the CUDA runtime is unusable ({e})"
+    return None if count > 0 else "no CUDA device is visible"
 
 
 def cuda_places(device_ids=None):

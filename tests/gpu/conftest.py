@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from spmd.core.places import cuda_unavailable_reason
+
 collect_ignore = ["mpi"]  # run only inside test_gpu_data_parallel.py's mpiexec launches
 
 
-def _cuda_unavailable_reason() -> str | None:
-    try:
-        import cupy
-    except ImportError as e:
-        return f"cupy is not installed ({e}); pip install -e '.[cuda12]' or '.[cuda13]'"
-    try:
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - any CUDA runtime failure means no usable GPU
-        return f"CUDA runtime unusable: {e}"
-    return None if n > 0 else "no CUDA device visible"
-
-
-REASON = _cuda_unavailable_reason()
+REASON = cuda_unavailable_reason()
 
 
 def pytest_collection_modifyitems(config, items):

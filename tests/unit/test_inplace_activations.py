@@ -47,6 +47,16 @@ def _cnn():
 MODELS = {"mlp": _mlp, "cnn": _cnn}
 
 
+def _compiled(main, inplace: bool, threads: int, loss_name=None):
+    """`main` on one place with enable_inplace = `inplace` and `threads` SSA threads."""
+    bs = fluid.BuildStrategy()
+    bs.enable_inplace = inplace
+    es = fluid.ExecutionStrategy()
+    es.num_threads = threads
+    return fluid.CompiledProgram(main, build_strategy=bs).with_data_parallel(
+        loss_name=loss_name, exec_strategy=es, places=[PLACE])
+
+
 def _train(model, inplace: bool, threads: int = 1):
     """(losses, persistables, the plan's memory report) after STEPS steps."""
     main, startup = fluid.Program(), fluid.Program()
@@ -55,12 +65,7 @@ def _train(model, inplace: bool, threads: int = 1):
         loss, feed = MODELS[model]()
     scope, exe = fluid.Scope(), fluid.Executor(PLACE)
     exe.run(startup, scope=scope)
-    bs = fluid.BuildStrategy()
-    bs.enable_inplace = inplace
-    es = fluid.ExecutionStrategy()
-    es.num_threads = threads
-    program = fluid.CompiledProgram(main, build_strategy=bs).with_data_parallel(
-        loss_name=loss.name, exec_strategy=es, places=[PLACE])
+    program = _compiled(main, inplace, threads, loss.name)
     rng = np.random.default_rng(7)
     losses = []
     for _ in range(STEPS):
@@ -110,12 +115,7 @@ def _run(build, feed, fetch, inplace=True, threads=1, runs=1, **kw):
     fetch_list = [outs[i] for i in fetch]
     scope, exe = fluid.Scope(), fluid.Executor(PLACE)
     exe.run(startup, scope=scope)
-    bs = fluid.BuildStrategy()
-    bs.enable_inplace = inplace
-    es = fluid.ExecutionStrategy()
-    es.num_threads = threads
-    program = fluid.CompiledProgram(main, build_strategy=bs).with_data_parallel(
-        exec_strategy=es, places=[PLACE])
+    program = _compiled(main, inplace, threads)
     for _ in range(runs):
         got = exe.run(program, feed=feed, fetch_list=fetch_list, scope=scope, **kw)
     plan = exe.plan_cache.find(program.data_parallel_program, list(feed),

@@ -52,7 +52,7 @@ class DistributedTranspiler(FleetBase):
 
     @property
     def training_mode(self) -> str | None:
-        """'sync', 'async' or 'half_async' once minimize() transpiled (None before)."""
+        """'sync', 'async', 'half_async' or 'geo' once minimize() transpiled (None before)."""
         return self._mode
 
     def init(self, role_maker=None):
@@ -285,9 +285,10 @@ class TranspilerOptimizer(WrappedOptimizer):
         if not isinstance(strategy, (DistributedStrategy, DistributeTranspilerConfig)):
             raise InvalidArgumentError(
                 f"strategy must come from StrategyFactory (create_sync_strategy(), "
-                f"create_async_strategy(), create_half_async_strategy()) or be a "
+                f"create_async_strategy(), create_half_async_strategy(), "
+                f"create_geo_strategy(k)) or be a "
                 f"DistributeTranspilerConfig, got {type(strategy).__name__}")
-        training_mode(strategy)  # Geo-SGD is refused here, before any program changes
+        training_mode(strategy)  # a strategy of no mode is refused before any program changes
         self._optimizer = optimizer
         self._strategy = strategy
         self._fleet = owner if owner is not None else fleet

@@ -1,6 +1,6 @@
 """The strategies of fluid 1.7-1.8's parameter-server fleet
 (`fluid.incubate.fleet.parameter_server.distribute_transpiler.distributed_strategy`):
-StrategyFactory's sync, async and half-async strategies, each a DistributeTranspilerConfig
+StrategyFactory's sync, async, half-async and geo strategies, each a DistributeTranspilerConfig
 (its program config) with the flags fluid sets, plus the runtime configs fluid passed to its
 communicator thread.
 
@@ -11,8 +11,11 @@ How each one trains on spmd's pserver runtime (spmd/ps), decided by `training_mo
   at run time (runtime_split_send_recv).
 - HalfAsyncStrategy: fluid's half-async mode (its distributed mode 2). spmd's pserver applies
   gradients as they arrive, as in async mode.
-- GeoStrategy: Geo-SGD (local updates, parameter deltas pushed every k steps). spmd does not
-  train it and says so at minimize().
+- GeoStrategy: Geo-SGD (fluid's distributed mode 3). Each trainer keeps its optimizer and
+  trains locally; every k steps it pushes each parameter's delta since its last push (an
+  is_sparse table: the touched rows only) and takes the pservers' values back, which only add
+  the deltas (spmd/ps/geo.py). fluid pushes from its communicator thread; spmd inside the
+  k-th step.
 
 TrainerRuntimeConfig's communicator flags are kept and reported. spmd has no communicator
 thread: a trainer sends and receives in its own step, so they change nothing.
@@ -194,8 +197,12 @@ class HalfAsyncStrategy(DistributedStrategy):
 
 
 class GeoStrategy(DistributedStrategy):
-    """Geo-SGD (local steps, deltas pushed every `update_frequency` steps): refused at
-    minimize() by spmd."""
+    """Geo-SGD: each trainer trains locally and pushes its parameters' deltas every
+    `update_frequency` steps (spmd/ps/geo.py).
+
+    >>> GeoStrategy(5).get_program_config().geo_sgd_need_push_nums
+    5
+    """
 
     def __init__(self, update_frequency: int = 100):
         self._update_frequency = update_frequency
@@ -228,9 +235,9 @@ class StrategyFactory:
 
 
 def training_mode(strategy) -> str:
-    """'sync', 'async' or 'half_async' for a strategy or a DistributeTranspilerConfig (fluid
-    1.8's reading: a config without sync_mode and without runtime_split_send_recv is
-    half-async). Raises for Geo-SGD and for anything else."""
+    """'sync', 'async', 'half_async' or 'geo' for a strategy or a DistributeTranspilerConfig
+    (fluid 1.8's reading: a config with geo_sgd_mode is Geo-SGD; one without sync_mode and
+    without runtime_split_send_recv is half-async). Raises for anything else."""
     if isinstance(strategy, DistributeTranspilerConfig):
         config = strategy
     elif isinstance(strategy, DistributedStrategy):
@@ -239,14 +246,11 @@ def training_mode(strategy) -> str:
         raise InvalidArgumentError(
             f"the parameter-server fleet takes a strategy from StrategyFactory "
             f"(create_sync_strategy(), create_async_strategy(), "
-            f"create_half_async_strategy()) or a DistributeTranspilerConfig, got "
+            f"create_half_async_strategy(), create_geo_strategy(k)) or a "
+            f"DistributeTranspilerConfig, got "
             f"{type(strategy).__name__}")
     if isinstance(strategy, GeoStrategy) or config.geo_sgd_mode:
-        raise InvalidArgumentError(
-            "GeoStrategy (Geo-SGD: local updates, parameter deltas pushed every "
-            f"{config.geo_sgd_need_push_nums} steps) is not trained by spmd; use "
-            "StrategyFactory.create_async_strategy() (each gradient applied on arrival) or "
-            "create_sync_strategy()")
+        return "geo"  # fluid 1.8's fleet: a config with geo_sgd_mode is a GeoStrategy
     if isinstance(strategy, SyncStrategy) or config.sync_mode or config.completely_not_async:
         return "sync"
     if isinstance(strategy, HalfAsyncStrategy) or config.half_async or \
@@ -263,7 +267,8 @@ def transpiler_config(strategy) -> DistributeTranspilerConfig:
         strategy.get_program_config()
     config = copy.copy(source)
     config.mode = "pserver"
-    config.half_async = config.completely_not_async = config.geo_sgd_mode = False
+    config.half_async = config.completely_not_async = False
+    config.geo_sgd_mode = mode == "geo"
     config.sync_mode = mode == "sync"
     config.runtime_split_send_recv = mode == "async"
     return config

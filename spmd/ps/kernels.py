@@ -76,6 +76,10 @@ def fake_init(xp, ins, attrs, want, ctx):
 
 @kernel("send", context=True)
 def send(xp, ins, attrs, want, ctx):
+    if not attrs["epmap"]:  # Geo-SGD's sends (spmd/ps/geo.py): deltas pushed every k steps
+        from .geo_trainer import run_geo_send
+
+        return run_geo_send(xp, ins, attrs, ctx)
     s = session()
     xs, names, eps = ins["X"], ctx.op.input("X"), list(attrs["epmap"])
     if attrs["send_varnames"]:  # runtime_split_send_recv: one variable, cut here

@@ -16,6 +16,9 @@ optimize blocks through plans of the program's sub-blocks (Plan(..., block_index
   min_step s are those after step s;
 - async (1, and half async 2): each gradient runs its block (after the learning-rate block)
   as it arrives;
+- Geo-SGD (3, spmd/ps/geo.py): each parameter delta runs its block (param += delta) as it
+  arrives; a trainer asking for a table's block gets, as SelectedRows, the rows any delta
+  changed since that trainer last asked;
 - prefetch: rows of a parameter block (a sparse table's) by their local ids;
 - checkpoint_notify(dir): this pserver's persistables saved into dir/pserver_<id> (load them
   with fluid.io.load_persistables(exe, that dir, pserver_program) after the startup).
@@ -42,7 +45,7 @@ from .handler import BARRIER_KINDS, PServerHandler, UnknownVariableError, arrive
 __all__ = ["ListenAndServ", "PServerRuntime"]
 
 log = logging.getLogger(__name__)
-SYNC = 0
+SYNC, GEO = 0, 3  # fluid's DistributedMode
 DC_ASGD_TRAINER = "@TRAINER_ID@"  # spmd/ps/pserver_program.py's DC-ASGD ops read it
 _TRAINER_SUFFIX = re.compile(r"^(.*)\.trainer_(\d+)$")
 
@@ -65,6 +68,15 @@ class PServerRuntime(PServerHandler):
         self.blocks = [b for b in a["optimize_blocks"] if b != self.lr_block]
         self.vars = program.global_block().vars
         self.accepted = set(op.input("X")) | self._lr_inputs()
+        self.geo = a["distributed_mode"] == GEO
+        # Geo-SGD: deltas arrive unlisted in X (fluid's); a table's rows changed since each
+        # trainer's last receive are what that trainer receives of it
+        self.geo_rows: dict = {}
+        if self.geo:
+            self.accepted |= set(self.grad_blocks)
+            for entry in a["sparse_grad_to_param"]:
+                delta, _, param = entry.rpartition(":")
+                self.geo_rows[param] = (delta, [set() for _ in range(self.trainers)])
         rng = np.random.default_rng(program.random_seed or None)
         self._plans = {b: Plan(program, [], [], rng, place=place, block_index=b)
                        for b in self.blocks + ([self.lr_block] if self.lr_block >= 0 else [])}
@@ -153,6 +165,8 @@ class PServerRuntime(PServerHandler):
                     f"sequence of trainer programs")
             for name, value in values.items():
                 self.values[name] = _on(self.xp, value)
+            if self.geo:
+                self._record_geo_rows(values)
             if not self.sync:
                 blocks = sorted({self.grad_blocks[g] for g in values if g in self.grad_blocks})
                 if blocks:
@@ -183,7 +197,28 @@ class PServerRuntime(PServerHandler):
                     backup = f"{n}.trainer_{trainer_id}_bak"
                     if backup in self.vars:
                         self.values[backup] = self.xp.array(self.values[n], copy=True)
+            if self.geo:
+                return {n: self._geo_value(trainer_id, n) for n in names}
             return {n: _host(dense_of(self.values[n])) for n in names}
+
+    def _record_geo_rows(self, values) -> None:
+        for delta, per_trainer in self.geo_rows.values():
+            sent = values.get(delta)
+            if isinstance(sent, SelectedRows) and sent.rows.size:
+                rows = set(np.asarray(_host(sent.rows)).reshape(-1).tolist())
+                for changed in per_trainer:
+                    changed |= rows
+
+    def _geo_value(self, trainer_id, name):
+        """A table's rows changed since this trainer's last receive (fluid's
+        AsyncSparseParamUpdateRecorder), as SelectedRows; a dense block whole."""
+        value = self.values[name]
+        if name not in self.geo_rows:
+            return _host(dense_of(value))
+        changed = self.geo_rows[name][1][trainer_id]
+        rows = np.array(sorted(changed), dtype=np.int64)
+        changed.clear()
+        return SelectedRows(rows, _host(value[rows]), int(value.shape[0]))
 
     def prefetch(self, trainer_id, table, ids, timeout):
         with self._cond:

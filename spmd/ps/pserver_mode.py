@@ -21,6 +21,13 @@ from .analysis import (
     remote_prefetch_tables,
     sparse_table_names,
 )
+from .geo import (
+    GEO,
+    build_geo_pserver_program,
+    check_geo_options,
+    place_geo,
+    rewrite_geo_trainer,
+)
 from .pserver_program import build_pserver_program, build_pserver_startup
 from .slicing import block_var_name, slice_variable
 from .trainer_program import (
@@ -67,8 +74,12 @@ class PServerTranspile:
         self.trainer_id, self.trainer_num = int(trainer_id), int(trainers)
         self.current_endpoint = current_endpoint
         self.sync_mode = bool(sync_mode) and bool(config.sync_mode)
-        self.distributed_mode = (SYNC if self.sync_mode else
+        self.geo = bool(config.geo_sgd_mode)
+        self.distributed_mode = (GEO if self.geo else SYNC if self.sync_mode else
                                  ASYNC if config.runtime_split_send_recv else HALF_ASYNC)
+        if self.geo:
+            check_geo_options(self)
+            self.sync_mode = False
         self._check_options()
         block = program.global_block()
         _prefetch_distributed_tables(block, distributed_tables(block))
@@ -80,6 +91,10 @@ class PServerTranspile:
         self.sparse_tables = sparse_table_names(block)
         self.height_sections: dict[str, list] = {}
         self.counter_name = self.counter_send = None
+        if self.geo:
+            place_geo(self, block)
+            rewrite_geo_trainer(self, block)
+            return
         self._place(block)
         self._rewrite_trainer(block)
 
@@ -93,11 +108,12 @@ class PServerTranspile:
             raise InvalidArgumentError(
                 "DistributeTranspilerConfig.runtime_split_send_recv needs config.sync_mode = "
                 "False (fluid's rule)")
-        for name in ("half_async", "completely_not_async", "geo_sgd_mode"):
+        for name in ("half_async", "completely_not_async"):
             if getattr(c, name):
                 raise InvalidArgumentError(
                     f"DistributeTranspilerConfig.{name}=True: that communicator mode of fluid "
-                    f"(its fleet runtime) is not transpiled here; use sync_mode True or False")
+                    f"(its fleet runtime) is not transpiled here; use sync_mode True or False, "
+                    f"or geo_sgd_mode=True (Geo-SGD)")
         if c.print_log:
             _warn_once("print_log", "DistributeTranspilerConfig.print_log has no effect in "
                                     "spmd: print the programs (print(program)) instead")
@@ -204,6 +220,8 @@ class PServerTranspile:
             self.grad_of_block[pb.name] = gb
 
     def trainer_program(self, wait_port: bool):
+        if self.geo:  # Geo-SGD: the trainer keeps its optimizer
+            self._stripped = True
         if not getattr(self, "_stripped", False):
             strip_optimizer(self, self.program, self.startup)
             self._stripped = True
@@ -220,12 +238,14 @@ class PServerTranspile:
 
     def pserver_program(self, endpoint):
         self._check_endpoint(endpoint)
+        if self.geo:
+            return build_geo_pserver_program(self, endpoint)
         return build_pserver_program(self, endpoint)
 
     def pserver_startup(self, endpoint, pserver_program=None):
         self._check_endpoint(endpoint)
         if pserver_program is None:
-            pserver_program = build_pserver_program(self, endpoint)
+            pserver_program = self.pserver_program(endpoint)
         return build_pserver_startup(self, endpoint, pserver_program)
 
 

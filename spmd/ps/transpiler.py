@@ -4,7 +4,9 @@ pserver mode (fluid's default) splits a trained program as fluid 1.8 does: param
 gradients are cut into row blocks (spmd/ps/slicing.py) placed on the pservers; the trainer
 program sends gradient blocks and receives parameter blocks in place of the updates
 (spmd/ps/trainer_program.py); each pserver program serves its blocks and runs their updates
-(spmd/ps/pserver_program.py).
+(spmd/ps/pserver_program.py). With config.geo_sgd_mode (Geo-SGD, spmd/ps/geo.py) the trainer
+keeps its optimizer and pushes parameter deltas every geo_sgd_need_push_nums steps, which the
+pservers add.
 
 nccl2 mode appends the communicator-init op to the startup program; the trainers then run
 `ParallelExecutor(num_trainers=..., trainer_id=...)` (or CompiledProgram.with_data_parallel)
@@ -32,6 +34,8 @@ class DistributeTranspilerConfig:
 
     >>> config = DistributeTranspilerConfig()
     >>> config.slice_var_up = False   # each parameter whole on one pserver
+    >>> # Geo-SGD: config.sync_mode = False; config.geo_sgd_mode = True
+    >>> # config.geo_sgd_need_push_nums = 5   # push the deltas every 5 local steps
     """
 
     slice_var_up: bool = True

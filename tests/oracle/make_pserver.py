@@ -23,6 +23,10 @@ checked through the losses of the later steps (they are prefetched from the pser
 
 Run with the oracle's Python from outside the checkout (see README.md):
     cd /tmp && /tmp/pd18/bin/python /path/to/spmd/tests/oracle/make_pserver.py
+
+`--geo-programs` writes only data/geo_transpiler.json: fluid 1.8.5's GeoSgdTranspiler programs
+(Geo-SGD, k=5) of the "mixed" model for 2 pservers and 2 trainers, as trainer 0, through
+`geo_programs` (tests/unit/test_ps_transpiler_oracle.py runs the same on spmd).
 """
 import os
 import socket
@@ -146,6 +150,72 @@ def run_roles(tmp, command, args, extra_env=no_extra_env):
     return out
 
 
+GEO_PSERVERS = "127.0.0.1:6170,127.0.0.1:6171"
+
+
+def _geo_names(names):
+    return ["@CONTROL" if n.startswith("__control_var") else n for n in names]
+
+
+def _geo_op(op, slots):
+    return [op.type] + [_geo_names(op.input(s) if s in op.input_names else op.output(s))
+                        for s in slots]
+
+
+def geo_programs(fluid, transpiler_class):
+    """Geo-SGD programs of the mixed model (trainer 0 of 2, 2 pservers, k=5) described the
+    same way for fluid and spmd: op types and slots, listen_and_serv's attributes, the
+    pservers' variables (shape and type) and startup ops."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.data("ids", [None, 1], "int64")
+        x = fluid.data("x", [None, 100], "float32")
+        y = fluid.data("y", [None, 1], "float32")
+        emb = fluid.layers.embedding(ids, size=[2048, 16], is_sparse=True)
+        h = fluid.layers.fc(fluid.layers.concat([x, emb], axis=1), 200, act="tanh")
+        pred = fluid.layers.fc(h, 1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        fluid.optimizer.SGD(0.05).minimize(loss)
+    config = fluid.DistributeTranspilerConfig()
+    config.sync_mode, config.runtime_split_send_recv = False, True
+    config.geo_sgd_mode, config.geo_sgd_need_push_nums = True, 5
+    t = transpiler_class(config)
+    t.transpile(0, program=main, pservers=GEO_PSERVERS, trainers=2, startup_program=startup)
+    trainer = t.get_trainer_program(wait_port=False)
+    startup = getattr(t, "trainer_startup_program", startup)
+    send = trainer.global_block().ops[-1]
+    out = {"trainer_types": [op.type for op in trainer.global_block().ops],
+           "trainer_send": _geo_op(send, ["X", "Out"]) + [list(send.attr("send_varnames"))],
+           "startup": [_geo_op(op, ["Out"]) for op in startup.global_block().ops
+                       if op.type in ("recv", "fetch_barrier", "concat", "send")],
+           "pservers": {}}
+    for ep in GEO_PSERVERS.split(","):
+        prog, start = t.get_pserver_programs(ep)
+        serve = [op for op in prog.global_block().ops if op.type == "listen_and_serv"][0]
+        out["pservers"][ep] = {
+            "X": list(serve.input("X")),
+            "attrs": {k: serve.attr(k) for k in ("distributed_mode", "grad_to_block_id",
+                                                 "sparse_grad_to_param", "Fanin")},
+            "blocks": [[_geo_op(op, ["X", "Out"]) for op in prog.block(i).ops]
+                       for i in range(1, prog.num_blocks)],
+            "vars": {n: [list(v.shape), str(v.type).split(".")[-1]]
+                     for n, v in prog.global_block().vars.items()},
+            "startup": [_geo_op(op, ["Out"]) for op in start.global_block().ops]}
+    return out
+
+
+def write_geo_programs():
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    import paddle
+    import paddle.fluid as fluid
+    from oracle_io import save
+    from paddle.fluid.transpiler.geo_sgd_transpiler import GeoSgdTranspiler
+
+    save("geo_transpiler", {"mixed": geo_programs(fluid, GeoSgdTranspiler)},
+         meta={"fluid": paddle.__version__})
+
+
 def main():
     sys.path.insert(0, os.path.join(HERE, ".."))
     sys.path.insert(0, os.path.dirname(SCRIPT))
@@ -166,6 +236,8 @@ def main():
 
 
 if __name__ == "__main__":
+    if "--geo-programs" in sys.argv:
+        sys.exit(write_geo_programs())
     if ROLE_FLAG in sys.argv:
         sys.exit(dense_embedding_role([a for a in sys.argv[1:] if a != ROLE_FLAG]))
     main()

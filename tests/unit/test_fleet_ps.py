@@ -105,8 +105,7 @@ def test_strategies_pick_the_training_mode():
     assert training_mode(config) == "half_async"
     config.runtime_split_send_recv = True
     assert training_mode(config) == "async"
-    with pytest.raises(InvalidArgumentError, match="Geo-SGD.*create_async_strategy"):
-        training_mode(StrategyFactory.create_geo_strategy(10))
+    assert training_mode(StrategyFactory.create_geo_strategy(10)) == "geo"  # test_ps_geo.py
     # what the transpiler runs: fluid's mode flags resolved, the user's slicing kept
     strategy = StrategyFactory.create_sync_strategy()
     strategy.set_program_config({"slice_var_up": False, "sync_mode": False})
@@ -197,8 +196,6 @@ def test_fleet_calls_out_of_place_are_refused():
     f.init(role_maker.UserDefinedRoleMaker(0, role_maker.Role.WORKER, 2, SERVERS))
     with pytest.raises(PreconditionError, match="minimize"):
         f.init_worker()
-    with pytest.raises(InvalidArgumentError, match="Geo-SGD"):
-        f.distributed_optimizer(fluid.optimizer.SGD(0.1), StrategyFactory.create_geo_strategy())
     with pytest.raises(InvalidArgumentError, match="StrategyFactory"):
         f.distributed_optimizer(fluid.optimizer.SGD(0.1), "sync")
     strategy = StrategyFactory.create_sync_strategy()

@@ -229,3 +229,28 @@ def test_pserver_startup_matches_fluid(case, ep):
 def test_fluid_hash_name_cannot_run_under_its_transpiler():
     """Why the hash case uses a crc32 dispatcher: fluid 1.8.5's HashName calls var.name()."""
     assert "TypeError" in FLUID18["fluid_hash_name_error"]
+
+
+def test_geo_sgd_programs_match_fluid():
+    """Geo-SGD (tests/oracle/make_pserver.py --geo-programs: fluid 1.8.5's GeoSgdTranspiler,
+    k=5): the trainer program is the trained one (optimizer kept) plus one send at its end;
+    the startup receives the dense parameters then sends param_init; each pserver adds
+    `<block>.delta` to its blocks. spmd's geo send also lists the parameters in X and Out
+    (its kernel sees values only through its slots; fluid's communicator reads the scope)."""
+    from oracle.make_pserver import geo_programs
+
+    want = load("geo_transpiler")["mixed"]
+    got = geo_programs(fluid, fluid.DistributeTranspiler)
+    def types(names):  # the loss: fluid's elementwise_sub + square, spmd's one op
+        return [t for t in names if not t.startswith(("square", "elementwise_sub"))]
+
+    assert types(got["trainer_types"]) == types(want["trainer_types"])
+    assert got["trainer_types"].count("sgd") == 5 and got["trainer_types"][-1] == "send"
+    kind, xs, outs, tables = got["trainer_send"]
+    w_kind, w_xs, w_outs, w_tables = want["trainer_send"]
+    assert (kind, xs[:len(w_xs)], outs[:1], tables) == (w_kind, w_xs, w_outs, w_tables)
+    held = {n.split(".block")[0] for ep in want["pservers"].values() for n in ep["vars"]
+            if not n.endswith(".delta")}
+    assert xs[len(w_xs):] == outs[1:] and set(xs[len(w_xs):]) == held
+    assert got["startup"] == want["startup"]
+    assert got["pservers"] == want["pservers"]

@@ -7,6 +7,7 @@ The role comes from PaddleCloudRoleMaker, which reads what `paddle-launch --serv
 PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID, POD_IP and PADDLE_PORT.
 
     paddle-launch --server_num 2 --worker_num 2 examples/pserver/train_fleet.py [--mode async]
+    (modes: sync, async, half_async, geo [--geo_every K])
 """
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ from spmd.fluid.incubate.fleet.parameter_server.distribute_transpiler import (
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=["sync", "async", "half_async"], default="sync",
+    p.add_argument("--mode", choices=["sync", "async", "half_async", "geo"], default="sync",
                    help="StrategyFactory.create_<mode>_strategy()")
+    p.add_argument("--geo_every", type=int, default=10,
+                   help="geo mode: push the parameters' deltas every this many steps")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch_size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
@@ -36,7 +39,9 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     fleet.init(role_maker.PaddleCloudRoleMaker())
-    strategy = getattr(distributed_strategy.StrategyFactory, f"create_{args.mode}_strategy")()
+    factory = distributed_strategy.StrategyFactory
+    strategy = (factory.create_geo_strategy(args.geo_every) if args.mode == "geo" else
+                getattr(factory, f"create_{args.mode}_strategy")())
     loss = ctr_net()
     optimizer = fleet.distributed_optimizer(fluid.optimizer.Adagrad(args.lr), strategy)
     optimizer.minimize(loss)

@@ -1,7 +1,7 @@
 """examples/pserver/train_fleet.py (train.py's CTR job written with fluid 1.8's fleet API in
 parameter-server mode, roles from PaddleCloudRoleMaker) run every way a job is started:
 
-- `paddle-launch --server_num 2 --worker_num 2` in sync, async and half_async mode: it exits 0
+- `paddle-launch --server_num 2 --worker_num 2` in sync, async, half_async and geo mode: exits 0
   within its deadline, every role logs, each pserver serves in that mode and ends, and each
   trainer's loss falls (mean of the last steps below the mean of the first);
 - `mpiexec -n 4 paddle-launch --server_num 2` (ranks 0-1 serve, ranks 2-3 train);
@@ -61,7 +61,7 @@ def endpoints() -> str:
 
 
 @pytest.mark.timeout(2 * DEADLINE_S)
-@pytest.mark.parametrize("mode", ["sync", "async", "half_async"])
+@pytest.mark.parametrize("mode", ["sync", "async", "half_async", "geo"])
 def test_fleet_example_trains_under_paddle_launch(tmp_path, token, mode):
     log = tmp_path / "log"
     res = run(launcher("--server_num", "2", "--worker_num", "2", "--log_dir", str(log),

@@ -125,9 +125,7 @@ def role_main(argv=None) -> int:
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.global_scope()
     if role == "LOCAL":
-        exe.run(startup)
-        for name, value in np.load(args.init).items():
-            scope.var(name).get_tensor().set(value, fluid.CPUPlace())
+        ps_role.start_from(exe, startup, scope, args.init)
         out = _train(exe, main, loss, args, 0, 1, names)
         np.savez(args.out, **out, **_params(scope, names))
         return 0

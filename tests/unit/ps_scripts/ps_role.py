@@ -143,6 +143,14 @@ def set_blocks(program, scope, init: dict, pservers: int) -> None:
             scope.var(name).get_tensor().set(value, fluid.CPUPlace())
 
 
+def start_from(exe, startup, scope, init_path) -> None:
+    """A LOCAL run's start: the startup program, then the parameters saved in `init_path`
+    (the pserver jobs' initial values), so it trains from where the job trained."""
+    exe.run(startup)
+    for name, value in np.load(init_path).items():
+        scope.var(name).get_tensor().set(value, fluid.CPUPlace())
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="mixed")
@@ -165,9 +173,7 @@ def main(argv=None):
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.global_scope()
     if role == "LOCAL":
-        exe.run(startup)
-        for name, value in np.load(args.init).items():
-            scope.var(name).get_tensor().set(value, fluid.CPUPlace())
+        start_from(exe, startup, scope, args.init)
         losses = [float(exe.run(main_prog, feed=feed, fetch_list=[loss])[0])
                   for feed in batches(args.model, args.steps)]
         np.savez(args.out, losses=np.array(losses), **persistables(main_prog, scope))

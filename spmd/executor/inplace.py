@@ -64,7 +64,9 @@ class MemoryReport:
     """What a plan's memory options did: `inplace_ops`, the ops that may update in place;
     `lent_last_run`, the buffers lent in the latest run; `lent_total`, in every run so far;
     `reuse_ops`, `reused_last_run`, `reused_total`: the same for the activations, ops that
-    may write an output into the buffer of an input dying there (DyingInputs).
+    may write an output into the buffer of an input dying there (DyingInputs); `stand_ins`,
+    the values each run replaces by a shape-only stand-in after their last data reader, as
+    only ops reading their shapes remain (liveness.py, stand_in.py).
 
     >>> MemoryReport().lent_total
     0
@@ -76,6 +78,7 @@ class MemoryReport:
     reuse_ops: int = 0
     reused_last_run: int = 0
     reused_total: int = 0
+    stand_ins: int = 0
 
 
 def _count(holder: dict, key) -> int:

@@ -1,7 +1,9 @@
 """What a plan's ops read and write, worked out once when the plan compiles: which values come
 from outside (feeds, the scope, stand-in zeros), which the run writes back, and after which
 step each value is dead, so the flat loop drops it there (the reference semantics: a value
-lives until its last reader).
+lives until its last reader). A value whose last readers read only its shape (an op
+definition's `no_need_buffer` slots) keeps its buffer only until its last other reader: a
+shape-only stand-in takes its place there.
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import dataclasses
 
 from ..core.variable import Variable
 from ..errors import PreconditionError
+from ..ops.registry import get_op_def
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +32,10 @@ class Liveness:
     frees_at: dict[int, list[str]]
     """step index -> the values dead after it (neither persistable, fetched nor, in a
     sub-block, its caller's)"""
+    shrinks_at: dict[int, list[str]]
+    """step index -> the values whose buffer is dead after it while later ops read only their
+    shapes (their op definitions' no_need_buffer slots): a shape-only stand-in replaces
+    them there (stand_in.py); freed as the others after their last reader"""
 
 
 def ops_for_rank(block, rank: int | None) -> list[tuple[int, object]]:
@@ -48,6 +55,7 @@ def liveness(block, ops, feed_names, fetch_names, block_index: int) -> Liveness:
     reads_before_write: list[str] = []
     zero_reads: list[str] = []
     last_use: dict[str, int] = {}
+    last_buffer: dict[str, int] = {}  # the last step reading (or writing) the value's data
     for k, (_, op) in enumerate(ops):
         for n in op.input_arg_names:
             if n not in written and n not in reads_before_write and n not in zero_reads:
@@ -56,9 +64,12 @@ def liveness(block, ops, feed_names, fetch_names, block_index: int) -> Liveness:
                 else:
                     reads_before_write.append(n)
             last_use[n] = k
+        for n in _buffer_reads(op):
+            last_buffer[n] = k
         for n in op.output_arg_names:
             written.add(n)
             last_use[n] = max(last_use.get(n, k), k)
+            last_buffer[n] = k
     zero_specs = [_zeros_spec(var(n)) for n in zero_reads]
     needed_feeds = [n for n in reads_before_write if var(n).is_data and not var(n).persistable]
     feed_set = set(feed_names)
@@ -69,12 +80,25 @@ def liveness(block, ops, feed_names, fetch_names, block_index: int) -> Liveness:
     if block_index:  # a sub-block frees only its own temporaries, never its caller's values
         keep |= {n for n in last_use if n not in block.vars}
     frees_at: dict[int, list[str]] = {}
+    shrinks_at: dict[int, list[str]] = {}
     for n, k in last_use.items():
         if n not in keep:
             frees_at.setdefault(k, []).append(n)
+            kb = last_buffer.get(n)
+            if kb is not None and kb < k:  # only shape reads after step kb
+                shrinks_at.setdefault(kb, []).append(n)
     return Liveness(needed_feeds=needed_feeds, scope_reads=scope_reads,
                     fetch_from_scope=fetch_from_scope, zero_reads=zero_specs,
-                    persist_writes=persist_writes, frees_at=frees_at)
+                    persist_writes=persist_writes, frees_at=frees_at, shrinks_at=shrinks_at)
+
+
+def _buffer_reads(op):
+    """The names `op` reads the data of: all its inputs but those only in no_need_buffer
+    slots."""
+    shape_only = get_op_def(op.type).no_need_buffer
+    if not shape_only:
+        return op.input_arg_names
+    return [n for slot, names in op.inputs.items() if slot not in shape_only for n in names]
 
 
 def _zeros_spec(var: Variable):

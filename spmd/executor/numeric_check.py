@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FeedError, NumericError
+from .stand_in import ShapeOnly
 
 
 def _bad(xp, array) -> str | None:
@@ -64,7 +65,9 @@ def _input_summary(xp, ins: dict) -> str:
     for slot, value in ins.items():
         arrays = value if isinstance(value, (list, tuple)) else [value]
         for array in arrays:
-            if hasattr(array, "dtype"):
+            if type(array) is ShapeOnly:  # a no-need-buffer input: only its shape is kept
+                parts.append(f"{slot} {list(array.shape)} (shape only)")
+            elif hasattr(array, "dtype"):
                 found = _bad(xp, array)
                 parts.append(f"{slot} {list(array.shape)}" + (f" (holds {found})" if found
                                                                 else ""))

@@ -32,7 +32,10 @@ from .numeric_check import check_feeds
 from .profiled_run import run_profiled
 from .run_errors import op_failed, uninitialized
 from .ssa import ScheduleReport, SSAExecutor, sequential_report
+from .stand_in import ShapeOnly
 from .steps import Binding, bind_steps
+
+shape_only = ShapeOnly.of  # (a module global: the flat loop looks it up once per stand-in)
 
 
 def _rank_tag() -> str:
@@ -82,7 +85,9 @@ class Plan:
         inplace = self.memory.inplace and not block_index and not self.check_nan_inf
         dying = DyingInputs(self._memory_report) if inplace else None  # activations
         binding = self._binding(rng, update_rng, place, inplace, dying)
-        self.steps, self._scope_updates = bind_steps(ops, live.frees_at, self.scope_reads, binding)
+        self.steps, self._scope_updates = bind_steps(ops, live.frees_at, self.scope_reads, binding,
+                                                     live.shrinks_at)
+        self._memory_report.stand_ins = sum(len(s.shrinks) for s in self.steps)
         self._bind_collectives(block)
         concurrent = threads > 1 and not block_index and not getattr(place, "is_gpu", False)
         self._bind_threads(threads if concurrent else 1, dying)
@@ -279,6 +284,9 @@ class Plan:
                 res = None  # no reference to a value beyond its last reader (nor to lend)
                 for n in step.frees:
                     del env[n]
+                if step.shrinks:  # only their shapes are read from here on (most: empty)
+                    for n in step.shrinks:
+                        env[n] = shape_only(env[n], n)
             if self.has_collectives:  # outputs of collectives are complete before the commit
                 (wait_all or self.comm.wait_all)()
         except Exception as e:  # noqa: BLE001 - re-raised with the op named

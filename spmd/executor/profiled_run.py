@@ -45,4 +45,4 @@ def _timer(fn, name: str, rec, thread):
 def _timed(steps, rec, thread) -> list:
     """`steps` with each kernel wrapped to record an event named after its op type."""
     return [Step(_timer(s.fn, s.where[1].type, rec, thread), s.ins, s.outs, s.attrs, s.want,
-                 s.frees, s.where, s.ctx) for s in steps]
+                 s.frees, s.where, s.ctx, s.shrinks) for s in steps]

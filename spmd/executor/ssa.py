@@ -13,7 +13,9 @@ flow (a sub-block may hold either; its body runs sequentially), host ops calling
 pure. The chain runs on the calling thread (the place's thread, as before: the communicators
 and the profiler see the same thread); every other op runs on whichever thread is free, the
 lowest program index first. A value is dropped once every op touching it finished (the flat
-loop drops it after its last user in program order: the same values, at most later).
+loop drops it after its last user in program order: the same values, at most later); a value
+only read for its shape after its last data reader (stand_in.py) is replaced by its stand-in
+once every op touching it up to that reader finished.
 
 In-place updates (inplace.py) stay correct: an op writing a name over its input waits for
 every reader of that name, and an alias of the buffer (a view, the same array under another
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from ..errors import PreconditionError
 from ..kernels.registry import takes_context
 from ..ops.registry import get_op_def
+from .stand_in import ShapeOnly
 
 # Kernels with a KernelContext that are pure functions of their inputs all the same: the
 # context offers them an output buffer (a gradient bucket's view, a lent input, a gathered
@@ -122,6 +125,7 @@ class Graph:
             for k in touched[n]:
                 drops[k].append(n)
         self.drops = tuple(tuple(d) for d in drops)
+        self.shrink_users, self.shrinks = _shrinks(steps, touched)
         level = [0] * len(steps)
         for k, ps in enumerate(preds):
             level[k] = 1 + max((level[p] for p in ps), default=0)
@@ -164,6 +168,22 @@ def _dependencies(steps, chained) -> tuple[list, dict]:
     return preds, touched
 
 
+def _shrinks(steps, touched: dict) -> tuple[dict, tuple]:
+    """(name -> how many steps must finish before its shape-only stand-in replaces it, per
+    step the names it counts down): the steps touching the name up to the one whose
+    `shrinks` name it (its last data reader in program order); the ops after it read only
+    the shape, of the array or of the stand-in alike."""
+    users: dict[str, int] = {}
+    per_step: list[list] = [[] for _ in steps]
+    for kb, step in enumerate(steps):
+        for n in step.shrinks:
+            before = [k for k in touched[n] if k <= kb]
+            users[n] = len(before)
+            for k in before:
+                per_step[k].append(n)
+    return users, tuple(tuple(p) for p in per_step)
+
+
 def _after_everything_before(preds: list, updates) -> None:
     """Each step of `updates` waits for every step before the first of them: for the steps
     there that nothing there waits for (the others finish before those)."""
@@ -178,12 +198,13 @@ class _Run:
     """One run's state, guarded by its pool's lock."""
 
     __slots__ = ("steps", "graph", "env", "xp", "waits", "users", "ready", "chain", "left",
-                 "in_flight", "failure", "began")
+                 "in_flight", "failure", "began", "shrink_users")
 
     def __init__(self, steps, graph: Graph, env: dict, xp):
         self.steps, self.graph, self.env, self.xp = steps, graph, env, xp
         self.waits = list(graph.waits)
         self.users = dict(graph.users)
+        self.shrink_users = dict(graph.shrink_users)
         self.ready: list[int] = []  # pure ops whose inputs are ready, by program index
         self.chain = None  # the chained op whose turn it is, once its inputs are ready
         self.left = len(steps)
@@ -365,6 +386,10 @@ class SSAExecutor:
             if waits[s] == 0:
                 run.release(s)
         users, env = run.users, run.env
+        for n in graph.shrinks[k]:  # its last data reader is done: keep only its shape
+            run.shrink_users[n] -= 1
+            if run.shrink_users[n] == 0 and n in env:
+                env[n] = ShapeOnly.of(env[n], n)
         for n in graph.drops[k]:
             users[n] -= 1
             if users[n] == 0:

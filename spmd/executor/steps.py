@@ -26,11 +26,15 @@ _UPDATE_ROLES = frozenset({OpRole.OPTIMIZE, OpRole.LR_SCHED, OpRole.AVERAGE})
 
 
 class Step:
-    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx")
+    """One op bound: `frees`, the values dropped after it; `shrinks`, the values a shape-only
+    stand-in replaces after it (liveness.py's shrinks_at; empty for most steps)."""
 
-    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx):
+    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx", "shrinks")
+
+    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx, shrinks=()):
         self.fn, self.ins, self.outs, self.attrs = fn, ins, outs, attrs
         self.want, self.frees, self.where, self.ctx = want, frees, where, ctx
+        self.shrinks = shrinks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +55,13 @@ class Binding:
     report: MemoryReport  # counts what the loans do
 
 
-def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding) -> tuple[list, tuple]:
+def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding,
+               shrinks_at: dict | None = None) -> tuple[list, tuple]:
     """The steps of `ops` ((program index, op) pairs) freeing `frees_at`'s values (step index
-    -> names), and the indices of the steps that may write over a value read from the scope
-    (the SSA executor keeps those in program order)."""
+    -> names) and replacing `shrinks_at`'s by shape-only stand-ins, and the indices of the
+    steps that may write over a value read from the scope (the SSA executor keeps those in
+    program order)."""
+    shrinks_at = shrinks_at or {}
     steps = []
     unwritten = set(scope_reads)  # read from the scope, not yet written by an op
     scope_updates: list[int] = []
@@ -67,7 +74,9 @@ def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding) -> tuple[list
                             binding.comm, binding.place, binding.rank_tag, binding.run_block, op)
         fn = get_kernel(op.type)
         if binding.dying is not None:  # innermost: the kernel itself takes `lent`
-            fn = binding.dying.bind(fn, op, opdef, k, frees_at.get(k, ()), reuse_pairs(op.type))
+            # a value whose buffer dies here dies for a loan too: later ops read only its shape
+            dies = (*frees_at.get(k, ()), *shrinks_at.get(k, ()))
+            fn = binding.dying.bind(fn, op, opdef, k, dies, reuse_pairs(op.type))
         if takes_context(op.type):
             fn = _with_context(fn, ctx)
         # a collective queued on the communication thread fills its outputs later: they
@@ -89,7 +98,8 @@ def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding) -> tuple[list
             if any(others > 1 for *_, others in pairs):  # may write over a scope value
                 scope_updates.append(k)
             binding.report.inplace_ops += 1
-        steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees, (i, op), ctx))
+        steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees, (i, op), ctx,
+                          tuple(shrinks_at.get(k, ()))))
     return steps, tuple(scope_updates)
 
 

@@ -80,7 +80,10 @@ def mul(xp, ins, attrs, want):
     x, y = ins["X"], ins["Y"]
     xk, yk = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
     out = _as_matrix(x, xk) @ _as_matrix(y, yk)
-    return {"Out": out.reshape(x.shape[:xk] + y.shape[yk:])}
+    shape = x.shape[:xk] + y.shape[yk:]
+    # the product itself where it has Out's shape, not a view of it: a view is never lent
+    # (executor/inplace.py), and the fc's bias add may write into it once it dies there
+    return {"Out": out if out.shape == shape else out.reshape(shape)}
 
 
 @kernel("mul_grad", context=True)
@@ -229,10 +232,19 @@ _elementwise("elementwise_max", lambda xp, x, y: xp.maximum(x, y))
 _elementwise("elementwise_min", lambda xp, x, y: xp.minimum(x, y))
 
 
+def _aligned_shape(x, y, axis) -> tuple:
+    """The shape align_y gives Y, from X's ndim and Y's shape only (the grad kernels of add and
+    sub may be given shape-only stand-ins for X and Y: their buffers are not needed)."""
+    shape = tuple(y.shape)
+    if axis == -1 or x.ndim == len(shape):
+        return shape
+    return (1,) * axis + shape + (1,) * (x.ndim - axis - len(shape))
+
+
 def _grad_y(xp, full, x, y, axis):
     """Y's gradient from a gradient of Out's shape: summed over what Y was broadcast along."""
-    g = unbroadcast(xp, full, align_y(x, y, axis).shape)
-    return g if g.shape == y.shape else g.reshape(y.shape)
+    g = unbroadcast(xp, full, _aligned_shape(x, y, axis))
+    return g if g.shape == tuple(y.shape) else g.reshape(y.shape)
 
 
 @kernel("elementwise_add_grad")

@@ -72,8 +72,11 @@ def _flat2(shape, k):
     return _prod(shape[:k]), _prod(shape[k:])
 
 
+# mul_grad takes Out (every forward slot) but its kernel never reads it: no-need-buffer, so the
+# product's buffer need not live from the forward pass to the backward one for it
 @define_op("mul", inputs=["X", "Y"], outputs=["Out"],
-           attrs={"x_num_col_dims": ("int", 1), "y_num_col_dims": ("int", 1)})
+           attrs={"x_num_col_dims": ("int", 1), "y_num_col_dims": ("int", 1)},
+           grad_no_need_buffer=("Out",))
 def _mul(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
     xk, yk = ctx.attr("x_num_col_dims"), ctx.attr("y_num_col_dims")
@@ -165,11 +168,14 @@ def _elementwise_infer(ctx):
 ELEMENTWISE_ATTRS = {"axis": ("int", -1), "use_mkldnn": ("bool", False)}
 
 # The grad kernels need X and Y (their shapes at least); div also reads Out, as fluid's does.
-for _type, _uses in [("elementwise_add", ("X", "Y")), ("elementwise_sub", ("X", "Y")),
-                     ("elementwise_mul", ("X", "Y")), ("elementwise_div", ("X", "Y", "Out")),
-                     ("elementwise_max", ("X", "Y")), ("elementwise_min", ("X", "Y"))]:
+# add's and sub's read X and Y only for their shapes (fluid: DECLARE_NO_NEED_BUFFER_VARS_INFERER
+# (ElementwiseGradNoBufVarsInference, "X", "Y")), so the plan need not keep their buffers.
+for _type, _uses, _shape_only in [
+        ("elementwise_add", ("X", "Y"), ("X", "Y")), ("elementwise_sub", ("X", "Y"), ("X", "Y")),
+        ("elementwise_mul", ("X", "Y"), ()), ("elementwise_div", ("X", "Y", "Out"), ()),
+        ("elementwise_max", ("X", "Y"), ()), ("elementwise_min", ("X", "Y"), ())]:
     define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
-              grad_uses=_uses)(_elementwise_infer)
+              grad_uses=_uses, grad_no_need_buffer=_shape_only)(_elementwise_infer)
 
 def _floordiv_infer(ctx):
     # fluid 1.8 registers elementwise_floordiv for int32 / int64 only ("does not have kernel
@@ -293,16 +299,17 @@ def _reduce_infer(ctx):
 
 REDUCE_ATTRS = {"dim": ("ints", [0]), "keep_dim": ("bool", False), "reduce_all": ("bool", False)}
 
-# sum and mean gradients need only X's shape; max compares X with Out
+# sum and mean gradients need only X's shape (no-need-buffer, as fluid's); max compares X with Out
 define_op("reduce_sum", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
-          grad_uses=("X",))(_reduce_infer)
+          grad_uses=("X",), grad_no_need_buffer=("X",))(_reduce_infer)
 define_op("reduce_mean", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
-          grad_uses=("X",))(_reduce_infer)
+          grad_uses=("X",), grad_no_need_buffer=("X",))(_reduce_infer)
 define_op("reduce_max", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
           grad_uses=("X", "Out"))(_reduce_infer)
 
 
-@define_op("mean", inputs=["X"], outputs=["Out"], grad_uses=("X",))
+# mean_grad reads X only for its shape, size and dtype (fluid: MeanGradNoNeedBufferVarsInferer)
+@define_op("mean", inputs=["X"], outputs=["Out"], grad_uses=("X",), grad_no_need_buffer=("X",))
 def _mean(ctx):
     ctx.set_output("Out", (1,), ctx.input("X").dtype)  # fluid 1.8: mean gives shape [1]
 

@@ -107,6 +107,10 @@ class OpDef:
     share_lod: tuple[tuple[str, str], ...] = ()
     lod_inputs: frozenset[str] = frozenset()
     lod_outputs: frozenset[str] = frozenset()
+    # input slots whose values the kernel reads only for shape, dtype, ndim and size (fluid's
+    # DECLARE_NO_NEED_BUFFER_VARS_INFERER): the plan may drop their buffers before the op runs
+    # and give the kernel a stand-in (spmd/executor/stand_in.py)
+    no_need_buffer: frozenset[str] = frozenset()
     input_slots: dict[str, Slot] = field(init=False)
     output_slots: dict[str, Slot] = field(init=False)
 
@@ -169,13 +173,14 @@ def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
 
 def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_grad_inputs=(),
               nondiff_outputs=(), grad_uses=None, random=False, collective=False,
-              share_lod=(), lod_inputs=(), lod_outputs=()):
+              share_lod=(), lod_inputs=(), lod_outputs=(), grad_no_need_buffer=()):
     """Decorator registering an op whose shape inference is the decorated function.
 
     LoD: `share_lod` pairs (input slot, output slot) give the output the input's LoD (and
     lod_level); `lod_inputs` / `lod_outputs` name the slots whose LoD the kernel reads as
     `ins[slot + "@LOD"]` / returns as `res[slot + "@LOD"]` (its shape inference then sets
-    the outputs' lod_level with `ctx.set_lod_level`)."""
+    the outputs' lod_level with `ctx.set_lod_level`). `grad_no_need_buffer`: the forward slots
+    the generated `<type>_grad` kernel reads only for their shapes (its `no_need_buffer`)."""
     origin = defining_module()
 
     def register(infer):
@@ -190,7 +195,9 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
         lod_rules.apply(opdef)
         OP_DEFS.register(type, opdef, origin)
         if grad == "default":
-            _define_default_grad(opdef, origin)
+            _define_default_grad(opdef, origin, frozenset(grad_no_need_buffer))
+        elif grad_no_need_buffer:
+            raise ValueError(f"op '{type}': grad_no_need_buffer needs the default grad op")
         return infer
 
     return register
@@ -200,7 +207,7 @@ def grad_var_name(name: str) -> str:
     return name + GRAD_SUFFIX
 
 
-def _define_default_grad(fwd: OpDef, origin: str):
+def _define_default_grad(fwd: OpDef, origin: str, no_need_buffer: frozenset = frozenset()):
     """`<type>_grad`: reads forward slots (all, or `grad_uses`) and output grads, writes input
     grads shaped like the inputs."""
     used = fwd.grad_uses
@@ -218,9 +225,13 @@ def _define_default_grad(fwd: OpDef, origin: str):
     # a collective forward (sync_batch_norm) has a collective gradient too; a sequence op's
     # gradient reads the LoD its forward read or wrote (gradients themselves carry none)
     read = {s.name for s in ins}
+    if not no_need_buffer <= read:
+        raise ValueError(f"op '{fwd.type}_grad': no-need-buffer slots "
+                         f"{sorted(no_need_buffer - read)} are not among its inputs {sorted(read)}")
     gdef = OpDef(fwd.type + "_grad", tuple(ins), tuple(outs), dict(fwd.attrs), infer_grad, None,
                  random=fwd.random, collective=fwd.collective, forward_type=fwd.type,
-                 lod_inputs=(fwd.lod_inputs | fwd.lod_outputs) & read)
+                 lod_inputs=(fwd.lod_inputs | fwd.lod_outputs) & read,
+                 no_need_buffer=no_need_buffer)
     OP_DEFS.register(gdef.type, gdef, origin)
 
 

@@ -118,13 +118,15 @@ def test_ranks_on_a_node_share_its_cores_for_blas_threads():
     assert share_cpu_threads(env, bound=16, total=16) is None and "OMP_NUM_THREADS" not in env
 
 
-def test_import_spmd_under_mpiexec_sets_each_ranks_thread_share():
-    code = "import os, spmd; print(os.environ.get('OMP_NUM_THREADS'))"
+def test_import_spmd_under_mpiexec_sets_each_ranks_thread_share(tmp_path):
+    # each rank writes its own file: two ranks' prints may interleave on mpiexec's stdout
+    code = ("import os, sys, spmd; open(os.path.join(sys.argv[1], os.environ['PMI_RANK']), "
+            "'w').write(str(os.environ.get('OMP_NUM_THREADS')))")
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     mpiexec = pathlib.Path(sys.executable).with_name("mpiexec")
-    out = subprocess.run([str(mpiexec), "-n", "2", sys.executable, "-c", code], env=env,
-                         capture_output=True, text=True, timeout=120, check=True)
+    subprocess.run([str(mpiexec), "-n", "2", sys.executable, "-c", code, str(tmp_path)],
+                   env=env, capture_output=True, text=True, timeout=120, check=True)
     bound, total = len(os.sched_getaffinity(0)), os.cpu_count()
     expected = str(bound if bound < total else max(1, total // 2))
-    assert out.stdout.split() == [expected, expected]
+    assert [(tmp_path / r).read_text() for r in ("0", "1")] == [expected, expected]

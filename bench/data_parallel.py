@@ -26,6 +26,7 @@ import pathlib  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import types  # noqa: E402
 
 import numpy as np  # noqa: E402
 from mlp import BATCH, SIZES, build, numpy_grads, params_of, sgd, timed, write_report  # noqa: E402
@@ -64,6 +65,28 @@ def interleaved(comm, fns, rounds: int, steps: int) -> list[float]:
     return [statistics.median(t) * 1e3 for t in times]
 
 
+def mlp_on_rank(comm, opt: str = "sgd", reduce: bool = False, fuse: bool = True):
+    """The bench MLP compiled data-parallel on this rank's batch (drawn with the rank as seed),
+    run once (compiled, rank 0's parameters broadcast): a namespace with `step()` (one more
+    step), `exe`, `scope`, `feed`, `x`, `y`, `loss` and `prog`."""
+    import spmd.fluid as fluid
+
+    rng = np.random.default_rng(comm.rank)
+    x = rng.standard_normal((BATCH, SIZES[0])).astype("float32")
+    y = rng.integers(0, SIZES[-1], size=(BATCH, 1)).astype("int64")
+    main, startup, loss = build(opt)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    prog = compiled(main, loss, reduce=reduce, fuse=fuse)
+    feed = {"x": x, "y": y}
+
+    def step():
+        return exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+    step()
+    return types.SimpleNamespace(step=step, exe=exe, scope=scope, feed=feed, x=x, y=y,
+                                 loss=loss, prog=prog)
+
+
 def measure_rank(rounds, steps):
     """Runs on every rank under mpiexec; returns rank 0's figures."""
     from mpi4py import MPI
@@ -77,37 +100,14 @@ def measure_rank(rounds, steps):
     c_allreduce_sum = get_kernel("c_allreduce_sum")
 
     comm = MPI.COMM_WORLD
-    rng = np.random.default_rng(comm.rank)
-    x = rng.standard_normal((BATCH, SIZES[0])).astype("float32")
-    y = rng.integers(0, SIZES[-1], size=(BATCH, 1)).astype("int64")
-
-    main, startup, loss = build()
-    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
-    exe.run(startup, scope=scope)
-    prog = compiled(main, loss)
-    feed = {"x": x, "y": y}
-    exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)  # compile, broadcast
+    dp = mlp_on_rank(comm)
+    exe, scope, feed, x, y = dp.exe, dp.scope, dp.feed, dp.x, dp.y
     params = params_of(scope)
     names = [(f"fc_{i}.w_0", f"fc_{i}.b_0") for i in range(3)]
-
-    # the same step in Reduce mode (fused: one reduce-scatter, one all-gather)
-    main_r, startup_r, loss_r = build()
-    scope_r = fluid.Scope()
-    exe.run(startup_r, scope=scope_r)
-    prog_r = compiled(main_r, loss_r, reduce=True)
-    main_p, startup_p, loss_p = build()
-    scope_p = fluid.Scope()
-    exe.run(startup_p, scope=scope_p)
-    prog_p = compiled(main_p, loss_p, reduce=True, fuse=False)
-
-    def spmd_run():
-        exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
-
-    def reduce_run():
-        exe.run(prog_r, feed=feed, fetch_list=[loss_r], scope=scope_r)
-
-    def pieces_run():
-        exe.run(prog_p, feed=feed, fetch_list=[loss_p], scope=scope_p)
+    spmd_run = dp.step
+    # the same step in Reduce mode (fused: one reduce-scatter, one all-gather) and per gradient
+    reduce_run = mlp_on_rank(comm, reduce=True).step
+    pieces_run = mlp_on_rank(comm, reduce=True, fuse=False).step
 
     def ref_run():
         reference_step(params, x, y, comm, MPI)

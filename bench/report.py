@@ -80,11 +80,11 @@ def _torch():
 
 
 # -- the MLP in three frameworks -----------------------------------------------------------------
-def _data(batch: int, seed: int = 0):
+def _data(batch: int):
     import numpy as np
     from mlp import SIZES
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     return (rng.standard_normal((batch, SIZES[0])).astype("float32"),
             rng.integers(0, SIZES[-1], size=(batch, 1)).astype("int64"))
 
@@ -162,50 +162,35 @@ def worker_batch(args) -> dict:
 
 
 def worker_scaling(args) -> dict | None:
-    from data_parallel import compiled, reference_step
-    from mlp import BATCH, build, params_of
+    from data_parallel import mlp_on_rank, reference_step
+    from mlp import params_of
     from mpi4py import MPI
 
-    import spmd.fluid as fluid
-
     comm = MPI.COMM_WORLD
-    x, y = _data(BATCH, seed=comm.rank)
-    main, startup, loss = build()
-    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
-    exe.run(startup, scope=scope)
-    prog = compiled(main, loss)
-    feed = {"x": x, "y": y}
-    exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)  # compile, broadcast
-    params = params_of(scope)
+    dp = mlp_on_rank(comm)
+    params = params_of(dp.scope)
     got = _interleaved({
-        "spmd": lambda: exe.run(prog, feed=feed, fetch_list=[loss], scope=scope),
-        "reference": lambda: reference_step(params, x, y, comm, MPI)},
+        "spmd": dp.step,
+        "reference": lambda: reference_step(params, dp.x, dp.y, comm, MPI)},
         args.rounds, args.steps, barrier=comm.Barrier)
     return {"ranks": comm.size, **got} if comm.rank == 0 else None
 
 
 def worker_breakdown(args) -> dict | None:
-    from data_parallel import compiled
-    from mlp import BATCH, build
+    from data_parallel import mlp_on_rank
     from mpi4py import MPI
 
-    import spmd.fluid as fluid
     import spmd.fluid.profiler as profiler
     import spmd.timeline as timeline
 
     comm = MPI.COMM_WORLD
-    x, y = _data(BATCH, seed=comm.rank)
-    main, startup, loss = build()
-    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
-    exe.run(startup, scope=scope)
-    prog = compiled(main, loss)
-    feed = {"x": x, "y": y}
-    for _ in range(3):
-        exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+    dp = mlp_on_rank(comm)
+    for _ in range(2):
+        dp.step()
     comm.Barrier()
     with profiler.profiler("CPU", "total", args.trace):
         for _ in range(args.steps):
-            exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+            dp.step()
     comm.Barrier()
     if comm.rank:
         return None

@@ -101,9 +101,9 @@ def describe(name):
     try:
         module = importlib.import_module(name)
     except Exception as exc:  # a module broken in fluid itself is listed apart
-        return {"group": group or "{} ({}: {})".format(
-                    BROKEN, type(exc).__name__, str(exc).splitlines()[0][:80]),
-                "names": {}}
+        first_line = str(exc).splitlines()[0][:80]
+        return {"group": group or f"{BROKEN} ({type(exc).__name__}: {first_line})",
+                "names": {}, "out": {}}
     names, out = {}, {}
     for n in names_of(name, module):
         value = getattr(module, n, None)

@@ -27,6 +27,7 @@ CORE_INTERNAL = ("a C++-binding internal of fluid.core (inference engine, descri
 CORE_BUILD = "a build variant of fluid.core's C++ binding; programs import fluid.core"
 PROTO = "protobuf descriptors of fluid's C++ core; spmd's IR is Python classes"
 BROKEN = "does not import in fluid 1.8.5 itself"
+ABSENT = "in the module's __all__ but not defined in fluid 1.8.5 itself"
 DYGRAPH_METHOD = ("a dygraph-only method (@dygraph_only): in a static program fluid 1.8.5 "
                   "refuses it")
 # Variable's methods that only dygraph's VarBase serves
@@ -106,7 +107,10 @@ def describe(name):
                 "names": {}, "out": {}}
     names, out = {}, {}
     for n in names_of(name, module):
-        value = getattr(module, n, None)
+        if not hasattr(module, n):
+            names[n], out[n] = "absent", ABSENT
+            continue
+        value = getattr(module, n)
         names[n] = kind(value)
         why = name_group(name, n, value)
         if why:

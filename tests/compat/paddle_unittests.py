@@ -1,0 +1,495 @@
+"""Paddle 1.8's own unit tests as the measure of spmd (issue 22, item 6).
+
+    python tests/compat/paddle_unittests.py CHECKOUT                 # run the chosen files on spmd
+    python tests/compat/paddle_unittests.py CHECKOUT --list          # the chosen files and helpers
+    python tests/compat/paddle_unittests.py CHECKOUT --no-alias --json fluid.json \\
+        --python /work/oracle/venv37/bin/python                       # the same files on fluid
+    python tests/compat/paddle_unittests.py CHECKOUT --oracle fluid.json --json spmd.json
+
+CHECKOUT is a PaddlePaddle/Paddle release/1.8 tree (or its python/paddle/fluid/tests/unittests
+folder). Nothing is copied into this repository: every file runs in its own process, in the
+checkout's folder, under a timeout, with `paddle` -> `spmd` switched by an import hook
+(tests/compat/paddle_unittests_child.py; the files are not edited). Each file is chosen by the
+rules in `select`; each failure gets a class (`classify`), and a table per area is printed.
+Files that fail on fluid 1.8.5 itself (the --oracle run) are counted apart.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+HERE = pathlib.Path(__file__).resolve().parent
+CHILD = HERE / "paddle_unittests_child.py"
+UNITTESTS = pathlib.PurePosixPath("python/paddle/fluid/tests/unittests")
+
+# -- choosing the files ------------------------------------------------------------------------
+
+# (area, filename pattern): the first match names a chosen file's area
+AREAS = (
+    ("fleet", r"fleet|distributed_strategy|collective_optimizer|downpoursgd"),
+    ("transpiler", r"transpiler|listen_and_serv|communicator|checkpoint_notify"),
+    ("dist harness", r"^test_dist_"),
+    ("parallel executor", r"parallel_executor|parallel_ssa|async_ssa|fuse_.*pass|ir_memory|"
+                          r"ir_inplace|buffer_shared|eager_deletion|memory_reuse|build_strategy|"
+                          r"fetch_unmerged|inplace"),
+    ("compiled program", r"compiled_program|pass_builder|ir_graph"),
+    ("data loaders", r"dataloader|data_loader"),
+    ("readers", r"reader|cifar_dataset|dataset_download|dataset_sentiment|decorator"),
+    ("dataset", r"^test_dataset|datafeed|boxps|pipeline|trainer_desc|fetch_handler"),
+    ("io", r"save|load|inference_model|io_"),
+    ("LR schedules", r"learning_rate"),
+    ("clipping", r"clip"),
+    ("regularizers", r"regulariz|weight_decay"),
+    ("optimizers", r"optimizer|_ema|momentum|rmsprop|adam"),
+    ("metrics", r"metric|auc|chunk_eval"),
+    ("control flow", r"cond|case|switch|while|recurrent|rnn|array|shrink|select_input|"
+                     r"print_op|py_func|beam_search|split_and_merge|ifelse|lstm|gru"),
+    ("LoD", r"lod|sequence"),
+    ("executor", r"executor|feed|fetch|exception|infer_shape|^test_data\.py|by_module|scope"),
+    ("program", r"program|prune|backward|gradient|variable|parameter|name_scope|unique_name|"
+                r"operator\.py|framework|desc_clone|create_|trainable|device_guard|math_op_patch|"
+                r"slice_var|op_name|calc_grad|stop_gradient"),
+)
+DEFAULT_AREA = "layers"
+
+# left out, not an area of the static public API: file -> why (the rest are found by rule)
+NOT_STATIC_API = {
+    "test_protobuf.py": "C++ descriptor protobufs", "test_protobuf_descs.py": "C++ descriptors",
+    "test_operator_desc.py": "C++ OpDesc binding", "test_pybind_interface.py": "pybind internals",
+    "test_registry.py": "C++ op registry", "test_create_op_doc_string.py": "C++ op protos",
+    "test_op_support_gpu.py": "C++ kernel registry", "test_get_set_flags.py": "C++ gflags",
+    "test_infer_no_need_buffer_slots.py": "C++ op info", "test_var_info.py": "C++ var info",
+    "test_global_var_getter_setter.py": "C++ global flags", "test_inference_api.py":
+    "the C++ inference engine", "test_memory_usage.py": "C++ memory estimate",
+    "test_version.py": "Paddle's build version", "test_require_version.py": "Paddle's version",
+    "test_install_check.py": "Paddle's install check", "test_check_import_scipy.py":
+    "a Windows DLL check", "test_compat.py": "paddle.compat string helpers",
+    "test_const_value.py": "C++ constant names", "test_nan_inf.py": "C++ FLAGS_check_nan_inf",
+    "test_tensor.py": "LoDTensor's C++ binding", "test_selected_rows.py": "SelectedRows' binding",
+    "test_scope.py": "C++ Scope binding", "test_default_scope_funcs.py": "C++ scope stack",
+    "test_profiler.py": "the C++ profiler", "test_ir_graph.py": "the C++ IR graph binding",
+    "test_tensor_to_numpy.py": "LoDTensor's C++ binding", "test_set_bool_attr.py":
+    "C++ attribute binding", "test_device_guard.py": "GPU device placement",
+    "test_debugger.py": "the C++ graphviz debugger", "test_fake_init_op.py": "a C++ pserver op",
+}
+GPU_NAME = re.compile(r"gpu|cuda|nccl|cudnn|fp16|mix_precision|mixed_precision|nvprof|"
+                      r"auto_growth|best_fit|dgc|hallreduce|multi_comm|sync_batch_norm|"
+                      r"allgather|allreduce\.py|broadcast\.py|reducescatter|collective_base|"
+                      r"c_comm_init")
+DYGRAPH_NAME = re.compile(r"imperative|dygraph|var_base|complex_|base_layer|detach|"
+                          r"op_function_generator|run_program_op|gast")
+OPTEST_BASE = re.compile(r"class\s+\w+\(\s*(?:op_test\.)?OpTest\s*[,)]")
+DIRECT_OPERATOR = re.compile(r"from paddle\.fluid\.op import|fluid\.op\.Operator|"
+                             r"import paddle\.fluid\.op\b")
+DYGRAPH_USE = re.compile(r"dygraph\.guard\(|\bto_variable\(|fluid\.dygraph\.\w+\(|"
+                         r"self\.dynamic_graph\(|enable_dygraph|disable_static|"
+                         r"imperative|\bdygraph_guard\(|\bdg\.guard\(")
+
+
+@dataclass
+class Selection:
+    chosen: dict[str, str] = field(default_factory=dict)          # file -> area
+    deselected: dict[str, list[str]] = field(default_factory=dict)  # file -> dygraph test ids
+    left_out: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+def unittests_folder(checkout: str | os.PathLike) -> pathlib.Path:
+    path = pathlib.Path(checkout)
+    return path / UNITTESTS if (path / UNITTESTS).is_dir() else path
+
+
+def _optest_files(sources: dict[str, str]) -> set[str]:
+    """Files whose classes subclass op_test.OpTest, directly or through a sibling's class."""
+    found = {name for name, text in sources.items() if OPTEST_BASE.search(text)}
+    grew = True
+    while grew:
+        grew = False
+        for name, text in sources.items():
+            if name in found:
+                continue
+            for mod, names in re.findall(r"^from\s+(\w+)\s+import\s+([^\n]+)", text, re.M):
+                if mod + ".py" not in found:
+                    continue
+                bases = [n.strip(" ()").split(" as ")[-1] for n in names.split(",")]
+                if "*" in names or any(
+                        re.search(r"class\s+\w+\(\s*" + re.escape(b) + r"\s*[,)]", text)
+                        for b in bases if b):
+                    found.add(name)
+                    grew = True
+                    break
+    return found
+
+
+def dygraph_tests(text: str) -> list[str]:
+    """`Class.test_method` ids whose body (or a self.method it calls) uses dygraph."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    lines = text.splitlines()
+    ids = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        methods = {f.name: "\n".join(lines[f.lineno - 1:f.end_lineno])
+                   for f in cls.body if isinstance(f, ast.FunctionDef)}
+        uses = {name: bool(DYGRAPH_USE.search(body)) for name, body in methods.items()}
+        for name, body in methods.items():
+            called = re.findall(r"self\.(\w+)\(", body)
+            if name.startswith("test") and (uses[name] or any(uses.get(c) for c in called)):
+                ids.append(f"{cls.name}.{name}")
+    return ids
+
+
+def _static_tests(text: str) -> int:
+    return len(re.findall(r"^\s+def test\w*\(", text, re.M))
+
+
+def select(checkout: str | os.PathLike) -> Selection:
+    """Choose the files that exercise the static-graph public API on CPU, by rule."""
+    folder = unittests_folder(checkout)
+    sources = {p.name: p.read_text(encoding="utf-8", errors="replace")
+               for p in sorted(folder.glob("*.py"))}
+    optest = _optest_files(sources)
+    sel = Selection()
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for p in sorted(sub.rglob("test_*.py")):
+            why = ("dygraph (dygraph_to_static)" if sub.name == "dygraph_to_static" else
+                   "OpTest harness (C++ operators)" if sub.name in ("mkldnn", "sequence") else
+                   "inference/fusion passes (C++ IR passes)")
+            sel.left_out[why].append(f"{sub.name}/{p.name}")
+    for name, text in sources.items():
+        if not name.startswith("test_"):
+            continue
+        if name in optest:
+            sel.left_out["OpTest harness (C++ operators)"].append(name)
+        elif DIRECT_OPERATOR.search(text):
+            sel.left_out["drives C++ operators directly (fluid.op.Operator)"].append(name)
+        elif DYGRAPH_NAME.search(name):
+            sel.left_out["dygraph"].append(name)
+        elif GPU_NAME.search(name):
+            sel.left_out["GPU-only"].append(name)
+        elif name in NOT_STATIC_API:
+            sel.left_out["not the static API: " + NOT_STATIC_API[name]].append(name)
+        else:
+            dyg = dygraph_tests(text)
+            if dyg and len(dyg) >= _static_tests(text):
+                sel.left_out["dygraph"].append(name)
+                continue
+            sel.chosen[name] = next((area for area, pat in AREAS if re.search(pat, name)),
+                                    DEFAULT_AREA)
+            if dyg:
+                sel.deselected[name] = dyg
+    return sel
+
+
+def helpers(checkout: str | os.PathLike, files: list[str]) -> list[str]:
+    """The non-test .py files the given files import or name (dist_mnist.py), transitively."""
+    folder = unittests_folder(checkout)
+    local = {p.stem for p in folder.glob("*.py")}
+    seen, todo = set(), list(files)
+    while todo:
+        name = todo.pop()
+        text = (folder / name).read_text(encoding="utf-8", errors="replace")
+        refs = set(re.findall(r"^\s*(?:from|import)\s+(\w+)", text, re.M))
+        refs |= set(re.findall(r"['\"](\w+)\.py['\"]", text))
+        for ref in refs & local:
+            if ref + ".py" not in seen and ref + ".py" not in files:
+                seen.add(ref + ".py")
+                todo.append(ref + ".py")
+    return sorted(seen)
+
+
+# -- running them ------------------------------------------------------------------------------
+
+SITECUSTOMIZE = """import sys
+sys.path.insert(0, {child_dir!r})
+import paddle_unittests_child
+paddle_unittests_child.install()
+"""
+
+
+@dataclass
+class Outcome:
+    file: str
+    rc: int | None               # None: killed at the timeout
+    summary: dict | None         # the child's JSON (None when it died before writing it)
+    tail: str = ""               # the last lines of its output
+    cause: str = ""              # the last exception line of its output and its logs (the
+    #                              processes test_dist_base starts write theirs there)
+
+
+def _child_env(alias: bool, extra_path: list[str], work: str) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = list(extra_path)
+    if alias:
+        boot = pathlib.Path(work) / "boot"
+        boot.mkdir(exist_ok=True)
+        (boot / "sitecustomize.py").write_text(SITECUSTOMIZE.format(child_dir=str(HERE)))
+        paths.insert(0, str(boot))
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("CPU_NUM", "1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+EXCEPTION_LINE = re.compile(r"^\s*(?:b['\"])?([\w.]*(?:Error|Exception|NotMet|Exit)): (.+)$")
+
+
+def last_exception(text: str) -> str:
+    """The last `SomeError: message` line of a text (a process's output, a log)."""
+    text = text.replace("\\n", "\n")  # a child's stderr printed as bytes keeps its \\n
+    found = [m for m in map(EXCEPTION_LINE.match, text.splitlines()) if m]
+    return f"{found[-1].group(1)}: {found[-1].group(2)}" if found else ""
+
+
+def run_one(folder: pathlib.Path, name: str, python: str, env: dict[str, str],
+            deselected: list[str], timeout: float, work: str) -> Outcome:
+    result = pathlib.Path(work) / (name + ".json")
+    stem = name[:-3]
+    logs = [p for p in folder.glob("*.log") if p.name.startswith(stem + "_")]
+    for old in logs:
+        old.unlink()
+    cmd = [python, str(CHILD), str(folder / name), str(result), *deselected]
+    try:
+        proc = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout,
+                              start_new_session=True)
+        rc, out = proc.returncode, proc.stdout
+    except subprocess.TimeoutExpired as err:
+        rc, out = None, err.stdout or b""
+    text = out.decode(errors="replace")
+    tail = "\n".join(text.splitlines()[-15:])
+    logs = "\n".join(p.read_text(errors="replace")[-20000:] for p in sorted(folder.glob("*.log"))
+                     if p.name.startswith(stem + "_"))
+    summary = json.loads(result.read_text()) if result.exists() else None
+    return Outcome(name, rc, summary, tail, last_exception(text + "\n" + logs))
+
+
+def run_files(checkout, files: dict[str, list[str]], python: str, alias: bool,
+              timeout: float, jobs: int, extra_path: list[str]) -> list[Outcome]:
+    folder = unittests_folder(checkout)
+    with tempfile.TemporaryDirectory(prefix="paddle_unittests_") as work:
+        env = _child_env(alias, extra_path, work)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(run_one, folder, name, python, env, ids, timeout, work)
+                       for name, ids in sorted(files.items())]
+            outcomes = []
+            for future in futures:
+                outcomes.append(future.result())
+                o = outcomes[-1]
+                print(f"  {o.file}: {'pass' if passed(o) else 'FAIL'}", file=sys.stderr,
+                      flush=True)
+    return outcomes
+
+
+# -- classifying -------------------------------------------------------------------------------
+
+MISSING, BEHAVIOUR, FLUID_BUG, OUT_OF_SCOPE = ("missing name", "different behaviour",
+                                               "fluid's own bug", "out of scope")
+
+# the judgements a rule cannot make: file -> (class, reason); kept short
+STORED: dict[str, tuple[str, str]] = {}
+
+_MISSING_PATTERNS = (
+    (r"No module named '(paddle[\w.]*)'", "{0}"),
+    (r"cannot import name '(\w+)' from '([\w.]+)'", "{1}.{0}"),
+    (r"module '([\w.]+)' has no attribute '(\w+)'", "{0}.{1}"),
+    (r"type object '(\w+)' has no attribute '(\w+)'", "{0}.{1}"),
+    (r"'(\w+)' object has no attribute '(\w+)'", "{0}.{1}"),
+)
+
+
+def fluid_name(name: str) -> str:
+    """spmd's module path written as the test wrote it (`spmd.fluid.x` -> `fluid.x`)."""
+    return re.sub(r"^(spmd|paddle)\.(?=fluid)", "", re.sub(r"^spmd\b", "paddle", name))
+
+
+def missing_name(record: dict) -> str | None:
+    """The name a failure says is absent, or None when it is not an absent name."""
+    if record["exc_type"] not in ("ModuleNotFoundError", "ImportError", "AttributeError"):
+        return None
+    for pattern, form in _MISSING_PATTERNS:
+        m = re.search(pattern, record["message"])
+        if m:
+            return fluid_name(form.format(*m.groups()))
+    return None
+
+
+def passed(o: Outcome) -> bool:
+    s = o.summary
+    return (o.rc == 0 and s is not None and s["import_error"] is None and not s["records"]
+            and s["run"] > 0)
+
+
+def all_skipped(o: Outcome) -> bool:
+    s = o.summary
+    return bool(o.rc == 0 and s and not s["import_error"] and not s["records"]
+                and s["run"] > 0 and s["skipped"] == s["run"])
+
+
+def _first_line(text: str, width: int = 150) -> str:
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[:width - 3] + "..."
+
+
+HARNESS_ERRORS = ("EOFError", "UnpicklingError", "BrokenPipeError")
+
+
+def _as_record(line: str) -> dict:
+    exc_type, _, message = line.partition(": ")
+    return {"exc_type": exc_type.rsplit(".", 1)[-1], "message": line, "where": ""}
+
+
+def classify(o: Outcome) -> tuple[str, str, list[str]]:
+    """(class, what, missing names) of a failed file: the stored judgement, else by rule.
+
+    A test that starts processes (test_dist_base) fails on reading their output; the cause
+    is then the last exception its processes printed.
+    """
+    s = o.summary or {}
+    records = ([s["import_error"]] if s.get("import_error") else []) + s.get("records", [])
+    if o.cause and (not records or records[0]["exc_type"] in HARNESS_ERRORS):
+        records = [_as_record(o.cause)] + records
+    names = sorted({n for n in map(missing_name, records) if n})
+    if o.file in STORED:
+        klass, reason = STORED[o.file]
+        return klass, reason, names
+    if o.rc is None:
+        return BEHAVIOUR, "timeout (the file did not finish)", names
+    if not records:
+        return BEHAVIOUR, f"the process ended with rc={o.rc}: {_first_line(o.tail[-300:])}", names
+    if names:
+        return MISSING, ", ".join(names), names
+    first = records[0]
+    message = _first_line(first["message"].split(": ", 1)[-1])
+    return BEHAVIOUR, f"{first['exc_type']}: {message}", names
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+CLASSES = (MISSING, BEHAVIOUR, FLUID_BUG, OUT_OF_SCOPE)
+
+
+def table(sel: Selection, outcomes: list[Outcome], oracle: dict[str, bool] | None) -> str:
+    """The Markdown table per area, then each failure with its class."""
+    rows: dict[str, Counter] = defaultdict(Counter)
+    failures, apart = [], []
+    for o in outcomes:
+        area = sel.chosen.get(o.file, DEFAULT_AREA)
+        if oracle is not None and o.file in oracle and oracle[o.file] is not True:
+            apart.append((o.file, oracle[o.file]))
+            continue
+        rows[area]["files"] += 1
+        if passed(o):
+            rows[area]["pass"] += 1
+            continue
+        klass, what, _ = classify(o)
+        rows[area][klass] += 1
+        failures.append((area, o.file, klass, what))
+    head = "| area | files | pass | fail | " + " | ".join(CLASSES) + " |"
+    lines = [head, "|" + "---|" * (4 + len(CLASSES))]
+    total = Counter()
+    for area in sorted(rows):
+        r = rows[area]
+        total.update(r)
+        lines.append(_row(area, r))
+    lines.append(_row("**all**", total))
+    pct = 100.0 * total["pass"] / total["files"] if total["files"] else 0.0
+    lines += ["", f"{total['pass']} of {total['files']} files pass ({pct:.0f}%).", ""]
+    if failures:
+        lines += ["| area | file | class | what |", "|---|---|---|---|"]
+        lines += [f"| {a} | {f} | {k} | {w.replace('|', '/')} |" for a, f, k, w in
+                  sorted(failures)]
+    if apart:
+        lines += ["", f"Counted apart ({len(apart)}): they do not pass on fluid 1.8.5 itself.", "",
+                  "| file | on fluid 1.8.5 |", "|---|---|"]
+        lines += [f"| {f} | {why} |" for f, why in sorted(apart)]
+    return "\n".join(lines)
+
+
+def _row(area: str, r: Counter) -> str:
+    fail = r["files"] - r["pass"]
+    return f"| {area} | {r['files']} | {r['pass']} | {fail} | " + " | ".join(
+        str(r[c]) for c in CLASSES) + " |"
+
+
+def oracle_verdicts(outcomes: list[Outcome]) -> dict[str, bool | str]:
+    """True for a file that passes on fluid; else what it does there."""
+    out: dict[str, bool | str] = {}
+    for o in outcomes:
+        if all_skipped(o):
+            out[o.file] = "every test skips on fluid's CPU build (GPU-only)"
+        elif passed(o):
+            out[o.file] = True
+        else:
+            out[o.file] = "fails on fluid: " + classify(o)[1]
+    return out
+
+
+def left_out_text(sel: Selection) -> str:
+    counts = Counter()
+    for why, files in sel.left_out.items():
+        counts[why.split(":")[0]] += len(files)
+    dyg = sum(len(v) for v in sel.deselected.values())
+    parts = [f"{n} {why}" for why, n in counts.most_common()]
+    return (f"chosen: {len(sel.chosen)} files ({dyg} dygraph test methods in {len(sel.deselected)}"
+            f" of them deselected); left out: " + ", ".join(parts))
+
+
+# -- the command -------------------------------------------------------------------------------
+
+def _save(path: str, sel: Selection, outcomes: list[Outcome]) -> None:
+    data = {"outcomes": [o.__dict__ for o in outcomes],
+            "classes": {o.file: classify(o)[:2] for o in outcomes if not passed(o)}}
+    pathlib.Path(path).write_text(json.dumps(data, indent=1, sort_keys=True))
+
+
+def load_outcomes(path: str) -> list[Outcome]:
+    return [Outcome(**d) for d in json.loads(pathlib.Path(path).read_text())["outcomes"]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("checkout", help="a Paddle release/1.8 tree or its unittests folder")
+    ap.add_argument("--python", default=sys.executable, help="the interpreter to measure")
+    ap.add_argument("--no-alias", action="store_true", help="run as written (real paddle)")
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per file")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--extra-path", action="append", default=[],
+                    help="a folder put on the children's PYTHONPATH (the tests' own deps: six)")
+    ap.add_argument("--only", nargs="*", help="run just these chosen files")
+    ap.add_argument("--list", action="store_true", help="print chosen files and helpers")
+    ap.add_argument("--json", help="write the outcomes here")
+    ap.add_argument("--oracle", help="outcomes of the --no-alias run on fluid 1.8.5")
+    ap.add_argument("--from-json", help="print the table of a stored run instead of running")
+    args = ap.parse_args(argv)
+    sel = select(args.checkout)
+    if args.list:
+        print("\n".join(sorted(sel.chosen) + helpers(args.checkout, sorted(sel.chosen))))
+        return 0
+    files = {f: sel.deselected.get(f, []) for f in sel.chosen if not args.only or f in args.only}
+    if args.from_json:
+        outcomes = load_outcomes(args.from_json)
+    else:
+        outcomes = run_files(args.checkout, files, args.python, not args.no_alias,
+                             args.timeout, args.jobs, args.extra_path)
+    if args.json:
+        _save(args.json, sel, outcomes)
+    oracle = oracle_verdicts(load_outcomes(args.oracle)) if args.oracle else None
+    print(left_out_text(sel))
+    print()
+    print(table(sel, outcomes, oracle))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

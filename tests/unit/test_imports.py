@@ -68,7 +68,7 @@ def test_launch_imports_only_run_flags_and_status_file():
             elif isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
             for m in mods:
-                allowed = ("spmd.run", "spmd.flags", "spmd.status_file")
+                allowed = ("spmd.run", "spmd.flags", "spmd.status_file", "spmd.job_token")
                 if m.split(".")[0] == "spmd" and m not in allowed:
                     bad.append(f"{path.relative_to(ROOT)} imports {m}")
     assert not bad, "\n".join(bad)
@@ -287,7 +287,7 @@ def test_launcher_imports_load_no_engine():
     spmd.run: none of them loads numpy or the IR, so the launcher takes no CPU from the
     workers it starts. The first name used from spmd loads the op schema and Variable's
     operators, as `import spmd` did."""
-    code = ("import sys, spmd.flags, spmd.status_file, spmd.run\n"
+    code = ("import sys, spmd.flags, spmd.status_file, spmd.job_token, spmd.run\n"
             "assert 'numpy' not in sys.modules and 'spmd.core' not in sys.modules, \\\n"
             "    sorted(m for m in sys.modules if m.startswith(('spmd', 'numpy')))\n"
             "import spmd\n"

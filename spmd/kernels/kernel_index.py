@@ -52,6 +52,21 @@ MODULES = {
     "spmd.kernels.deform": (
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
+    "spmd.kernels.detection_nms": (
+        "multiclass_nms", "multiclass_nms2",
+    ),
+    "spmd.kernels.detection_roi": (
+        "prroi_pool", "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align",
+        "roi_align_grad", "roi_pool", "roi_pool_grad",
+    ),
+    "spmd.kernels.detection_ssd": (
+        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "iou_similarity",
+        "mine_hard_examples", "prior_box", "target_assign",
+    ),
+    "spmd.kernels.detection_yolo": (
+        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "yolo_box",
+        "yolov3_loss", "yolov3_loss_grad",
+    ),
     "spmd.kernels.fused": (
         "fused_batch_norm_act", "fused_batch_norm_act_grad", "fused_elemwise_activation",
         "fused_elemwise_activation_grad",

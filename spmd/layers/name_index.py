@@ -29,6 +29,15 @@ MODULES = {
         "BasicDecoder", "DecodeHelper", "GreedyEmbeddingHelper", "SampleEmbeddingHelper",
         "TrainingHelper",
     ),
+    "detection_roi": (
+        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
+        "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss",
+    ),
+    "detection_ssd": (
+        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_map",
+        "detection_output", "iou_similarity", "multi_box_head", "multiclass_nms", "prior_box",
+        "ssd_loss", "target_assign",
+    ),
     "dynamic_rnn": (
         "DynamicRNN", "reorder_lod_tensor_by_rank",
     ),

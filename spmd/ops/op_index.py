@@ -53,6 +53,16 @@ MODULES = {
     "spmd.ops.deform": (
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
+    "spmd.ops.detection_roi": (
+        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
+        "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad",
+        "roi_pool", "roi_pool_grad", "yolo_box", "yolov3_loss", "yolov3_loss_grad",
+    ),
+    "spmd.ops.detection_ssd": (
+        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_map",
+        "iou_similarity", "mine_hard_examples", "multiclass_nms", "multiclass_nms2", "prior_box",
+        "target_assign",
+    ),
     "spmd.ops.distributed": (
         "checkpoint_notify", "distributed_lookup_table", "fake_init", "fetch_barrier",
         "listen_and_serv", "lookup_sparse_table", "merge_ids", "prefetch", "recv",

@@ -171,11 +171,23 @@ class LoDTensor:
 
 
 def _checked_levels(levels, where: str) -> list[list[int]]:
+    """Levels as lists of ints; a 2-D integer numpy array (one row per level) is taken too,
+    as fluid's pybind conversion takes it. Floats are refused, as there."""
+    if isinstance(levels, np.ndarray):
+        if levels.ndim != 2 or levels.dtype.kind not in "iu":
+            raise InvalidArgumentError(
+                f"{where}: a numpy LoD must be a 2-D integer array (one row per level), got "
+                f"{levels.dtype} of shape {list(levels.shape)}")
+        levels = list(levels)
     if not isinstance(levels, (list, tuple)) or not all(
             isinstance(level, (list, tuple, np.ndarray)) for level in levels):
         raise InvalidArgumentError(
             f"{where}: expected a list of levels, each a list of ints (e.g. [[2, 3]]), got "
             f"{levels!r}")
+    for level in levels:
+        if isinstance(level, np.ndarray) and level.size and level.dtype.kind not in "iu":
+            raise InvalidArgumentError(
+                f"{where}: LoD levels must hold ints, got a {level.dtype} array {level!r}")
     return [[int(n) for n in level] for level in levels]
 
 

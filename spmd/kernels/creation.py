@@ -67,6 +67,10 @@ def assign_value(xp, ins, attrs, want):
 @kernel("fill_constant_batch_size_like")
 def fill_constant_batch_size_like(xp, ins, attrs, want):
     shape = list(attrs["shape"])
-    shape[attrs["output_dim_idx"]] = ins["Input"].shape[attrs["input_dim_idx"]]
+    lod = ins.get("Input@LOD")
+    if lod and attrs["input_dim_idx"] == 0:  # fluid: the batch of a LoD tensor is its sequences
+        shape[attrs["output_dim_idx"]] = len(lod[-1]) - 1
+    else:
+        shape[attrs["output_dim_idx"]] = ins["Input"].shape[attrs["input_dim_idx"]]
     value = float(attrs["str_value"]) if attrs["str_value"] else attrs["value"]
     return {"Out": xp.full(shape, value, dtype=attrs["dtype"])}

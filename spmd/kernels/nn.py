@@ -81,7 +81,15 @@ def cross_entropy(xp, ins, attrs, want):
     else:
         lab, ignored = _hard_labels(xp, label, d, attrs["ignore_index"], (-1,))
         y = xp.where(ignored, 0, _neg_log(xp, _pick(xp, x2, lab)))
-    return {"Y": y.astype(x.dtype, copy=False).reshape(x.shape[:-1] + (1,))}
+    return {"Y": y.astype(x.dtype, copy=False).reshape(_loss_shape(x, label))}
+
+
+def _loss_shape(x, label) -> tuple:
+    """fluid's Y: the label's shape, its last dim 1 (a hard label of X's shape without its
+    class dim gives a loss of that shape)."""
+    if label.ndim == x.ndim - 1:
+        return label.shape
+    return x.shape[:-1] + (1,)
 
 
 @kernel("cross_entropy_grad")
@@ -109,7 +117,7 @@ def cross_entropy2(xp, ins, attrs, want):
     match = xp.where(ignored, 0, _pick(xp, x2, lab))
     y = xp.where(ignored, 0, _neg_log(xp, match))
     out_shape = x.shape[:-1] + (1,)
-    return {"Y": y.reshape(out_shape), "MatchX": match.reshape(out_shape),
+    return {"Y": y.reshape(_loss_shape(x, label)), "MatchX": match.reshape(out_shape),
             "XShape": xp.zeros(x.shape + (0,), dtype=x.dtype)}
 
 

@@ -28,8 +28,11 @@ _INTS = {"int32", "int64"}
 K_IGNORE_INDEX = -100  # fluid's kIgnoreIndex
 
 
-def _check_label(input, label, soft_label: bool, where: str, axis: int = -1):
-    """Hard labels: ints with a trailing dim of 1; soft labels: floats shaped like input."""
+def _check_label(input, label, soft_label: bool, where: str, axis: int = -1,
+                 class_dim_dropped: bool = False):
+    """Hard labels: ints with a trailing dim of 1 (or, with class_dim_dropped, as
+    cross_entropy takes them, input's shape without its last dim); soft labels: floats
+    shaped like input. Unknown (-1) dims are not compared, as fluid checks only known ones."""
     if soft_label:
         check_variable(label, "label", where, dtypes=_FLOATS)
         if len(label.shape) != len(input.shape) or any(
@@ -42,6 +45,12 @@ def _check_label(input, label, soft_label: bool, where: str, axis: int = -1):
     axis = axis % input.ndim
     want = list(input.shape)
     want[axis] = 1
+    if class_dim_dropped and len(label.shape) == len(want) - 1 and axis == len(want) - 1:
+        if any(a >= 0 and b >= 0 and a != b for a, b in zip(label.shape, want)):
+            raise InvalidArgumentError(
+                f"{where}: a hard label without the class dim must have shape {want[:-1]}, "
+                f"got {label.name} {list(label.shape)}")
+        return
     if len(label.shape) != len(want) or label.shape[axis] != 1:
         raise InvalidArgumentError(
             f"{where}: hard labels must have shape {want} (class ids, dim {axis} of size 1), "
@@ -59,7 +68,7 @@ def cross_entropy(input, label, soft_label=False, ignore_index=K_IGNORE_INDEX):
     where = "cross_entropy"
     helper = LayerHelper("cross_entropy")
     check_variable(input, "input", where, dtypes=_FLOATS)
-    _check_label(input, label, soft_label, where)
+    _check_label(input, label, soft_label, where, class_dim_dropped=True)
     out = helper.create_variable_for_type_inference(input.dtype)
     if soft_label:
         helper.append_op("cross_entropy", {"X": [input], "Label": [label]}, {"Y": [out]},

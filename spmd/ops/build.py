@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..core.operator import Operator
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
+from .lod_rules import shares_at_build
 from .registry import InferContext, VarInfo, get_op_def
 
 
@@ -77,9 +78,11 @@ def _set_lod_levels(block, opdef, ins: dict, outs: dict, explicit: dict) -> None
     (a duplicable input shares its first variable's, as fluid's sum does)."""
     for in_slot, out_slot in opdef.share_lod:
         if in_slot in ins and out_slot in outs and out_slot not in explicit:
-            level = block._var_recursive(ins[in_slot][0]).lod_level
+            source = block._var_recursive(ins[in_slot][0])
             for n in outs[out_slot]:
-                block._var_recursive(n).lod_level = level
+                target = block._var_recursive(n)
+                if shares_at_build(opdef.type, source.shape, target.shape):
+                    target.lod_level = source.lod_level
     for slot, level in explicit.items():
         for n in outs.get(slot, ()):
             block._var_recursive(n).lod_level = level

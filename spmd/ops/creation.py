@@ -72,6 +72,7 @@ _BATCH_LIKE = {"shape": ("ints", []), "input_dim_idx": ("int", 0),
 
 
 @define_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"], grad=None,
+           lod_inputs=("Input",),  # a LoD input's batch is its number of sequences, as fluid
            attrs={**_BATCH_LIKE, "value": ("float", 0.0), "str_value": ("str", ""),
                   "force_cpu": ("bool", False)})
 def _fill_constant_batch_size_like(ctx):

@@ -39,7 +39,32 @@ SHARE_LOD: dict[str, tuple[tuple[str, str], ...]] = {
     "cvm": (("X", "Y"),),
     "top_k": (("X", "Out"), ("X", "Indices")),
     "print": (("In", "Out"),),
+    # shape ops that keep the rows (fluid shares X's LoD when dim 0 is unchanged; the run-time
+    # rule "only when the output has as many rows" is lod_binding's), and row-wise ops, as
+    # fluid 1.8.5 gives their outputs the input's lod_level (tests/oracle/make_behaviours.py)
+    **{t: (_X_OUT,) for t in
+       ("squeeze2", "unsqueeze2", "flatten2", "split", "pad", "pad2d", "pad_constant_like",
+        "cos_sim", "huber_loss", "square_error_cost", "sampling_id", "pool2d", "pool3d", "lrn",
+        "logical_not", "logical_and", "logical_or", "logical_xor", "equal", "not_equal",
+        "greater_than", "greater_equal", "less_than", "less_equal")},
+    "stack": (("X", "Y"),),
+    "slice": (("Input", "Out"),),
+    "strided_slice": (("Input", "Out"),),
+    "log_loss": (("Predicted", "Loss"),),
+    "group_norm": (("X", "Y"),),
+    **{t: (("Input", "Output"),) for t in ("conv2d", "depthwise_conv2d", "conv3d")},
 }
+
+# ops whose fluid InferShape shares the LoD only when the output's dim 0 is the input's
+# (`if (x_dims[0] == out_dims[0]) ctx->ShareLoD(...)`): unsqueeze2 at axis 0 makes it 1
+ROWS_KEPT_ONLY = frozenset(("squeeze2", "unsqueeze2", "reshape2", "pad"))
+
+
+def shares_at_build(op_type: str, in_shape, out_shape) -> bool:
+    """Whether a share_lod pair of `op_type` gives the output the input's lod_level."""
+    if op_type not in ROWS_KEPT_ONLY:
+        return True
+    return bool(in_shape) and bool(out_shape) and in_shape[0] == out_shape[0]
 
 
 def apply(opdef) -> None:

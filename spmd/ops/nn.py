@@ -69,7 +69,15 @@ def _cross_entropy(ctx):
         _check_soft_label(ctx, x, label)
     else:
         _check_hard_label(ctx, x, label, len(x.shape) - 1)
-    ctx.set_output("Y", tuple(x.shape[:-1]) + (1,), x.dtype)
+    ctx.set_output("Y", _loss_shape(x, label), x.dtype)
+
+
+def _loss_shape(x, label) -> tuple:
+    """fluid's cross-entropy Y: the label's dims with the last one 1; a hard label without
+    X's class dim ([N, T] for X [N, T, V]) gives a loss of its own shape."""
+    if len(label.shape) == len(x.shape) - 1:
+        return tuple(label.shape)
+    return tuple(x.shape[:-1]) + (1,)
 
 
 @define_op("cross_entropy2", inputs=["X", "Label"], outputs=["Y", "XShape", "MatchX"],
@@ -82,7 +90,7 @@ def _cross_entropy2(ctx):
     _check_float(ctx, x, "X")
     ctx.check(len(x.shape) >= 1, "X must have at least one dim (the classes)")
     _check_hard_label(ctx, x, label, len(x.shape) - 1)
-    ctx.set_output("Y", tuple(x.shape[:-1]) + (1,), x.dtype)
+    ctx.set_output("Y", _loss_shape(x, label), x.dtype)
     ctx.set_output("XShape", tuple(x.shape) + (0,), x.dtype)
     ctx.set_output("MatchX", tuple(x.shape[:-1]) + (1,), x.dtype)
 

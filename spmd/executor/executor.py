@@ -213,6 +213,27 @@ class Executor:
         lods = plan.fetched_lods or [None] * len(results)
         return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 
+    def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0,
+                           debug=False, fetch_list=None, fetch_info=None, print_period=100,
+                           fetch_handler=None):
+        """Run `program` over every batch of a fluid Dataset (see spmd.executor.dataset_run).
+
+        >>> # exe.train_from_dataset(main, dataset, fetch_list=[loss], fetch_info=["loss"])
+        """
+        from .dataset_run import run_from_dataset
+
+        return run_from_dataset(self, program, dataset, scope, thread, False, debug,
+                                fetch_list, fetch_info, print_period, fetch_handler)
+
+    def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0,
+                           debug=False, fetch_list=None, fetch_info=None, print_period=100,
+                           fetch_handler=None):
+        """train_from_dataset for evaluation (see spmd.executor.dataset_run)."""
+        from .dataset_run import run_from_dataset
+
+        return run_from_dataset(self, program, dataset, scope, thread, True, debug,
+                                fetch_list, fetch_info, print_period, fetch_handler)
+
     def close(self):
         """Drop compiled plans; the executor cannot run afterwards. In parameter-server mode
         it also tells every pserver this trainer is done (fluid's Executor.close)."""

@@ -283,8 +283,7 @@ class _ReaderHook:
 
 
 class DataLoader:
-    """fluid.io.DataLoader: made with DataLoader.from_generator (from_dataset, for the
-    parameter-server Dataset, is not provided).
+    """fluid.io.DataLoader: made with DataLoader.from_generator or from_dataset.
 
     >>> import spmd.fluid as fluid
     >>> with fluid.program_guard(fluid.Program(), fluid.Program()):
@@ -323,6 +322,17 @@ class DataLoader:
         """
         return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
                                drop_last)
+
+    @staticmethod
+    def from_dataset(dataset, places, drop_last=True):
+        """An iterable loader over a fluid Dataset's batches: each step one feed dict per
+        place (spmd.datafeed.loader).
+
+        >>> # for data in fluid.io.DataLoader.from_dataset(dataset, fluid.cpu_places()): ...
+        """
+        from ..datafeed.loader import DatasetLoader
+
+        return DatasetLoader(dataset, places, drop_last)
 
 
 class PyReader:

@@ -52,6 +52,9 @@ MODULES = {
     "spmd.kernels.deform": (
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
+    "spmd.kernels.detection_map": (
+        "detection_map",
+    ),
     "spmd.kernels.detection_nms": (
         "multiclass_nms", "multiclass_nms2",
     ),

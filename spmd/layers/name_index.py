@@ -34,9 +34,9 @@ MODULES = {
         "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss",
     ),
     "detection_ssd": (
-        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_map",
-        "detection_output", "iou_similarity", "multi_box_head", "multiclass_nms", "prior_box",
-        "ssd_loss", "target_assign",
+        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_output",
+        "iou_similarity", "multi_box_head", "multiclass_nms", "prior_box", "ssd_loss",
+        "target_assign",
     ),
     "dynamic_rnn": (
         "DynamicRNN", "reorder_lod_tensor_by_rank",

@@ -4,9 +4,13 @@ Each rank posts, with two plain stores per collective, how many collectives it h
 communicator and the kind of the last one. When a collective times out, the rank reads its
 node's board and names the ranks that never reached that collective, and where they stopped.
 Reading needs nothing from the other ranks (no message, no MPI progress), so it works while
-they are hung. Ranks on other nodes are not on this node's board; the message says so.
+they are hung. The memory is an MPI shared window, or for trainers joined without a launcher
+(spmd/comm/join.py), whose worlds share none, a file in /dev/shm. Ranks on other nodes are not
+on this node's board; the message says so.
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -16,22 +20,31 @@ OPS = ("allreduce", "reduce", "broadcast", "allgather", "reduce_scatter", "barri
 class ArrivalBoard:
     def __init__(self, comm):
         """Collective over the mpi4py communicator `comm` (every rank makes one, together)."""
+        self._world_size = comm.Get_size()
+        from .join import joined_start
+
+        if joined_start():  # worlds joined by connect/accept share no MPI window
+            self._slots, self._me, self._ranks = _file_board(comm)
+        else:
+            self._slots, self._me, self._ranks = self._window_board(comm)
+        self.count, self.op = 0, -1
+
+    def _window_board(self, comm):
         from mpi4py import MPI
 
-        self._world_size = comm.Get_size()
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self._node, n = node, node.Get_size()
         itemsize = np.dtype(np.int64).itemsize
         self._win = MPI.Win.Allocate_shared(2 * n * itemsize if node.Get_rank() == 0 else 0,
                                             itemsize, comm=node)
         buf, _ = self._win.Shared_query(0)
-        self._slots = np.ndarray((n, 2), dtype=np.int64, buffer=buf)
-        self._me = node.Get_rank()
-        self._slots[self._me] = (0, -1)
-        self._ranks = np.empty(n, dtype=np.int64)  # world rank of each node rank
-        node.Allgather(np.array([comm.Get_rank()], dtype=np.int64), self._ranks)
+        slots = np.ndarray((n, 2), dtype=np.int64, buffer=buf)
+        me = node.Get_rank()
+        slots[me] = (0, -1)
+        ranks = np.empty(n, dtype=np.int64)  # world rank of each node rank
+        node.Allgather(np.array([comm.Get_rank()], dtype=np.int64), ranks)
         node.Barrier()  # every slot is zeroed before anyone posts
-        self.count, self.op = 0, -1
+        return slots, me, ranks
 
     def arrive(self, op: str) -> None:
         self.count += 1
@@ -70,3 +83,39 @@ class ArrivalBoard:
         if not parts:
             return ""
         return f"collective #{mine} on this communicator: " + "; ".join(parts)
+
+
+def _file_board(comm):
+    """The board in a file of /dev/shm mapped by the ranks of one host (trainers joined
+    without a launcher: MPI has no shared window across their worlds). The host's first rank
+    makes it and removes its name once every rank has it mapped: nothing is left behind."""
+    import mmap
+    import secrets
+    import socket
+    import tempfile
+
+    from .topology import same_host_ranks
+
+    rank = comm.Get_rank()
+    ranks = same_host_ranks(comm, socket.gethostname())
+    me, n = ranks.index(rank), len(ranks)
+    job = np.frombuffer(secrets.token_bytes(8), dtype=np.uint8).copy()
+    comm.Bcast(job, root=0)
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    path = os.path.join(folder, f"spmd-arrivals-{job.tobytes().hex()}-{ranks[0]}")
+    size = 2 * n * np.dtype(np.int64).itemsize
+    if me == 0:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.ftruncate(fd, size)
+    comm.Barrier()
+    if me != 0:
+        fd = os.open(path, os.O_RDWR)
+    mapping = mmap.mmap(fd, size)
+    os.close(fd)
+    comm.Barrier()  # every rank of the host has it mapped
+    if me == 0:
+        os.unlink(path)
+    slots = np.ndarray((n, 2), dtype=np.int64, buffer=mapping)
+    slots[me] = (0, -1)
+    comm.Barrier()  # every slot is set before anyone posts
+    return slots, me, np.array(ranks, dtype=np.int64)

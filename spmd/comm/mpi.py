@@ -18,9 +18,11 @@ _met = False
 
 
 def world():
-    """mpi4py's COMM_WORLD. The first call loads MPI and connects this rank's supervisor to
-    the others' (spmd.guard), so a rank that leaves early fails the job at once."""
+    """mpi4py's COMM_WORLD (for trainers started with PADDLE_* variables only, the world they
+    joined: spmd/comm/join.py). The first call loads MPI and connects this rank's supervisor
+    to the others' (spmd.guard), so a rank that leaves early fails the job at once."""
     global _met
+    guard.note_mpi_starting()  # from now on this rank is in MPI: no stand-in may join for it
     from mpi4py import MPI
 
     if not MPI.Is_initialized():  # imported without initializing (launch.mpi asks a vendor so)
@@ -29,10 +31,17 @@ def world():
                 "MPI was finalized in this process (MPI.Finalize() was called), so spmd cannot "
                 "use it any more; finalize only at the very end of the program")
         MPI.Init_thread(MPI.THREAD_MULTIPLE)  # what mpi4py's own initialization asks for
+    comm = MPI.COMM_WORLD
+    from .join import joined_start
+
+    if joined_start():  # trainers started without a launcher: their joined world
+        from .join import joined_world
+
+        comm = joined_world()
     if not _met:
         _met = True
-        guard.rendezvous(MPI.COMM_WORLD)
-    return MPI.COMM_WORLD
+        guard.rendezvous(comm)
+    return comm
 
 
 def _check_contiguous(array, op: str):

@@ -89,6 +89,9 @@ def launcher_rank_size(env=None) -> tuple[int, int]:
     env = os.environ if env is None else env
     if not launched_by_mpi(env):
         return 0, 1
+    if env.get("SPMD_JOIN_START") == "1":  # its own mpiexec -n 1: the trainer id decides
+        ids = _paddle_env(env)
+        return ids[0], ids[1]
     for rank_var, size_var in _LAUNCHER_RANK_VARS:
         rank, size = env.get(rank_var, ""), env.get(size_var, "")
         if rank.isdigit() and size.isdigit():
@@ -196,20 +199,51 @@ def _detect(env) -> Topology:
         if (trainers_num or 1) > 1:
             raise InvalidArgumentError(
                 f"PADDLE_TRAINERS_NUM={trainers_num} but this process was not started by an MPI "
-                f"launcher; run `mpirun -n {trainers_num} python train.py` or "
+                f"launcher, and it cannot join the others without one: it needs "
+                f"PADDLE_TRAINER_ID, PADDLE_TRAINER_ENDPOINTS ({trainers_num} host:port) and "
+                f"PADDLE_CURRENT_ENDPOINT too (and SPMD_ENV_START not 0) to join them at "
+                f"trainer 0's endpoint; or run `mpirun -n {trainers_num} python train.py` or "
                 f"`paddle-launch --nproc_per_node {trainers_num} train.py`")
         return Topology(endpoints=endpoints, current_endpoint=current)
     from .mpi import world
 
     comm = world()
     rank, size = comm.Get_rank(), comm.Get_size()
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
-    local_rank, local_size = node.Get_rank(), node.Get_size()
-    node.Free()
+    local_rank, local_size = _node_rank_size(comm, env)
     endpoints, current = check_paddle_env(rank, size, env)
     return Topology(rank, size, local_rank, local_size, endpoints, current, uses_mpi=True)
+
+
+def _node_rank_size(comm, env) -> tuple[int, int]:
+    """This rank's place among the ranks of its node: MPI's shared-memory split, or, for
+    trainers joined without a launcher (whose worlds MPI does not see as one node), the
+    ranks of the same host name."""
+    rank = comm.Get_rank()
+    if env.get("SPMD_JOIN_START") != "1":
+        from mpi4py import MPI
+
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+        local = node.Get_rank(), node.Get_size()
+        node.Free()
+        return local
+    import socket
+
+    hosts = same_host_ranks(comm, socket.gethostname())
+    return hosts.index(rank), len(hosts)
+
+
+def same_host_ranks(comm, host: str) -> list[int]:
+    """The ranks of mpi4py communicator `comm` whose host name is `host` (collective; each
+    rank passes its own)."""
+    import numpy as np
+
+    width = 64
+    mine = np.zeros(width, dtype=np.uint8)
+    raw = host.encode()[:width]
+    mine[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    names = np.empty((comm.Get_size(), width), dtype=np.uint8)
+    comm.Allgather(mine, names)
+    return [r for r in range(comm.Get_size()) if names[r].tobytes() == mine.tobytes()]
 
 
 def select_gpu(topology: Topology, device_count: int, env=None) -> int:

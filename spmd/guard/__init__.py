@@ -31,8 +31,8 @@ from . import state as st
 from .abort import abort_job, flush_to_process_manager
 
 __all__ = ["abort_job", "attach", "departure_message", "flush_to_process_manager", "install",
-           "let_the_reporter_speak", "note_collective", "note_exit_code", "note_step", "rendezvous",
-           "supervised"]
+           "let_the_reporter_speak", "note_collective", "note_exit_code", "note_mpi_starting",
+           "note_step", "rendezvous", "report_failure", "supervised"]
 
 _SUPERVISED_ENV = "SPMD_SUPERVISED"  # set in the supervised program: its children never fork
 _shared: st.SharedState | None = None
@@ -55,7 +55,10 @@ def supervised() -> bool:
 
 
 def install() -> None:
-    """At `import spmd`: the abort hook always; the supervisor where it applies."""
+    """At `import spmd`: the abort hook always; the supervisor where it applies. A trainer
+    started with fluid's PADDLE_* variables only is first re-executed under its own mpiexec
+    (spmd/comm/join.py), before anything else happens in it."""
+    _reexec_env_only_trainer()
     _install_abort_hook()
     from ..flags import flags
 
@@ -78,6 +81,37 @@ def install() -> None:
     os.environ[_SUPERVISED_ENV] = "1"  # in the child only: supervise() returns there
     atexit.register(_leaving)
     _record_sys_exit_codes()
+    sys.meta_path.insert(0, _NoteMPIImport())
+
+
+def _reexec_env_only_trainer() -> None:
+    if os.environ.get(_SUPERVISED_ENV) or not _safe_to_fork():
+        return
+    launcher = sys.modules.get("launch")  # paddle-launch itself reads spmd.flags: never it
+    if launcher is not None and os.path.dirname(os.path.dirname(
+            getattr(launcher, "__file__", "") or "")) == \
+            os.path.dirname(os.path.dirname(os.path.dirname(__file__))):
+        return
+    from ..comm.join import env_only_start, reexec_under_mpiexec
+
+    if env_only_start():
+        reexec_under_mpiexec()
+
+
+class _NoteMPIImport:
+    """A finder that finds nothing: it notes that the program imports mpi4py.MPI (which
+    starts MPI), so its supervisor never stands in for a program that began to."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "mpi4py.MPI":
+            note_mpi_starting()
+        return None
+
+
+def note_mpi_starting() -> None:
+    """The program is about to start MPI (spmd's first MPI use, or its own mpi4py)."""
+    if _shared is not None:
+        _shared.slots[st.MPI_STARTED] = 1
 
 
 def _record_sys_exit_codes() -> None:
@@ -129,23 +163,100 @@ def _install_abort_hook() -> None:
     previous = sys.excepthook
 
     def abort_all(kind, value, tb):
-        previous(kind, value, tb)
-        mpi = sys.modules.get("mpi4py.MPI")
-        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-            rank, size = _launcher_rank_size()
-            if size > 1:  # which rank, and why, in one line above MPI's own abort message
-                sys.stderr.write(f"[rank {rank}/{size}] {kind.__name__}: "
-                                 f"{str(value).splitlines()[0] if str(value) else ''} - "
-                                 f"ending the whole job\n")
+        report_failure(value, lambda: previous(kind, value, tb))
         abort_job(1)
 
     sys.excepthook = abort_all
+
+
+def summary(error: BaseException) -> str:
+    """`Kind: first line of the message`."""
+    lines = str(error).strip().splitlines()
+    return type(error).__name__ + (f": {lines[0]}" if lines else "")
+
+
+def _where(error: BaseException) -> str:
+    """The innermost frame of the program's own code, and how far the rank got."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if "/spmd/" not in f.filename and "runpy" not in f.filename]
+    place = (f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno} in "
+             f"{frames[-1].name}, " if frames else "")
+    if _shared is None:
+        return place + f"in its Executor.run #{_steps}"
+    if not _shared.slots[st.CHANNEL] and not _shared.slots[st.MPI_STARTED]:
+        return place + "before the job's first collective (before MPI started)"
+    return place + (f"after collective #{int(_shared.slots[st.COLLECTIVES])} (in its "
+                    f"Executor.run #{int(_shared.slots[st.STEPS])})")
+
+
+def _peer_failed_first(wait_s: float = 0.3) -> dict | None:
+    """Under the channel: tell the supervisor this rank fails (it announces it at once) and
+    give the others' announcements a moment; the earliest failure by (collective count,
+    rank) is the job's root cause. None when this rank is it."""
+    if not supervised():
+        return None
+    slots = _shared.slots
+    slots[st.FAILING] = 1
+    mine = (int(slots[st.COLLECTIVES]), _launcher_rank_size()[0])
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    first = _shared.earliest_failure()
+    if first is not None and (first["collectives"], first["rank"]) < mine:
+        return first
+    return None
+
+
+def report_failure(error: BaseException, print_traceback) -> None:
+    """What a failing rank prints: the root-cause block (rank, where, cause, fix) first and
+    then its traceback; or, when another rank failed first or stopped this one, one line."""
+    from .abort import StoppedByPeer
+
+    rank, size = _launcher_rank_size()
+    tag = f"[rank {rank}/{size}]"
+    if isinstance(error, StoppedByPeer):
+        time.sleep(0.5)  # the rank that failed prints its block first
+        text = str(error).splitlines()[0] if str(error) else "stopped"
+        sys.stderr.write((text if text.startswith("[rank") else f"{tag} {text}") + "\n")
+        sys.stderr.flush()
+        time.sleep(1.5)  # its stand-in ends the job with its own code
+        return
+    if _shared is not None:
+        _shared.set_error(summary(error))
+    first = _peer_failed_first() if size > 1 else None
+    if first is not None:
+        ended = (f"signal {first['signal']}" if first["signal"] else
+                 f"exit code {first['code']}")
+        sys.stderr.write(f"{tag} stopped: rank {first['rank']} failed first ({ended}, after "
+                         f"its collective #{first['collectives']}); this rank then: "
+                         f"{summary(error)[:300]}\n")
+        sys.stderr.flush()
+        return
+    if size > 1:
+        sys.stderr.write(f"{tag} FAILED: {summary(error)}\n{tag}   where: {_where(error)}\n"
+                         f"{tag}   fix: {_fix(error)}\n")
+    print_traceback()
+    sys.stderr.flush()
+
+
+def _fix(error: BaseException) -> str:
+    from ..errors import SpmdError
+
+    if isinstance(error, SpmdError):
+        return "as the error says (the message ends with what to do); traceback below"
+    return ("this rank's own error (traceback below); the other ranks are stopped because "
+            "of it")
 
 
 def _leaving() -> None:
     """atexit, in the supervised program: its script ended (the end, or sys.exit). Runs before
     mpi4py's MPI_Finalize, which waits for every rank: the supervisor announces it now."""
     if _shared is not None:
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized():
+            _shared.slots[st.MPI_STARTED] = 1
         _shared.slots[st.LEAVING] = 1
 
 
@@ -153,10 +264,17 @@ def rendezvous(comm) -> None:
     """At spmd's first MPI use (collective over the mpi4py communicator `comm`, COMM_WORLD):
     rank 0's supervisor address to every supervisor, then agree whether every one connected.
     The channel is used only when all did; otherwise collectives rely on their timeout."""
-    if _shared is None or comm.Get_size() == 1 or _shared.slots[st.CHANNEL] != 0:
+    if comm.Get_size() == 1:
         return
     import numpy as np
     from mpi4py import MPI
+
+    from ..flags import flags
+
+    if flags().supervise:
+        _check_everyone_came(comm, np, MPI)
+    if _shared is None or _shared.slots[st.CHANNEL] != 0:
+        return
 
     from .channel import candidate_addresses
 
@@ -180,6 +298,26 @@ def rendezvous(comm) -> None:
             "spmd: warning: the ranks' supervisors could not all reach rank 0's (TCP, "
             f"addresses {text}); a rank that ends early is then noticed only by the "
             "collective timeout (SPMD_COLLECTIVE_TIMEOUT)\n")
+
+
+def _check_everyone_came(comm, np, MPI) -> None:
+    """The first of the rendezvous: who is here. A rank whose program ended before it
+    started MPI is stood in for by its supervisor (spmd/guard/stand_in.py), which says so
+    here; the ranks present then stop, naming it, instead of waiting for it."""
+    from .stand_in import PRESENT, RECORD, cause
+
+    table = np.zeros((comm.Get_size(), RECORD), dtype=np.int64)
+    # non-blocking, as the stand-in's: MPI never matches a blocking collective with one
+    comm.Iallgather(np.array([PRESENT, 0, 0], dtype=np.int64), table).Wait()
+    gone = [r for r in range(comm.Get_size()) if table[r, 0] != PRESENT]
+    if gone:
+        from .abort import StoppedByPeer
+
+        rank, size = comm.Get_rank(), comm.Get_size()
+        who = "; ".join(f"rank {r} ({cause(int(table[r, 1]), int(table[r, 2]), '', True)})"
+                        for r in gone)
+        raise StoppedByPeer(f"[rank {rank}/{size}] stopped: {who} ended before the job's "
+                            f"first collective, before MPI started (its message is above)")
 
 
 def note_collective() -> int:

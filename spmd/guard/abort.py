@@ -5,6 +5,13 @@ import os
 import sys
 import time
 
+from ..errors import CommunicationError
+
+
+class StoppedByPeer(CommunicationError):
+    """This rank stops because another rank failed (or ended before the job started): that
+    rank prints the cause; this one says it was stopped, in one line."""
+
 
 def abort_job(code: int) -> None:
     """MPI_Abort the job when MPI is up with other ranks, after this rank's output has reached
@@ -13,9 +20,17 @@ def abort_job(code: int) -> None:
     if mpi is None:
         return
     try:
+        # trainers joined without a launcher (spmd/comm/join.py) each have a COMM_WORLD of
+        # one: their supervisors end the others (spmd/guard/supervisor.py)
         if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
             flush_to_process_manager()
             mpi.COMM_WORLD.Abort(code)
+        if mpi.Is_initialized() and not mpi.Is_finalized() and \
+                os.environ.get("SPMD_JOIN_START") == "1":
+            # MPI_Finalize waits for every connected process, which may wait for this one
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
     except Exception:  # noqa: BLE001 - already failing; never mask the original error
         pass
 

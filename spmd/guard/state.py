@@ -14,13 +14,16 @@ import os
 import select
 import time
 
-# slots written by the program
-COLLECTIVES, STEPS, LEAVING, EXIT_CODE, ADDRESS_READY, CHANNEL = range(6)
-# slots written by the supervisor: the first peer that left, while this program ran
+# slots written by the program (MPI_STARTED: it began to start MPI, so its supervisor never
+# stands in for it; FAILING: an uncaught error is being reported, ERROR text says which)
+COLLECTIVES, STEPS, LEAVING, EXIT_CODE, ADDRESS_READY, CHANNEL, MPI_STARTED, FAILING = range(8)
+# slots written by the supervisor: the first peer that left, while this program ran; and the
+# earliest failure heard of, by (collective count, rank): the job's root cause
 (DEPARTED, D_RANK, D_CODE, D_SIGNAL, D_COLLECTIVES, D_STEPS, D_HOW, CONNECTED,
- LISTEN_PORT) = range(8, 17)
+ LISTEN_PORT, F_SEEN, F_RANK, F_COLLECTIVES, F_CODE, F_SIGNAL) = range(8, 22)
 _SLOTS = 32
 _TEXT = 256  # the rendezvous address, "host:port,host:port,..."
+_ERROR = 512  # the program's error, one line, for its supervisor to tell
 
 # how a rank left (D_HOW)
 LOST, SCRIPT_ENDED, EXITED_UNCLEANLY, FAILED = range(4)
@@ -36,13 +39,15 @@ class SharedState:
     def __init__(self, shared: bool = True):
         import numpy as np  # here: `import spmd` without a supervisor loads no numpy
 
-        size = _SLOTS * 8 + _TEXT
+        size = _SLOTS * 8 + _TEXT + _ERROR
         # MAP_SHARED: the fork keeps one copy both processes see; in-process use needs none
         self._map = mmap.mmap(-1, size, flags=mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE)
         self.slots = np.ndarray((_SLOTS,), dtype=np.int64, buffer=self._map)
         self.slots[:] = 0
         self.slots[EXIT_CODE] = -1
         self._text = np.ndarray((_TEXT,), dtype=np.uint8, buffer=self._map, offset=_SLOTS * 8)
+        self._error = np.ndarray((_ERROR,), dtype=np.uint8, buffer=self._map,
+                                 offset=_SLOTS * 8 + _TEXT)
         # the program writes a byte here when it sets the address: a supervisor waiting for
         # it wakes at once instead of at its next poll (the job's first collective waits)
         self._wake = os.pipe() if shared else None
@@ -67,6 +72,31 @@ class SharedState:
     def address(self) -> str:
         raw = self._text.tobytes()
         return raw[:raw.index(0)].decode() if 0 in raw else raw.decode()
+
+    def set_error(self, text: str) -> None:
+        """The program: the one line that says why it fails (before FAILING is set)."""
+        raw = text.encode()[:_ERROR - 1]
+        self._error[:] = 0
+        self._error[:len(raw)] = list(raw)
+
+    def error(self) -> str:
+        raw = self._error.tobytes()
+        return raw[:raw.index(0)].decode(errors="replace")
+
+    def record_failure(self, rank: int, collectives: int, code: int, sig: int) -> None:
+        """A peer failed: kept when it is the earliest heard of, by (collectives, rank)."""
+        s = self.slots
+        if s[F_SEEN] and (int(s[F_COLLECTIVES]), int(s[F_RANK])) <= (collectives, rank):
+            return
+        s[F_RANK], s[F_COLLECTIVES], s[F_CODE], s[F_SIGNAL] = rank, collectives, code, sig
+        s[F_SEEN] = 1
+
+    def earliest_failure(self) -> dict | None:
+        s = self.slots
+        if not s[F_SEEN]:
+            return None
+        return {"rank": int(s[F_RANK]), "collectives": int(s[F_COLLECTIVES]),
+                "code": int(s[F_CODE]), "signal": int(s[F_SIGNAL])}
 
     def record_departure(self, rank: int, code: int, sig: int, collectives: int, steps: int,
                          how: int) -> None:

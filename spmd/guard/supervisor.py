@@ -81,6 +81,9 @@ class _Parent:
     def _departed(self, info: dict) -> None:
         self.shared.record_departure(info["rank"], info["code"], info["signal"],
                                      info["collectives"], info["steps"], info["how"])
+        if info["how"] == st.FAILED:
+            self.shared.record_failure(info["rank"], info["collectives"], info["code"],
+                                       info["signal"])
         failed = info["how"] in (st.FAILED, st.LOST)
         if failed and not self.launcher_stops_ranks and self.stop_at is None:
             # the program may be failing already, with a better message: give it a moment
@@ -122,6 +125,10 @@ class _Parent:
             channel.poll(_POLL_S)
         if s[st.LEAVING] and not self.left:  # the script ended; the program is finishing
             self._leave(int(s[st.EXIT_CODE]), 0, st.SCRIPT_ENDED)
+        if s[st.FAILING] and not self.left and channel.connected:
+            # the program is reporting an error: said now, so every rank knows which failed
+            # first before it prints (spmd.guard.report_failure)
+            self._leave(1, 0, st.FAILED)
 
     def _stop_program_if_due(self) -> None:
         if self.stop_at is None or time.monotonic() < self.stop_at:
@@ -144,11 +151,20 @@ class _Parent:
             if pid:
                 break
         code, sig = _decode(status)
+        if self._ended_before_mpi():
+            self._exit(self._stand_in(code, sig), 0)
         if sig:  # nothing in the program could say it: the cause, printed once, here
             collectives, steps = self._progress()
-            sys.stderr.write(
-                f"{self.tag} the program was killed by signal {sig} ({_signal_name(sig)}) "
-                f"after collective #{collectives} (in its Executor.run #{steps})\n")
+            first = self.shared.earliest_failure()
+            if first is not None and first["rank"] != self.rank:
+                ended = (f"signal {first['signal']}" if first["signal"] else
+                         f"exit code {first['code']}")
+                sys.stderr.write(f"{self.tag} stopped (signal {sig}, {_signal_name(sig)}): "
+                                 f"rank {first['rank']} failed first ({ended})\n")
+            else:
+                sys.stderr.write(
+                    f"{self.tag} the program was killed by signal {sig} ({_signal_name(sig)}) "
+                    f"after collective #{collectives} (in its Executor.run #{steps})\n")
         clean = bool(self.shared.slots[st.LEAVING])
         how = st.FAILED if (sig or code) else (st.SCRIPT_ENDED if clean else
                                                st.EXITED_UNCLEANLY)
@@ -157,6 +173,22 @@ class _Parent:
             self._exit(code, sig)
         self._hold_until_all_done(clean)
         self._exit(code, sig)
+
+    def _ended_before_mpi(self) -> bool:
+        """The program ended before it began to start MPI, in a job of several ranks: the
+        others would wait for it in MPI start-up."""
+        s = self.shared.slots
+        return self.channel is not None and s[st.CHANNEL] == 0 and not s[st.MPI_STARTED]
+
+    def _stand_in(self, code: int, sig: int) -> int:
+        from ..comm.join import joined_start
+        from ..flags import flags
+        from .stand_in import stand_in
+
+        settings = flags()
+        joined = joined_start()
+        timeout = settings.join_timeout_s if joined else settings.collective_timeout_s
+        return stand_in(self.rank, self.size, code, sig, self.shared.error(), timeout, joined)
 
     def _hold_until_all_done(self, clean: bool) -> None:
         """The program ended with 0: hold on until every rank has left, or the launcher ends

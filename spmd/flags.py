@@ -105,6 +105,10 @@ class Flags:
     hierarchical_allreduce_inter_nranks is 0: consecutive ranks form a node (0, the default:
     MPI's shared-memory nodes, MPI_COMM_TYPE_SHARED). Set it to simulate nodes on one machine
     (`SPMD_NODE_SIZE=2 mpiexec -n 4`: 2 nodes of 2). See spmd/comm/hierarchy.py."""
+    join_timeout_s: float = 300.0
+    """SPMD_JOIN_TIMEOUT: seconds trainers started with PADDLE_* variables only (no MPI
+    launcher) wait for each other at trainer 0's endpoint before the job fails, naming the
+    trainers that never came. See spmd/comm/join.py; SPMD_JOB_TOKEN is the secret they share."""
 
 
 _revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at
@@ -146,4 +150,5 @@ def flags(env=None) -> Flags:
         ps_rpc_deadline_s=_read_float(env, "SPMD_PS_RPC_DEADLINE", 180.0),
         ps_idle_timeout_s=_read_float(env, "SPMD_PS_IDLE_TIMEOUT", 1800.0),
         node_size=_read_int(env, "SPMD_NODE_SIZE", 0, minimum=0),
+        join_timeout_s=_read_float(env, "SPMD_JOIN_TIMEOUT", 300.0),
     )

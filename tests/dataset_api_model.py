@@ -78,9 +78,10 @@ def write_generator(folder, import_path, import_line):
     return path
 
 
-def build(fluid, lr=0.05):
+def build(fluid, lr=0.05, is_sparse=True):
     """The model: two sparse id slots embedded and sum-pooled, a dense slot, two fc layers,
-    softmax cross-entropy, SGD. Returns (main, startup, data variables, loss)."""
+    softmax cross-entropy, SGD (is_sparse: the embeddings' gradients as SelectedRows).
+    Returns (main, startup, data variables, loss)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7  # the oracle regenerates byte-identical
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -90,7 +91,7 @@ def build(fluid, lr=0.05):
         label = fluid.layers.data(name="label", shape=[1], dtype="int64")
         pooled = []
         for var in (c1, c2):
-            emb = fluid.layers.embedding(var, size=[VOCAB, 4], is_sparse=True)
+            emb = fluid.layers.embedding(var, size=[VOCAB, 4], is_sparse=is_sparse)
             pooled.append(fluid.layers.sequence_pool(emb, "sum"))
         h = fluid.layers.concat(pooled + [dense], axis=1)
         h = fluid.layers.fc(h, 8, act="relu")

@@ -81,13 +81,16 @@ class _Agreement:
     """Whether every rank still has a batch: compiled data parallel across MPI ranks only."""
 
     def __init__(self, program, executor, scope):
-        from ..comm.topology import detect
         from .executor import _compiled
 
         compiled = _compiled(program)
-        self.needed = (compiled is not None and detect().size > 1
-                       and compiled.runner(executor.place, scope) is not None)
-        self.tag = detect().tag()
+        self.needed, self.tag = False, ""
+        if compiled is not None:  # never asked otherwise: a pserver job has no MPI world
+            from ..comm.topology import detect
+
+            self.tag = detect().tag()
+            self.needed = (detect().size > 1
+                           and compiled.runner(executor.place, scope) is not None)
 
     def all_have(self, mine: bool) -> bool:
         if not self.needed:
@@ -163,8 +166,9 @@ class _Stats:
 
     def warn_left_over(self, tag: str):
         if self.dropped:
+            prefix = f"{tag} " if tag else ""
             warnings.warn(
-                f"{tag} train_from_dataset: the last {self.dropped} batch(es) were not run: a "
+                f"{prefix}train_from_dataset: the last {self.dropped} batch(es) were not run: a "
                 f"data-parallel run takes one batch per place and every rank must run each "
                 f"step; give the places (and ranks) equal shares (fleet.split_files, "
                 f"global_shuffle) to use every record", stacklevel=3)

@@ -208,3 +208,39 @@ def numpy_lods(fluid):
     t.set_lod(np.array([[0, 1, 5]]))
     out["set_lod"] = t.lod()
     return out
+
+
+# -- what iterable DataLoader / PyReader yield -----------------------------------------------
+
+def loader_yields(fluid):
+    """The first step of iterable loaders (DataLoader.from_generator, PyReader; return_list
+    False and True): per fed variable its type name, shape(), lod(),
+    recursive_sequence_lengths() and np.array shape."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        w = fluid.data(name="w", shape=[None, 1], dtype="int64", lod_level=1)
+
+    def samples():
+        for i in range(4):
+            yield np.full([2], i, "float32"), [[i]] * (i + 1)
+
+    out = {}
+    for return_list in (False, True):
+        for kind in ("DataLoader", "PyReader"):
+            if kind == "DataLoader":
+                r = fluid.io.DataLoader.from_generator(feed_list=[x, w], capacity=2,
+                                                       return_list=return_list)
+                r.set_sample_generator(samples, 2, places=fluid.cpu_places(1))
+            else:
+                r = fluid.io.PyReader(feed_list=[x, w], capacity=2, return_list=return_list)
+                r.decorate_sample_generator(samples, 2, places=fluid.cpu_places(1))
+            steps = list(r())
+            first = steps[0][0]
+            items = sorted(first.items()) if isinstance(first, dict) else enumerate(first)
+            out[f"{kind}_return_list{int(return_list)}"] = {
+                "steps": len(steps), "container": type(first).__name__,
+                "fields": [[str(k), type(v).__name__, v.shape(), v.lod(),
+                            v.recursive_sequence_lengths(), list(np.array(v).shape)]
+                           for k, v in items]}
+    return out

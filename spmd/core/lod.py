@@ -132,6 +132,11 @@ class LoDTensor:
     def numpy(self) -> np.ndarray:
         return np.array(self)
 
+    def __getitem__(self, key):
+        """A slice of the data, without the LoD (fluid's `t[0]` gives a plain Tensor; here
+        the host array's slice)."""
+        return np.asarray(self)[key]
+
     @property
     def array(self):
         """The data (numpy or cupy), not copied, or None."""

@@ -35,8 +35,10 @@ def _as_places(places, who: str) -> list[Place]:
     return items
 
 
-def _batch_arrays(batch, names: list[str], index: int) -> list[np.ndarray]:
-    """One batch from a batch generator as arrays in feed_list order."""
+def _batch_arrays(batch, names: list[str], index: int) -> list[LoDTensor]:
+    """One batch from a batch generator as LoDTensors in feed_list order, as fluid's loaders
+    yield them (`.shape()`, `.lod()`, `np.array(t)`). A dense array is wrapped, not copied,
+    on the reading thread; the executor takes a LoDTensor feed as cheaply as an array."""
     if isinstance(batch, dict):
         batch = [batch[n] for n in names]
     if not isinstance(batch, (list, tuple)) or len(batch) != len(names):
@@ -58,7 +60,7 @@ def _batch_arrays(batch, names: list[str], index: int) -> list[np.ndarray]:
             raise InvalidArgumentError(
                 f"DataLoader: batch {index}, variable '{name}': the data does not form a regular "
                 f"array (nested lists of different lengths?); give equal-length samples")
-        arrays.append(array)
+        arrays.append(LoDTensor(array))
     return arrays
 
 
@@ -165,7 +167,7 @@ class GeneratorLoader:
             self._prefetch = None
         self._running = False
 
-    def _next_batches(self, count: int) -> list[list[np.ndarray]]:
+    def _next_batches(self, count: int) -> list[list[LoDTensor]]:
         """Up to `count` batches (one per place); fewer only at the end of the data."""
         out = []
         while len(out) < count:
@@ -293,7 +295,7 @@ class DataLoader:
     ...     for i in range(3):
     ...         yield [np.full((2, 2), i, "float32")]
     >>> _ = loader.set_batch_generator(batches, places=fluid.CPUPlace())
-    >>> [float(d[0]["x"][0, 0]) for d in loader()]
+    >>> [float(np.array(d[0]["x"])[0, 0]) for d in loader()]
     [0.0, 1.0, 2.0]
     """
 

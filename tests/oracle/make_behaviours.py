@@ -1,7 +1,7 @@
 """Reference behaviours of PaddlePaddle 1.8.5 where spmd once differed (issue 22): the
 DataFeeder's shapes, LoD through the ops that share it, cross_entropy's rank-1 hard labels,
-numpy LoDs. The programs are tests/behaviour_cases.py, run here with paddle.fluid and in
-tests/unit/test_fluid_behaviours.py with spmd.fluid.
+numpy LoDs, what iterable loaders yield. The programs are tests/behaviour_cases.py, run here
+with paddle.fluid and in tests/unit/test_fluid_behaviours.py with spmd.fluid.
 
 Run with the oracle's Python from outside the checkout:
     cd /tmp && /work/oracle/venv37/bin/python /work/main/tests/oracle/make_behaviours.py
@@ -24,6 +24,7 @@ def main():
         "sequence_conv_after_squeeze": cases.sequence_conv_after_squeeze(fluid),
         "cross_entropy_rank_minus_one": cases.cross_entropy_rank_minus_one(fluid),
         "numpy_lods": cases.numpy_lods(fluid),
+        "loader_yields": cases.loader_yields(fluid),
     }
     save("behaviours", out, meta={"paddle": paddle.__version__})
 

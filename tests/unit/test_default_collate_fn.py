@@ -67,4 +67,4 @@ def test_feeds_a_batch_generator():
 
     loader.set_batch_generator(batches, places=fluid.CPUPlace())
     steps = list(loader())
-    assert [s[0]["y"].ravel().tolist() for s in steps] == [[0, 1], [2, 3]]
+    assert [np.array(s[0]["y"]).ravel().tolist() for s in steps] == [[0, 1], [2, 3]]

@@ -87,3 +87,10 @@ def test_a_float_numpy_lod_is_refused_as_in_fluid():
     with pytest.raises(InvalidArgumentError, match="integer"):
         fluid.create_lod_tensor(np.zeros((5, 1), "float32"), np.array([[2.0, 3.0]]),
                                 fluid.CPUPlace())
+
+
+def test_iterable_loaders_yield_lod_tensors_as_fluid():
+    got = cases.loader_yields(fluid)
+    want = ORACLE["loader_yields"]
+    assert _jsonish(got) == want
+    assert want["DataLoader_return_list0"]["fields"][1][:2] == ["x", "LoDTensor"]

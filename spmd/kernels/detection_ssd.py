@@ -17,21 +17,34 @@ from .registry import kernel
 from .sequence import input_lod
 
 
-def _steps(attrs, feature_hw, image_hw):
-    """(step_h, step_w): the attributes, or image size / feature size when either is 0."""
+def _real(dtype):
+    """The scalar type fluid's kernel computes in (T): the input's float type."""
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
+def _steps(attrs, feature_hw, image_hw, t):
+    """(step_h, step_w) in T: the attributes, or image size / feature size when either is 0."""
     if attrs["step_w"] == 0 or attrs["step_h"] == 0:
-        return image_hw[0] / feature_hw[0], image_hw[1] / feature_hw[1]
-    return attrs["step_h"], attrs["step_w"]
+        return t(image_hw[0]) / t(feature_hw[0]), t(image_hw[1]) / t(feature_hw[1])
+    return t(np.float32(attrs["step_h"])), t(np.float32(attrs["step_w"]))
 
 
-def _prior_half_sizes(attrs) -> list[tuple[float, float]]:
-    """(half width, half height) of each prior at one cell, in fluid's order."""
-    ratios = expand_aspect_ratios(attrs["aspect_ratios"], attrs["flip"])
-    maxs = attrs["max_sizes"]
+def _centers(count, offset, step, t):
+    """(index + offset) * step per cell, rounded in T as fluid computes it."""
+    return (np.arange(count).astype(t) + t(np.float32(offset))) * step
+
+
+def _prior_half_sizes(attrs, t) -> list[tuple]:
+    """(half width, half height) in T of each prior at one cell, in fluid's order (sizes
+    and ratios are float attributes; the halves are rounded to T as fluid stores them)."""
+    ratios = [np.float32(r) for r in expand_aspect_ratios(attrs["aspect_ratios"],
+                                                           attrs["flip"])]
+    maxs = [np.float32(m) for m in attrs["max_sizes"]]
     out = []
-    for s, mn in enumerate(attrs["min_sizes"]):
-        by_ratio = [(mn * np.sqrt(r) / 2.0, mn / np.sqrt(r) / 2.0) for r in ratios]
-        square = [(np.sqrt(mn * maxs[s]) / 2.0,) * 2] if maxs else []
+    for s, mn in enumerate(np.float32(m) for m in attrs["min_sizes"]):
+        by_ratio = [(t(np.float64(mn) * np.sqrt(np.float64(r)) / 2.0),
+                     t(np.float64(mn) / np.sqrt(np.float64(r)) / 2.0)) for r in ratios]
+        square = [(t(np.sqrt(np.float64(mn * maxs[s])) / 2.0),) * 2] if maxs else []
         if attrs["min_max_aspect_ratios_order"]:
             # min square, max square, then the other ratios (Caffe's order)
             out += [by_ratio[0]] + square + [b for r, b in zip(ratios, by_ratio)
@@ -39,16 +52,6 @@ def _prior_half_sizes(attrs) -> list[tuple[float, float]]:
         else:
             out += by_ratio + square
     return out
-
-
-def _boxes_at_cells(centers_y, centers_x, half_w, half_h, image_hw):
-    """[H, W, P, 4] corner boxes, normalized by the image size."""
-    cy = centers_y.reshape(-1, 1, 1)
-    cx = centers_x.reshape(1, -1, 1)
-    hw, hh = half_w.reshape(1, 1, -1), half_h.reshape(1, 1, -1)
-    img_h, img_w = image_hw
-    return np.stack(np.broadcast_arrays((cx - hw) / img_w, (cy - hh) / img_h,
-                                        (cx + hw) / img_w, (cy + hh) / img_h), axis=-1)
 
 
 def _priors_out(xp, boxes: np.ndarray, attrs, dtype):
@@ -62,45 +65,56 @@ def _priors_out(xp, boxes: np.ndarray, attrs, dtype):
 @kernel("prior_box")
 def prior_box(xp, ins, attrs, want):
     x, img = ins["Input"], ins["Image"]
+    t = _real(x.dtype)
     fh, fw = x.shape[2], x.shape[3]
-    image_hw = (img.shape[2], img.shape[3])
-    step_h, step_w = _steps(attrs, (fh, fw), image_hw)
-    off = attrs["offset"]
-    halves = np.asarray(_prior_half_sizes(attrs), dtype=np.float64).reshape(-1, 2)
-    boxes = _boxes_at_cells((np.arange(fh) + off) * step_h, (np.arange(fw) + off) * step_w,
-                            halves[:, 0], halves[:, 1], image_hw)
+    img_h, img_w = t(img.shape[2]), t(img.shape[3])
+    step_h, step_w = _steps(attrs, (fh, fw), (img.shape[2], img.shape[3]), t)
+    cy = _centers(fh, attrs["offset"], step_h, t).reshape(-1, 1, 1)
+    cx = _centers(fw, attrs["offset"], step_w, t).reshape(1, -1, 1)
+    halves = np.asarray(_prior_half_sizes(attrs, t), dtype=t).reshape(-1, 2)
+    hw, hh = halves[:, 0].reshape(1, 1, -1), halves[:, 1].reshape(1, 1, -1)
+    boxes = np.stack(np.broadcast_arrays((cx - hw) / img_w, (cy - hh) / img_h,
+                                         (cx + hw) / img_w, (cy + hh) / img_h), axis=-1)
     return _priors_out(xp, boxes, attrs, x.dtype)
 
 
 @kernel("density_prior_box")
 def density_prior_box(xp, ins, attrs, want):
     x, img = ins["Input"], ins["Image"]
+    t = _real(x.dtype)
     fh, fw = x.shape[2], x.shape[3]
     img_h, img_w = img.shape[2], img.shape[3]
-    step_h, step_w = _steps(attrs, (fh, fw), (img_h, img_w))
-    off = attrs["offset"]
+    step_h, step_w = _steps(attrs, (fh, fw), (img_h, img_w), t)
     step_average = int((step_w + step_h) * 0.5)  # fluid truncates the mean step to an int
-    cy = ((np.arange(fh) + off) * step_h).reshape(-1, 1, 1)
-    cx = ((np.arange(fw) + off) * step_w).reshape(1, -1, 1)
-    # per prior: its offset from the cell centre and its half sizes
-    dx, dy, hw, hh = [], [], [], []
+    cy = _centers(fh, attrs["offset"], step_h, t).reshape(-1, 1, 1)
+    cx = _centers(fw, attrs["offset"], step_w, t).reshape(1, -1, 1)
+    # per prior: its first centre's offset from the cell centre, its shift index and size
+    # (fluid keeps the shifted centres and the sizes as floats, the corners as doubles)
+    start, di_, dj_, shift_, bw_, bh_ = [], [], [], [], [], []
     for size, density in zip(attrs["fixed_sizes"], attrs["densities"]):
         shift = step_average // density
         for ratio in attrs["fixed_ratios"]:
-            root = np.sqrt(np.float32(ratio))
-            bw, bh = np.float32(size * root), np.float32(size / root)
+            root = np.float32(np.sqrt(np.float64(np.float32(ratio))))
+            bw, bh = np.float32(np.float32(size) * root), np.float32(np.float32(size) / root)
             for di in range(density):
                 for dj in range(density):
-                    dx.append(-step_average / 2.0 + shift / 2.0 + dj * shift)
-                    dy.append(-step_average / 2.0 + shift / 2.0 + di * shift)
-                    hw.append(bw / 2.0)
-                    hh.append(bh / 2.0)
-    dx, dy, hw, hh = (np.asarray(a, dtype=np.float64).reshape(1, 1, -1)
-                      for a in (dx, dy, hw, hh))
-    pcx, pcy = cx + dx, cy + dy
+                    start.append(-step_average / 2.0 + shift / 2.0)
+                    di_.append(di)
+                    dj_.append(dj)
+                    shift_.append(shift)
+                    bw_.append(bw)
+                    bh_.append(bh)
+    start, di_, dj_, shift_ = (np.asarray(a).reshape(1, 1, -1) for a in (start, di_, dj_,
+                                                                          shift_))
+    bw_, bh_ = (np.asarray(a, dtype=np.float64).reshape(1, 1, -1) for a in (bw_, bh_))
+    pcx = ((cx.astype(np.float64) + start).astype(np.float32) + dj_ * shift_).astype(
+        np.float32).astype(np.float64)
+    pcy = ((cy.astype(np.float64) + start).astype(np.float32) + di_ * shift_).astype(
+        np.float32).astype(np.float64)
     boxes = np.stack(np.broadcast_arrays(
-        np.maximum((pcx - hw) / img_w, 0.0), np.maximum((pcy - hh) / img_h, 0.0),
-        np.minimum((pcx + hw) / img_w, 1.0), np.minimum((pcy + hh) / img_h, 1.0)), axis=-1)
+        np.maximum((pcx - bw_ / 2.0) / img_w, 0.0), np.maximum((pcy - bh_ / 2.0) / img_h, 0.0),
+        np.minimum((pcx + bw_ / 2.0) / img_w, 1.0), np.minimum((pcy + bh_ / 2.0) / img_h, 1.0)),
+        axis=-1)
     res = _priors_out(xp, boxes, attrs, x.dtype)
     if attrs["flatten_to_2d"]:
         res = {k: v.reshape(-1, 4) for k, v in res.items()}

@@ -1,0 +1,32 @@
+"""The SSD-family detection layers against stored outputs of real fluid (PaddlePaddle 1.8.5,
+tests/oracle/make_detection_ssd.py): the same programs on the same inputs and parameters,
+every output's values, dtype and LoD."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle.make_detection_ssd import CASES, run_case
+from oracle_io import load
+
+import spmd.fluid as fluid
+
+ORACLE = load("detection_ssd")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_fluid(name):
+    got = run_case(fluid, name)
+    want = ORACLE[name]
+    assert len(got) == len(want), f"{name}: {len(got)} outputs, fluid has {len(want)}"
+    for i, ((value, lod), w) in enumerate(zip(got, want)):
+        assert value.shape == w["value"].shape, \
+            f"{name}[{i}]: shape {value.shape} != fluid's {w['value'].shape}"
+        assert value.dtype == w["value"].dtype, \
+            f"{name}[{i}]: dtype {value.dtype} != fluid's {w['value'].dtype}"
+        assert lod == w["lod"], f"{name}[{i}]: LoD {lod} != fluid's {w['lod']}"
+        np.testing.assert_allclose(value, w["value"], rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{name}[{i}]")
+
+
+def test_every_case_is_stored():
+    assert sorted(CASES) == sorted(k for k in ORACLE if k in CASES)

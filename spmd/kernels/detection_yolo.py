@@ -18,7 +18,7 @@ from .registry import kernel
 
 
 def _sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
+    return 0.5 * (1.0 + np.tanh(0.5 * v))  # 1 / (1 + e^-v) without overflowing
 
 
 def _sce(v, label):
@@ -26,8 +26,10 @@ def _sce(v, label):
     return np.maximum(v, 0.0) - v * label + np.log1p(np.exp(-np.abs(v)))
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _iou_centre(ax, ay, aw, ah, bx, by, bw, bh):
-    """IoU of boxes given as centre and size (broadcasting), as fluid's CalcBoxIoU."""
+    """IoU of boxes given as centre and size (broadcasting), as fluid's CalcBoxIoU (an
+    untrained head's exp(tw) may overflow to inf: its IoU is then nan, matching nothing)."""
     iw = np.minimum(ax + aw / 2, bx + bw / 2) - np.maximum(ax - aw / 2, bx - bw / 2)
     ih = np.minimum(ay + ah / 2, by + bh / 2) - np.maximum(ay - ah / 2, by - bh / 2)
     inter = np.where((iw < 0) | (ih < 0), 0.0, iw * ih)
@@ -40,6 +42,7 @@ def _head(x, anchors_used: int):
 
 
 @kernel("yolo_box")
+@np.errstate(over="ignore", invalid="ignore")
 def yolo_box(xp, ins, attrs, want):
     anchors = np.asarray(attrs["anchors"], dtype=np.float64).reshape(-1, 2)
     classes, dtype = attrs["class_num"], ins["X"].dtype
@@ -106,6 +109,7 @@ class _Yolo:
                 found.append((i, m, int(gy * h), int(gx * w), t, best))
         return found, match
 
+    @np.errstate(over="ignore")
     def objectness_mask(self, ignore_thresh: float, scale: float, found) -> np.ndarray:
         n, m, _, h, w = self.t.shape
         bias = -0.5 * (scale - 1.0)
@@ -165,8 +169,9 @@ def yolov3_loss(xp, ins, attrs, want):
 @kernel("yolov3_loss_grad")
 def yolov3_loss_grad(xp, ins, attrs, want):
     """The gradient of the loss above, the masks fixed (they move only where a prediction's
-    overlap crosses ignore_thresh). Two ground truths in one cell both count, as they do in
-    the loss (fluid 1.8's kernel keeps only the last one's gradient there)."""
+    overlap crosses ignore_thresh). Where two ground truths are positives of one cell and
+    anchor, the location and class gradient there is the last one's alone, although the loss
+    counts both: fluid 1.8's kernel writes (not adds) them, and programs train as in fluid."""
     y = _Yolo(ins, attrs)
     found, _ = y.positives()
     obj = host(ins["ObjectnessMask"]).astype(np.float64)
@@ -176,9 +181,9 @@ def yolov3_loss_grad(xp, ins, attrs, want):
     for i, mi, gj, gi, gt, best in found:
         target, labels, weight = y.box_terms(i, mi, gj, gi, gt, best)
         v = t[i, mi, :, gj, gi]
-        d[i, mi, 0:2, gj, gi] += (_sigmoid(v[0:2]) - target[0:2]) * weight * dl[i]
-        d[i, mi, 2:4, gj, gi] += np.where(v[2:4] > target[2:4], 1.0, -1.0) * weight * dl[i]
-        d[i, mi, 5:5 + y.classes, gj, gi] += ((_sigmoid(v[5:5 + y.classes]) - labels)
+        d[i, mi, 0:2, gj, gi] = (_sigmoid(v[0:2]) - target[0:2]) * weight * dl[i]
+        d[i, mi, 2:4, gj, gi] = np.where(v[2:4] > target[2:4], 1.0, -1.0) * weight * dl[i]
+        d[i, mi, 5:5 + y.classes, gj, gi] = ((_sigmoid(v[5:5 + y.classes]) - labels)
                                              * y.score[i, gt] * dl[i])
     p = _sigmoid(t[:, :, 4])
     d[:, :, 4] = np.where(obj > 1e-5, (p - 1.0) * obj, np.where(obj > -0.5, p, 0.0)) * dl[

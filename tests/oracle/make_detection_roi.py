@@ -74,6 +74,19 @@ def yolo_cases():
                       "use_label_smooth": smooth, "scale_x_y": sxy},
             "outputs": ["Loss", "ObjectnessMask", "GTMatchMask"], "grad": ["X"],
             "grad_of": ["Loss"]}
+    # two boxes of one shape whose centres share a cell: fluid's gradient there is the last's
+    cases["yolov3_loss_two_in_one_cell"] = {
+        "op": "yolov3_loss",
+        "inputs": {"X": R.uniform(-1.5, 1.5, (1, 24, 4, 4)).astype("float32"),
+                   "GTBox": np.array([[[0.30, 0.30, 0.30, 0.45], [0.40, 0.35, 0.31, 0.44]]],
+                                     "float32"),
+                   "GTLabel": np.array([[0, 2]], "int32"),
+                   "GTScore": np.array([[0.9, 0.6]], "float32")},
+        "attrs": {"anchors": anchors, "anchor_mask": [3, 4, 5], "class_num": 3,
+                  "ignore_thresh": 0.5, "downsample_ratio": 32, "use_label_smooth": True,
+                  "scale_x_y": 1.0},
+        "outputs": ["Loss", "ObjectnessMask", "GTMatchMask"], "grad": ["X"],
+        "grad_of": ["Loss"]}
     return cases
 
 
@@ -191,6 +204,34 @@ def run_case(fluid, case):
     return case
 
 
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "detection",
+                       "yolov3_tiny.py")
+YOLOV3_STEPS = 4
+
+
+def example_in(framework):
+    """examples/detection/yolov3_tiny.py as a module whose imports name `framework`'s fluid
+    ("paddle" here, "spmd" as written): the one line that differs between the two."""
+    import types
+
+    with open(EXAMPLE) as f:
+        src = f.read()
+    if framework != "spmd":
+        src = src.replace("import spmd.fluid as fluid", "import paddle.fluid as fluid")
+        src = src.replace("from spmd.fluid.", "from paddle.fluid.")
+    module = types.ModuleType("yolov3_tiny_" + framework)
+    module.__file__ = EXAMPLE
+    exec(compile(src, EXAMPLE, "exec"), module.__dict__)
+    return module
+
+
+def yolov3_first_losses():
+    """The example's first YOLOV3_STEPS losses in fluid, one place (CPU_NUM=1)."""
+    os.environ["CPU_NUM"] = "1"
+    losses, _, _ = example_in("paddle").train(YOLOV3_STEPS, log=lambda *a: None)
+    return {"losses": np.array(losses), "steps": YOLOV3_STEPS}
+
+
 def main():
     import paddle
     import paddle.fluid as fluid
@@ -199,6 +240,7 @@ def main():
     for group in (yolo_cases, roi_cases, box_cases):
         for name, case in group().items():
             cases[name] = run_case(fluid, case)
+    cases["yolov3_tiny_example"] = yolov3_first_losses()
     from oracle_io import save
 
     save("detection_roi", cases, meta={"paddle": paddle.__version__})

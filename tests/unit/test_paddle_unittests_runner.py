@@ -95,7 +95,9 @@ def checkout(tmp_path):
         """)
     _write(folder, "simple_nets.py", "import dist_model\n")
     _write(folder, "dist_model.py", "x = 1\n")
-    _write(folder, "test_dist_thing.py", "RUN = 'dist_model.py'\n")
+    _write(folder, "test_dist_thing.py", "RUN = 'dist_model.py'\n"
+           "class TestThing:\n    def test_run(self):\n        pass\n")
+    _write(folder, "test_dist_harness.py", "class TestDistBase: pass\n")
     (folder / "mkldnn").mkdir()
     _write(folder / "mkldnn", "test_conv_mkldnn.py", "")
     return tmp_path
@@ -112,6 +114,7 @@ def test_select_chooses_by_rule_and_counts_what_it_leaves_out(checkout):
     assert sel.left_out["drives C++ operators directly (fluid.op.Operator)"] == [
         "test_sum_operator.py"]
     assert sel.left_out["not the static API: C++ Scope binding"] == ["test_scope.py"]
+    assert sel.left_out["no test method (a harness module)"] == ["test_dist_harness.py"]
     text = pu.left_out_text(sel)
     assert text.startswith("chosen: 2 files (1 dygraph test methods in 1 of them deselected)")
     assert "3 OpTest harness" in text
@@ -145,6 +148,8 @@ def _rec(exc_type, message):
     ("AttributeError", "type object 'VarType' has no attribute 'LOD_TENSOR'",
      "VarType.LOD_TENSOR"),
     ("ValueError", "module 'spmd.fluid' has no attribute 'x'", None),
+    ("NameError", "name 'Categorical' is not defined", "Categorical"),
+    ("AttributeError", "'list' object has no attribute 'get'", None),
 ])
 def test_missing_name_reads_the_name_from_the_message(exc_type, message, name):
     assert pu.missing_name(_rec(exc_type, message)) == name
@@ -166,6 +171,30 @@ def test_classify_takes_the_cause_from_the_processes_a_harness_started():
     assert pu.classify(dist)[:2] == (pu.MISSING, "fluid.Tensor")
 
 
+@pytest.mark.parametrize("message, klass, what", [
+    ("PreconditionError: paddle.dataset.mnist: the data file t.gz is not in the cache folder "
+     "/root/.cache/paddle/dataset/mnist and spmd never downloads", pu.OUT_OF_SCOPE,
+     "data set mnist not cached (no internet here; fluid would download it)"),
+    ("AttributeError: module 'numpy' has no attribute 'product'", pu.OUT_OF_SCOPE,
+     "the test's own numpy 1.x call np.product (numpy 2 removed it)"),
+    ("AttributeError: 'NoneType' object has no attribute 'get_tensor'", pu.BEHAVIOUR,
+     "spmd returns a NoneType where fluid's object has .get_tensor"),
+])
+def test_message_rules_give_the_class(message, klass, what):
+    exc_type, _, rest = message.partition(": ")
+    outcome = _outcome("e.py", records=[_rec(exc_type, rest)])
+    assert pu.classify(outcome)[:2] == (klass, what)
+
+
+def test_a_behaviour_says_where_the_test_saw_it():
+    record = _rec("AssertionError", "0 != 1")
+    record["traceback"] = ('Traceback (most recent call last):\n  File "/x/test_init.py", '
+                           'line 331, in test_xavier\n    self.assertEqual(len(ops), 1)\n'
+                           'AssertionError: 0 != 1\n')
+    assert pu.classify(_outcome("f.py", records=[record]))[1] == (
+        "AssertionError: 0 != 1 at test_init.py:331 `self.assertEqual(len(ops), 1)`")
+
+
 def test_stored_judgement_wins(monkeypatch):
     monkeypatch.setitem(pu.STORED, "d.py", (pu.OUT_OF_SCOPE, "needs the C++ profiler"))
     failing = _outcome("d.py", records=[_rec("AssertionError", "x")])
@@ -176,6 +205,9 @@ def test_last_exception_reads_a_child_stderr_printed_as_bytes():
     text = "local_stderr: b'Traceback (most recent call last):\\n  File \"x\"\\n" \
            "ValueError: bad shape [2, 3]\\n'\nrest"
     assert pu.last_exception(text) == "ValueError: bad shape [2, 3]"
+    # the harness's own EOFError on the dead process's empty output is not the cause
+    assert pu.last_exception(text + "\nEOFError: Ran out of input\n") == (
+        "ValueError: bad shape [2, 3]")
 
 
 def test_table_counts_per_area_and_sets_apart_what_fails_on_fluid():

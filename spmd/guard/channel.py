@@ -3,37 +3,131 @@ tells it when its rank leaves the job; rank 0's passes each departure on to all,
 `alldone` once every rank has left. A connection that breaks is a departure too: the kernel
 closes a socket whatever killed its process, so even SIGKILL is seen at once.
 
-Messages are lines of text (`hello R`, `gone R code=C signal=S collectives=N steps=M how=H`,
-`alldone`): no pickle, nothing executed. Rank 0's supervisor listens on every interface, on a
-port the kernel picks; the address reaches the others through the program's first MPI use
+Only this job's supervisors get in: a connection opens with the job-token hello
+(spmd.job_token: SPMD_JOB_TOKEN, which paddle-launch sets for every job; without it rank 0's
+supervisor makes one and it travels with the address over MPI), checked before anything else is
+read; garbage, a truncated hello or another job's token is refused, logged and closed, and
+never counts as a rank. Then lines of text (`hello R`, `gone R code=C signal=S collectives=N
+steps=M how=H`, `alldone`): no pickle, nothing executed.
+
+Rank 0's supervisor listens on the node's own address where it is known (POD_IP, or the host of
+PADDLE_CURRENT_ENDPOINT, when this machine has it), on loopback when every rank runs on this
+node, else on every interface; on a port the kernel picks. The addresses it offers are those a
+node really has: that address, or POD_IP, the endpoint's host and each interface's address,
+then the host name and loopback. They reach the others through the program's first MPI use
 (see spmd/guard/__init__.py).
 """
 from __future__ import annotations
 
+import os
 import select
 import socket
+import time
 
+from ..job_token import (
+    HELLO_DEADLINE_S,
+    HELLO_LEN,
+    MAGIC,
+    check_hello,
+    hello,
+    job_token,
+    log_refused,
+    new_token,
+)
 from .state import FAILED, LOST
 
+_TOKEN_MARK = ";token="
+_token: str | None = None  # rank 0: made by listen() when SPMD_JOB_TOKEN is not set
+_bound: str = "0.0.0.0"
 
-def listen() -> socket.socket:
+
+def _interface_addresses() -> list[str]:
+    """The IPv4 address of each interface of this machine but loopback (Linux)."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return []
+    found = []
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(probe.fileno(), 0x8915,  # SIOCGIFADDR
+                                     struct.pack("256s", name[:15].encode()))
+            except OSError:
+                continue  # no IPv4 address
+            ip = socket.inet_ntoa(packed[20:24])
+            if not ip.startswith("127.") and ip not in found:
+                found.append(ip)
+    finally:
+        probe.close()
+    return found
+
+
+def _own_address(env) -> str | None:
+    """POD_IP or the host of PADDLE_CURRENT_ENDPOINT, when it is an address of this machine."""
+    mine = set(_interface_addresses())
+    for ip in (env.get("POD_IP", ""), env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0]):
+        if ip and ip in mine:
+            return ip
+    return None
+
+
+def _all_ranks_here(env) -> bool:
+    """Whether the process manager says every rank runs on this node (Hydra, Open MPI,
+    SLURM's local and global counts)."""
+    if env.get("SPMD_JOIN_START") == "1":  # joined without a launcher: its counts are its own
+        return False
+    pairs = (("MPI_LOCALNRANKS", "PMI_SIZE"), ("OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                "OMPI_COMM_WORLD_SIZE"))
+    for local, world in pairs:
+        if env.get(local, "").isdigit() and env.get(world, "").isdigit():
+            return env[local] == env[world]
+    return False
+
+
+def listen(env=None) -> socket.socket:
+    """Rank 0's listening socket, on the node's own address (see the module's doc)."""
+    global _token, _bound
+    env = os.environ if env is None else env
+    _token = job_token(env) or new_token()
+    _bound = _own_address(env) or ("127.0.0.1" if _all_ranks_here(env) else "0.0.0.0")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("0.0.0.0", 0))
+    sock.bind((_bound, 0))
     sock.listen(64)
     return sock
 
 
-def candidate_addresses(port: int) -> str:
-    """Where the other ranks may reach this host: its name, its addresses, then loopback."""
-    host = socket.gethostname()
-    names = [host]
-    try:
-        names += [ip for ip in socket.gethostbyname_ex(host)[2] if ip not in names]
-    except OSError:
-        pass
-    names.append("127.0.0.1")
-    return ",".join(f"{name}:{port}" for name in names)
+def candidate_addresses(port: int, env=None) -> str:
+    """Where the other ranks may reach rank 0's supervisor, best first, and (when the job has
+    no SPMD_JOB_TOKEN) the token rank 0's made: `host:port,host:port[;token=T]`."""
+    env = os.environ if env is None else env
+    if _bound != "0.0.0.0":
+        names = [_bound]
+    else:
+        names = [ip for ip in (env.get("POD_IP", ""),
+                               env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0])
+                 if ip]
+        names += _interface_addresses()
+        host = socket.gethostname()
+        names.append(host)
+        try:
+            names += socket.gethostbyname_ex(host)[2]
+        except OSError:
+            pass
+        names.append("127.0.0.1")
+    unique = list(dict.fromkeys(names))
+    text = ",".join(f"{name}:{port}" for name in unique)
+    if _token is not None and _token != job_token(env):
+        text += _TOKEN_MARK + _token  # travels over MPI, the job's own channel
+    return text
+
+
+def _split_token(addresses: str, env=None) -> tuple[str, str]:
+    addresses, _, token = addresses.partition(_TOKEN_MARK)
+    return addresses, token or job_token(os.environ if env is None else env) or ""
 
 
 def _gone_line(info: dict) -> str:
@@ -50,22 +144,37 @@ def _parse_gone(words: list[str]) -> dict:
 
 
 class _Lines:
-    """A socket read as lines."""
+    """A socket read as lines; on rank 0, the peer's job-token hello first."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, token: str | None = None):
         self.sock, self._buf = sock, b""
+        self.token = token  # rank 0: the hello still to check; None once checked
+        self.since = time.monotonic()
 
     def read(self) -> list[str] | None:
-        """The complete lines now available; None once the peer closed."""
+        """The complete lines now available; None once the peer closed (or, before its
+        hello passed, sent something else: `self.refused` says what)."""
         try:
             data = self.sock.recv(4096)
         except OSError:
             data = b""
         if not data:
+            if self.token is not None:
+                self.refused = check_hello(self._buf, self.token, "channel")
             return None
         self._buf += data
+        if self.token is not None:
+            if not MAGIC.startswith(self._buf[:len(MAGIC)]) or len(self._buf) >= HELLO_LEN:
+                self.refused = check_hello(self._buf[:HELLO_LEN], self.token, "channel")
+                if self.refused:
+                    return None
+                self.token, self._buf = None, self._buf[HELLO_LEN:]
+            else:
+                return []  # the hello is not complete yet
         *lines, self._buf = self._buf.split(b"\n")
         return [line.decode("ascii", "replace") for line in lines]
+
+    refused = ""
 
 
 class Channel:
@@ -74,6 +183,8 @@ class Channel:
 
     def __init__(self, rank: int, size: int, listener: socket.socket | None, on_departure):
         self.rank, self.size = rank, size
+        self._token = _token or job_token() or ""  # rank 0; the others' comes with the address
+        self.refused = 0  # rank 0: connections refused (not this job's)
         self._listener = listener  # rank 0 only
         self._on_departure = on_departure
         self._peers: dict[int, _Lines] = {}  # rank 0: rank -> connection
@@ -86,14 +197,15 @@ class Channel:
 
     def connect(self, addresses: str, timeout_s: float = 2.0) -> bool:
         """Ranks other than 0: reach rank 0's supervisor at one of `addresses`."""
+        addresses, token = _split_token(addresses)
         for address in addresses.split(","):
             host, _, port = address.rpartition(":")
             try:
                 sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+                sock.settimeout(None)
+                sock.sendall(hello(token, "channel") + f"hello {self.rank}\n".encode())
             except (OSError, ValueError):
                 continue
-            sock.settimeout(None)
-            sock.sendall(f"hello {self.rank}\n".encode())
             self._upstream = _Lines(sock)
             self.connected = True
             return True
@@ -124,12 +236,16 @@ class Channel:
         ready, _, _ = select.select(sources, [], [], timeout_s)
         for sock in ready:
             if sock is self._listener:
-                conn, _ = sock.accept()
-                self._pending.append(_Lines(conn))
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    continue
+                self._pending.append(_Lines(conn, self._token))
             elif self._upstream is not None and sock is self._upstream.sock:
                 self._from_rank0()
             else:
                 self._from_peer(sock)
+        self._drop_silent_pending()
 
     def _from_rank0(self) -> None:
         lines = self._upstream.read()
@@ -151,11 +267,16 @@ class Channel:
         lines_of = next((c for c in self._pending if c.sock is sock), None)
         rank = None
         if lines_of is None:
-            rank, lines_of = next((r, c) for r, c in self._peers.items() if c.sock is sock)
+            rank, lines_of = next(((r, c) for r, c in self._peers.items() if c.sock is sock),
+                                  (None, None))
+            if lines_of is None:  # closed earlier in this round (a refused connection)
+                return
         lines = lines_of.read()
         if lines is None:
             if lines_of in self._pending:
                 self._pending.remove(lines_of)
+                if lines_of.token is not None:  # it never proved it is of this job
+                    self._refuse(lines_of, lines_of.refused or "closed before its hello")
             else:
                 del self._peers[rank]
                 self._gone_seen({"rank": rank, "code": -1, "signal": 0, "collectives": -1,
@@ -166,10 +287,32 @@ class Channel:
             words = line.split()
             if words[:1] == ["hello"] and lines_of in self._pending:
                 self._pending.remove(lines_of)
-                rank = int(words[1])
+                rank = int(words[1]) if len(words) == 2 and words[1].isdigit() else -1
+                if not 0 < rank < self.size or rank in self._peers:
+                    self._refuse(lines_of, f"a bad hello line {line[:40]!r}")
+                    sock.close()
+                    return
                 self._peers[rank] = lines_of
             elif words[:1] == ["gone"]:
                 self._gone_seen(_parse_gone(words))
+
+    def _refuse(self, conn: _Lines, why: str) -> None:
+        self.refused += 1
+        try:
+            peer = conn.sock.getpeername()
+        except OSError:
+            peer = "a peer"
+        log_refused("the supervisors' channel", peer, why)
+        conn.sock.close()
+
+    def _drop_silent_pending(self) -> None:
+        """A connection that has not said a whole hello in time is dropped: it cannot stall
+        the channel, nor hold a slot."""
+        now = time.monotonic()
+        for conn in [c for c in self._pending if c.token is not None
+                     and now - c.since > HELLO_DEADLINE_S]:
+            self._pending.remove(conn)
+            self._refuse(conn, f"no whole hello within {HELLO_DEADLINE_S:g} s")
 
     def _gone_seen(self, info: dict) -> None:
         """Rank 0: a rank left. Passed on once per rank, and once more should it fail after

@@ -3,7 +3,7 @@
     paddle-launch --nproc_per_node 2 train.py --epochs 3
     paddle-launch --selected_gpus 0,1 train.py
     paddle-launch --server_num 2 --worker_num 2 train.py   # parameter-server mode
-    paddle-launch --cluster_node_ips 10.0.0.1,10.0.0.2 --node_ip 10.0.0.1 train.py
+    paddle-launch --cluster_node_ips 10.0.0.1,10.0.0.2 --node_ip 10.0.0.1 train.py  # each node
 
 Bad usage gets one line on stderr and exit code 2.
 """
@@ -54,6 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collective_timeout", type=float, default=None,
                    help="seconds a collective may wait before the job fails (default: "
                         "SPMD_COLLECTIVE_TIMEOUT, else 1800)")
+    p.add_argument("--bootstrap", choices=("rendezvous", "ssh"), default="rendezvous",
+                   help="a job across nodes (outside SLURM): rendezvous (default: run the same "
+                        "paddle-launch command on every node; node 0 starts the job and the "
+                        "others join it, no ssh) or ssh (run it on node 0 only; MPI starts the "
+                        "other nodes' workers through ssh)")
+    p.add_argument("--join_timeout", type=float, default=None,
+                   help="seconds node 0 waits for the other nodes' paddle-launch to join, and "
+                        "they for node 0 (default: 300)")
     p.add_argument("--server_num", type=int, default=None,
                    help="parameter-server mode: this many pservers (local: started here on "
                         "free ports, serverlog.N; under mpiexec/srun: the first N ranks serve)")
@@ -74,7 +82,8 @@ def parse(argv: list[str] | None = None, env=None):
         cluster_node_ips=args.cluster_node_ips, node_ip=args.node_ip,
         started_port=args.started_port, log_dir=args.log_dir, print_config=args.print_config,
         collective_timeout=args.collective_timeout, env=env,
-        server_num=args.server_num, worker_num=args.worker_num)
+        server_num=args.server_num, worker_num=args.worker_num, bootstrap=args.bootstrap,
+        join_timeout=args.join_timeout)
 
 
 def main(argv: list[str] | None = None) -> int:

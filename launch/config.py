@@ -20,6 +20,10 @@ from . import scheduler as sched
 from .mpi import MPIInfo, MPINotFound, find_mpi
 
 DEFAULT_PORT = 6170  # fluid's: used across nodes, where free ports cannot be checked
+DEFAULT_JOIN_TIMEOUT_S = 300.0
+RENDEZVOUS = "rendezvous"  # every node runs paddle-launch; node 0 starts the job, the others join
+SSH = "ssh"  # node 0 alone runs paddle-launch; MPI's process manager starts the others by ssh
+BOOTSTRAPS = (RENDEZVOUS, SSH)
 
 
 class UsageError(ValueError):
@@ -56,6 +60,33 @@ class LaunchConfig:
     """Trainers of a parameter-server job started here."""
     server_ports: list = field(default_factory=list)
     """One port per pserver (parameter-server mode on this machine)."""
+    trainer_endpoints: list = field(default_factory=list)
+    """Every worker's endpoint, in rank order, when the cluster gave them
+    (DISTRIBUTED_TRAINER_ENDPOINTS); empty: cluster_node_ips x ports."""
+    bootstrap: str = RENDEZVOUS
+    """How the nodes of a job across nodes start (outside SLURM): RENDEZVOUS or SSH."""
+    join_timeout: float = DEFAULT_JOIN_TIMEOUT_S
+    """Seconds node 0 waits for every other node to join (and they for node 0)."""
+    nodes_from: str = "--cluster_node_ips"
+    """Where cluster_node_ips came from (printed with the configuration)."""
+
+    @property
+    def node_index(self) -> int:
+        """This node's rank: its position in cluster_node_ips."""
+        return self.cluster_node_ips.index(self.node_ip)
+
+    @property
+    def joins_by_rendezvous(self) -> bool:
+        """A job across nodes where paddle-launch runs on every node (launch/multinode.py)."""
+        return (len(self.cluster_node_ips) > 1 and self.scheduler == sched.LOCAL
+                and self.bootstrap == RENDEZVOUS)
+
+    @property
+    def rendezvous_address(self) -> tuple[str, int]:
+        """Where node 0's paddle-launch hands the other nodes their part: node 0's address at
+        its first worker's port (no worker listens there: spmd's workers meet through MPI)."""
+        host, port = self.endpoints[0].rsplit(":", 1)
+        return self.cluster_node_ips[0], int(port)
 
     @property
     def pserver_endpoints(self) -> list[str]:
@@ -76,6 +107,8 @@ class LaunchConfig:
     @property
     def endpoints(self) -> list[str]:
         """PADDLE_TRAINER_ENDPOINTS, in rank order."""
+        if self.trainer_endpoints:
+            return list(self.trainer_endpoints)
         ports = self.ports or [(self.started_port or DEFAULT_PORT) + i
                                for i in range(self.nproc_per_node)]
         return [f"{node}:{port}" for node in self.cluster_node_ips for port in ports]
@@ -157,13 +190,72 @@ def _resolve_nodes(cluster: str | None, node_ip: str | None, env: Mapping[str, s
     return nodes, node_ip
 
 
+@dataclass
+class _Cloud:
+    """A cluster as PaddleCloud (and paddle-operator's Kubernetes pods) describes it."""
+
+    nodes: list
+    node_ip: str
+    started_port: int | None
+    endpoints: list
+    nproc: int | None
+
+
+def _int_var(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise UsageError(f"{name}={raw!r} is not a number; PaddleCloud sets it to an integer")
+    return int(raw)
+
+
+def paddlecloud_cluster(env: Mapping[str, str], nproc: int | None) -> _Cloud | None:
+    """fluid's PaddleCloud variables, when set: PADDLE_TRAINERS (the node ips, in node order),
+    POD_IP (this node), PADDLE_TRAINER_ID (this node's rank), PADDLE_PORT (the first port),
+    TRAINER_PORTS_NUM (ports per node) and DISTRIBUTED_TRAINER_ENDPOINTS (every worker's
+    endpoint, node by node). None when PADDLE_TRAINERS or POD_IP is missing."""
+    trainers, pod_ip = env.get("PADDLE_TRAINERS", ""), env.get("POD_IP", "").strip()
+    if not trainers.strip() or not pod_ip:
+        return None
+    nodes = [n.strip() for n in trainers.split(",") if n.strip()]
+    if len(set(nodes)) != len(nodes) or pod_ip not in nodes:
+        raise UsageError(f"PADDLE_TRAINERS={trainers!r} must list distinct node ips, this "
+                         f"node's POD_IP={pod_ip} among them")
+    node_rank = _int_var(env, "PADDLE_TRAINER_ID")
+    if node_rank is not None and node_rank != nodes.index(pod_ip):
+        raise UsageError(f"PADDLE_TRAINER_ID={node_rank} (this node's rank) but POD_IP={pod_ip} "
+                         f"is entry {nodes.index(pod_ip)} of PADDLE_TRAINERS={trainers}; make "
+                         f"them agree")
+    ports_num = _int_var(env, "TRAINER_PORTS_NUM")
+    listed = [e.strip() for e in env.get("DISTRIBUTED_TRAINER_ENDPOINTS", "").split(",")
+              if e.strip()]
+    endpoints: list = []
+    if listed:
+        per_node = ports_num or len(listed) // len(nodes)
+        if per_node < 1 or per_node * len(nodes) != len(listed):
+            raise UsageError(
+                f"DISTRIBUTED_TRAINER_ENDPOINTS lists {len(listed)} endpoint(s) for "
+                f"{len(nodes)} node(s) and TRAINER_PORTS_NUM={ports_num}: it must list "
+                f"TRAINER_PORTS_NUM endpoints per node, node by node")
+        nproc = nproc or per_node
+        if nproc > per_node:
+            raise UsageError(f"{nproc} workers per node but DISTRIBUTED_TRAINER_ENDPOINTS "
+                             f"gives each node {per_node} port(s)")
+        endpoints = [e for i in range(len(nodes))
+                     for e in listed[i * per_node:i * per_node + nproc]]
+    return _Cloud(nodes, pod_ip, _int_var(env, "PADDLE_PORT"), endpoints, nproc)
+
+
 def resolve_config(training_script: str | None, training_script_args: list | None = None, *,
                    nproc_per_node: int | None = None, selected_gpus: str | None = None,
                    cluster_node_ips: str | None = None, node_ip: str | None = None,
                    started_port: int | None = None, log_dir: str = "log",
                    print_config: bool = True, collective_timeout: float | None = None,
                    env: Mapping[str, str] | None = None, find_mpi_fn=find_mpi,
-                   server_num: int | None = None, worker_num: int | None = None) -> LaunchConfig:
+                   server_num: int | None = None, worker_num: int | None = None,
+                   bootstrap: str = RENDEZVOUS,
+                   join_timeout: float | None = None) -> LaunchConfig:
     """Validate the command line's values and resolve the launch; raises UsageError."""
     env = os.environ if env is None else env
     if server_num is not None or worker_num is not None:
@@ -190,7 +282,20 @@ def resolve_config(training_script: str | None, training_script_args: list | Non
                          f"got {collective_timeout:g}")
     if started_port is not None and not 1 <= started_port <= 65535:
         raise UsageError(f"--started_port must be a TCP port (1-65535), got {started_port}")
+    if bootstrap not in BOOTSTRAPS:
+        raise UsageError(f"--bootstrap {bootstrap!r}: expected one of {', '.join(BOOTSTRAPS)}")
+    if join_timeout is not None and not join_timeout > 0:
+        raise UsageError(f"--join_timeout must be a positive number of seconds, "
+                         f"got {join_timeout:g}")
     scheduler = sched.detect_scheduler(env)
+    cloud = None
+    if cluster_node_ips is None and scheduler == sched.LOCAL:
+        cloud = paddlecloud_cluster(env, nproc_per_node if selected_gpus is None else None)
+    if cloud is not None:
+        cluster_node_ips, node_ip = ",".join(cloud.nodes), cloud.node_ip
+        started_port = started_port if started_port is not None else cloud.started_port
+        if nproc_per_node is None and selected_gpus is None:
+            nproc_per_node = cloud.nproc
     if nproc_per_node is None and selected_gpus is None and scheduler == sched.SLURM:
         nproc_per_node = sched.slurm_tasks_per_node(env)
     if nproc_per_node is None and selected_gpus is None and sched.visible_gpu_count(env):
@@ -206,12 +311,27 @@ def resolve_config(training_script: str | None, training_script_args: list | Non
             mpi = find_mpi_fn()
         except MPINotFound as e:
             raise UsageError(str(e)) from None
+    if (len(nodes) > 1 and scheduler == sched.LOCAL and bootstrap == RENDEZVOUS and mpi
+            and mpi.flavor != "hydra"):
+        raise UsageError(
+            f"paddle-launch on every node needs MPICH's process manager (Hydra's manual "
+            f"bootstrap), but mpi4py uses {mpi.describe()}; run paddle-launch on node 0 only "
+            f"with --bootstrap ssh (MPI then starts the other nodes through ssh), or use MPICH")
+    endpoints = cloud.endpoints if cloud is not None else []
+    if endpoints and len(endpoints) != len(nodes) * nproc:
+        raise UsageError(f"DISTRIBUTED_TRAINER_ENDPOINTS gives {len(endpoints)} endpoint(s) "
+                         f"for {len(nodes)} node(s) x {nproc} worker(s)")
+    nodes_from = ("PaddleCloud's PADDLE_TRAINERS and POD_IP" if cloud is not None else
+                  "the SLURM allocation" if scheduler == sched.SLURM and cluster_node_ips is None
+                  else "--cluster_node_ips")
     return LaunchConfig(
         training_script=training_script, training_script_args=list(training_script_args or []),
         nproc_per_node=nproc, selected_gpus=gpus, cluster_node_ips=nodes, node_ip=here,
         started_port=started_port, ports=ports, log_dir=os.path.abspath(log_dir),
         print_config=print_config, collective_timeout=collective_timeout, scheduler=scheduler,
-        mpi=mpi, python=sys.executable)
+        mpi=mpi, python=sys.executable, trainer_endpoints=endpoints, bootstrap=bootstrap,
+        join_timeout=DEFAULT_JOIN_TIMEOUT_S if join_timeout is None else join_timeout,
+        nodes_from=nodes_from)
 
 
 def _resolve_ps(training_script, training_script_args, server_num, worker_num, started_port,
@@ -249,6 +369,16 @@ def _resolve_ps(training_script, training_script_args, server_num, worker_num, s
         server_ports=ports)
 
 
+def _bootstrap_text(config: LaunchConfig) -> str:
+    if config.scheduler == sched.SLURM:
+        return "the SLURM allocation (MPI starts each node's part through srun)"
+    if config.bootstrap == SSH:
+        return "ssh (this paddle-launch alone starts every node's workers)"
+    host, port = config.rendezvous_address
+    return (f"rendezvous at {host}:{port} (paddle-launch on every node; node 0 starts the "
+            f"job, the others join within {config.join_timeout:g} s)")
+
+
 def format_config(config: LaunchConfig) -> str:
     """The resolved configuration, printed once at the start of a launch."""
     gpus = ",".join(map(str, config.selected_gpus)) if config.selected_gpus else "none (CPU)"
@@ -261,11 +391,13 @@ def format_config(config: LaunchConfig) -> str:
                     f"{config.nproc_per_node} (nproc_per_node)"),
         ("selected_gpus", gpus),
         ("cluster_node_ips", ",".join(config.cluster_node_ips)),
-        ("node_ip", config.node_ip),
+        ("node_ip", f"{config.node_ip} (node {config.node_index} of "
+                    f"{len(config.cluster_node_ips)}; nodes from {config.nodes_from})"),
         ("endpoints", ",".join(config.endpoints)),
         ("log_dir", f"{config.log_dir} (workerlog.N; rank 0 also on this console)"),
         ("collective_timeout", timeout),
         ("scheduler", config.scheduler),
+        *([("bootstrap", _bootstrap_text(config))] if len(config.cluster_node_ips) > 1 else []),
         ("mpi", config.mpi.describe() if config.mpi else "the process manager that started "
                                                           "this process"),
     ]

@@ -17,6 +17,7 @@ import time
 
 from . import scheduler as sched
 from .config import LaunchConfig, format_config
+from .early_exit import left_before_first_collective
 from .env import job_env, mpi_worker_env, ps_mpi_env, rank_env, without_proxies
 from .mpi import build_command
 from .report import Outcome, format_report
@@ -34,13 +35,15 @@ def worker_program(config: LaunchConfig) -> list[str]:
 
 
 def command(config: LaunchConfig, base_env=None) -> list[str]:
-    """The process manager's full command line for `config`."""
+    """The process manager's full command line for `config` (across nodes where every node
+    runs paddle-launch: Hydra's manual bootstrap, see launch/multinode.py)."""
     base_env = os.environ if base_env is None else base_env
     single_node = len(config.cluster_node_ips) == 1
     return build_command(config.mpi, config.cluster_node_ips, config.nproc_per_node,
                          job_env(config, base_env),
                          [rank_env(config, r) for r in range(config.world_size)],
-                         worker_program(config), launcher_stops_job=single_node)
+                         worker_program(config), launcher_stops_job=single_node,
+                         manual=config.joins_by_rendezvous)
 
 
 def launch(config: LaunchConfig) -> int:
@@ -61,6 +64,10 @@ def launch(config: LaunchConfig) -> int:
         return PSJob(config).run()
     if config.print_config:
         print(format_config(config), flush=True)
+    if config.joins_by_rendezvous:
+        from .multinode import join_job, start_node_zero
+
+        return start_node_zero(config) if config.node_index == 0 else join_job(config)
     return _Job(config).run()
 
 
@@ -188,17 +195,35 @@ class _Job:
         self._prepare_log_dir()
         previous = {s: signal.signal(s, self._on_signal)
                     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        # spmd is imported where used: importing it under an MPI process manager arms its guard
+        from spmd.job_token import TOKEN_ENV, job_token, new_token
+
         try:
-            with open(self.mpi_log, "wb") as out:
-                env = without_proxies(os.environ)
-                self.proc = subprocess.Popen(
-                    command(self.config), env=env, stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                    preexec_fn=_die_with_launcher)
+            env = without_proxies(os.environ)
+            # the workers' channel admits only this job's processes (spmd.job_token); in the
+            # environment, not on the command line, where every user of the machine sees it
+            env[TOKEN_ENV] = job_token(env) or new_token()
+            self.proc = self._start_process_manager(env)
             return self._watch()
         finally:
+            self._close()
             for s, handler in previous.items():
                 signal.signal(s, handler)
+
+    def _start_process_manager(self, env: dict) -> subprocess.Popen:
+        with open(self.mpi_log, "wb") as out:
+            return subprocess.Popen(
+                command(self.config), env=env, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_launcher)
+
+    def _check(self) -> str:
+        """Why the job must end now although no worker failed ('' while none): a rank that
+        left before the job's first collective, which the others wait for in MPI start-up."""
+        return left_before_first_collective(self.statuses, self.config.rank_status,
+                                            socket.gethostname())
+
+    def _close(self) -> None:
+        """Release what the job holds besides its processes (nothing here)."""
 
     def _on_signal(self, signum, frame) -> None:
         self.signal = signum
@@ -243,6 +268,9 @@ class _Job:
             hung = self._hung(timeout)
             if hung:
                 return self._fail(console, reason=hung)
+            why = self._check()
+            if why:
+                return self._fail(console, reason=why, code=1)
             rc = self.proc.poll()
             if rc is not None:
                 console.pump()

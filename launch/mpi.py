@@ -124,14 +124,20 @@ def _hosts(nodes: list[str], nproc_per_node: int) -> str:
 
 def build_command(mpi: MPIInfo, nodes: list[str], nproc_per_node: int, job_env: dict,
                   rank_envs: list[dict], program: list[str],
-                  launcher_stops_job: bool) -> list[str]:
+                  launcher_stops_job: bool, manual: bool = False) -> list[str]:
     """The process manager's command line for `len(rank_envs)` ranks, rank r running
     `program` with `rank_envs[r]`, every rank with `job_env`, `nproc_per_node` ranks on each
     of `nodes` in order (one node: no host list, everything runs here).
 
     `launcher_stops_job`: the launcher, not the process manager, stops the other ranks when one
-    fails (Hydra's -disable-auto-cleanup), so it can first ask them where they were."""
+    fails (Hydra's -disable-auto-cleanup), so it can first ask them where they were.
+    `manual`: Hydra's manual bootstrap: mpiexec prints one `hydra_pmi_proxy` command per node
+    (`HYDRA_LAUNCH: ...`, then `HYDRA_LAUNCH_END`) and each node runs its own (no ssh)."""
     cmd = [mpi.launcher]
+    if manual:
+        if mpi.flavor != HYDRA:
+            raise ValueError("the manual bootstrap is MPICH's (Hydra)")
+        cmd += ["-launcher", "manual"]
     if mpi.flavor == HYDRA:
         if launcher_stops_job:
             cmd.append("-disable-auto-cleanup")

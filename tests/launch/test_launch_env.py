@@ -101,9 +101,20 @@ def test_hydra_command_one_node():
                                 "3"]
 
 
-def test_hydra_command_several_nodes():
+def test_hydra_command_several_nodes_with_paddle_launch_on_each():
+    # the default across nodes: node 0's mpiexec lists one proxy command per node instead
+    # of starting them by ssh (launch/multinode.py hands them out)
     cfg = two_nodes(mpi=HYDRA_MPI)
     cmd = command(cfg, base_env={})
+    assert cmd[1:3] == ["-launcher", "manual"]
+    assert cmd[cmd.index("-hosts") + 1] == "10.0.0.1:2,10.0.0.2:2"
+    assert cfg.rendezvous_address == ("10.0.0.1", 6170)
+
+
+def test_hydra_command_several_nodes():
+    cfg = two_nodes(mpi=HYDRA_MPI, bootstrap="ssh")
+    cmd = command(cfg, base_env={})
+    assert "-launcher" not in cmd
     # Across nodes the process manager keeps cleanup: the launcher cannot see other machines.
     assert "-disable-auto-cleanup" not in cmd
     assert cmd[cmd.index("-hosts") + 1] == "10.0.0.1:2,10.0.0.2:2"
@@ -113,7 +124,7 @@ def test_hydra_command_several_nodes():
 
 
 def test_open_mpi_command_several_nodes():
-    cfg = two_nodes(mpi=OPEN_MPI)
+    cfg = two_nodes(mpi=OPEN_MPI, bootstrap="ssh")
     cmd = command(cfg, base_env={})
     assert cmd[:2] == ["/usr/bin/mpirun", "--oversubscribe"]
     assert cmd[cmd.index("--host") + 1] == "10.0.0.1:2,10.0.0.2:2"

@@ -1,0 +1,243 @@
+"""A job across nodes with paddle-launch on every node, as fluid's launcher ran (the same
+command on each node, or PaddleCloud's variables): one MPI job, no ssh.
+
+Node 0 starts the job: MPICH's mpiexec with Hydra's manual bootstrap prints one
+`hydra_pmi_proxy` command per node instead of starting them; node 0 runs its own and hands each
+other node its command over the rendezvous (launch/rendezvous.py, job-token checked). Each
+other node's paddle-launch runs the proxy it was given, which fetches that node's ranks from
+node 0's mpiexec: one MPI world of len(nodes) x nproc_per_node ranks, rank = node rank x
+nproc_per_node + local rank, every rank with fluid's variables (launch/env.py).
+
+Node 0 shows rank 0's output, watches the job as on one node and fails it, naming the nodes,
+when one has not joined within --join_timeout. Across nodes MPI's process manager stops the
+ranks of the other nodes after a failure (the launcher cannot see their processes).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .config import LaunchConfig
+from .env import without_proxies
+from .job import _die_with_launcher, _Job, _kill, command
+from .rendezvous import JoinError, RendezvousServer, fetch_part, rendezvous_token
+
+PROXY = "hydra_pmi_proxy"
+PROXY_LIST_WAIT_S = 60.0  # mpiexec prints the proxies' commands at once; this bounds a hang
+
+
+def _proxy_log(config: LaunchConfig, node: int) -> str:
+    return os.path.join(config.log_dir, f"proxylog.{node}")
+
+
+def _local_proxy(config: LaunchConfig, args: list) -> list[str]:
+    """A proxy command handed over the network, made safe to run here: a list of plain
+    strings, run without a shell, this machine's own hydra_pmi_proxy as the program."""
+    if not isinstance(args, list) or not args or not all(isinstance(a, str) and "\0" not in a
+                                                         for a in args):
+        raise JoinError(f"node 0 sent no usable proxy command ({args!r})")
+    if os.path.basename(args[0]) != PROXY:
+        raise JoinError(f"node 0 sent a command that is not MPI's proxy ({args[0]!r})")
+    beside = os.path.join(os.path.dirname(config.mpi.launcher), PROXY) if config.mpi else ""
+    program = beside if beside and os.access(beside, os.X_OK) else shutil.which(PROXY)
+    if not program:
+        where = config.mpi.launcher if config.mpi else "mpiexec"
+        raise JoinError(f"no {PROXY} on this node (beside {where} or on PATH): install the "
+                        f"same MPICH as on node 0")
+    return [program, *args[1:]]
+
+
+def _with_control_host(args: list[str], host: str) -> list[str]:
+    """The proxy reaches node 0's mpiexec at node 0's own address (--node_ip), which every node
+    reaches, rather than at whatever host name mpiexec put there."""
+    out = list(args)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--control-port":
+            port = out[i + 1].rsplit(":", 1)[-1]
+            out[i + 1] = f"{host}:{port}"
+    return out
+
+
+class NodeZeroJob(_Job):
+    """Node 0's paddle-launch: the job of every node, started here."""
+
+    def __init__(self, config: LaunchConfig):
+        super().__init__(config)
+        self.server: RendezvousServer | None = None
+        self.proxy: subprocess.Popen | None = None
+        self.deadline = 0.0
+
+    def _start_process_manager(self, env: dict) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            command(self.config), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_launcher)
+        proxies: dict[int, list[str]] = {}
+        listed = threading.Event()
+        threading.Thread(target=self._read_mpiexec, args=(proc, proxies, listed),
+                         daemon=True).start()
+        if not listed.wait(PROXY_LIST_WAIT_S) or len(proxies) != len(self.config.cluster_node_ips):
+            _kill(proc.pid, signal.SIGKILL)
+            raise JoinError(f"mpiexec did not list one proxy per node (got {sorted(proxies)}); "
+                            f"see {self.mpi_log}")
+        host = self.config.node_ip
+        with open(_proxy_log(self.config, 0), "wb") as out:
+            self.proxy = subprocess.Popen(
+                _with_control_host(proxies[0], host), env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_die_with_launcher)
+        n = self.config.nproc_per_node
+        parts = {k: {"proxy": _with_control_host(proxies[k], host),
+                     "log_dir": self.config.log_dir, "ranks": list(range(k * n, (k + 1) * n))}
+                 for k in range(1, len(self.config.cluster_node_ips))}
+        self.server = RendezvousServer(self.config, rendezvous_token(self.config, os.environ),
+                                       parts)
+        self.deadline = time.monotonic() + self.config.join_timeout
+        return proc
+
+    def _read_mpiexec(self, proc: subprocess.Popen, proxies: dict, listed) -> None:
+        """mpiexec's output: the proxies' commands (to hand out), the rest to mpi.log."""
+        with open(self.mpi_log, "wb") as log:
+            for line in proc.stdout:
+                if line.startswith(b"HYDRA_LAUNCH: "):
+                    args = shlex.split(line[len(b"HYDRA_LAUNCH: "):].decode())
+                    index = args.index("--proxy-id") if "--proxy-id" in args else -1
+                    if 0 <= index < len(args) - 1 and args[index + 1].isdigit():
+                        proxies[int(args[index + 1])] = args
+                elif line.startswith(b"HYDRA_LAUNCH_END"):
+                    listed.set()
+                else:
+                    log.write(line)
+                    log.flush()
+        listed.set()
+
+    def _check(self) -> str:
+        if self.server is not None:
+            missing = self.server.missing()
+            if not missing:
+                self.server.close()  # every node has its part: nothing more to hand out
+                self.server = None
+            elif time.monotonic() > self.deadline:
+                nodes = self.config.cluster_node_ips
+                named = ", ".join(f"node {k} ({nodes[k]})" for k in missing)
+                return (f"{named} never joined the job within --join_timeout "
+                        f"{self.config.join_timeout:g} s: run the same paddle-launch command "
+                        f"there (--cluster_node_ips {','.join(nodes)} --node_ip "
+                        f"{nodes[missing[0]]}), and check it reaches "
+                        f"{':'.join(map(str, self.config.rendezvous_address))}")
+        return super()._check()
+
+    def _stop(self, running: list[int]) -> None:
+        super()._stop(running)
+        self._stop_proxy()
+
+    def _stop_proxy(self) -> None:
+        if self.proxy is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.proxy.poll() is not None:
+                break
+            try:
+                os.killpg(self.proxy.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proxy.wait(3.0)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        if self.proxy is not None and self.proxy.poll() is None:
+            try:  # mpiexec ended: the proxy ends with it
+                self.proxy.wait(5.0)
+            except subprocess.TimeoutExpired:
+                self._stop_proxy()
+
+
+def start_node_zero(config: LaunchConfig) -> int:
+    """Node 0: start the job of every node and watch it; the launcher's exit status."""
+    try:
+        return NodeZeroJob(config).run()
+    except JoinError as e:
+        print(f"paddle-launch: error: {e}", file=sys.stderr, flush=True)
+        return 1
+
+
+def join_job(config: LaunchConfig) -> int:
+    """Node k > 0: get this node's part from node 0 and run it; the exit status of this node's
+    part (its ranks' output is on node 0's console and in log_dir/workerlog.N)."""
+    tag = f"paddle-launch: node {config.node_index} ({config.node_ip})"
+    token = rendezvous_token(config, os.environ)
+    try:
+        part = fetch_part(config, token, time.monotonic() + config.join_timeout)
+        proxy = _local_proxy(config, part.get("proxy"))
+    except JoinError as e:
+        print(f"paddle-launch: error: {e}", file=sys.stderr, flush=True)
+        return 1
+    log_dir = part.get("log_dir") if isinstance(part.get("log_dir"), str) else config.log_dir
+    os.makedirs(log_dir, exist_ok=True)  # the workers' logs go where node 0 says
+    ranks = part.get("ranks") or []
+    host, port = config.rendezvous_address
+    print(f"{tag} joined the job of node 0 ({host}:{port}); ranks "
+          f"{ranks[0] if ranks else '?'}-{ranks[-1] if ranks else '?'} run here, their output "
+          f"is on node 0's console and in {log_dir}/workerlog.N", flush=True)
+    env = without_proxies(os.environ)
+    stop: list[int] = []
+
+    def on_signal(signum, frame):
+        stop.append(signum)
+
+    previous = {s: signal.signal(s, on_signal)
+                for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with open(_proxy_log(config, config.node_index), "wb") as out:
+            child = subprocess.Popen(proxy, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=_die_with_launcher)
+        while child.poll() is None:
+            if stop:
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.killpg(child.pid, sig)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    try:
+                        child.wait(3.0)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+                return 128 + stop[0]
+            time.sleep(0.1)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    rc = child.returncode
+    rc = rc if rc >= 0 else 128 - rc
+    failed = _failed_ranks(config, ranks, log_dir)
+    if failed and not rc:  # MPI's proxy ends with 0 when node 0 stopped its ranks
+        rc = 1
+    how = f"exit code {rc}" + (f"; rank(s) {', '.join(map(str, failed))} of this node did not "
+                               f"end cleanly (node 0 reports why)" if failed else "")
+    print(f"{tag}: this node's part ended, {how}", file=sys.stderr if rc else sys.stdout,
+          flush=True)
+    return rc
+
+
+def _failed_ranks(config: LaunchConfig, ranks: list, log_dir: str) -> list[int]:
+    """This node's ranks whose status file says they failed (or never ended)."""
+    from spmd.status_file import read_status
+
+    out = []
+    for rank in ranks:
+        status = read_status(os.path.join(log_dir, f"workerstatus.{rank}"))
+        if status.failed or (status.started is not None and status.ended is None):
+            out.append(rank)
+    return out

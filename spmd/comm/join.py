@@ -101,6 +101,26 @@ def reexec_under_mpiexec() -> None:
     os.execv(launcher, [launcher, "-n", "1", *argv])
 
 
+def join_for_transpile(trainer_id: int, endpoints: list, current_endpoint: str | None) -> None:
+    """DistributeTranspiler in nccl2 mode told the trainers only by its arguments, with no
+    launcher and no PADDLE_* variables (Paddle 1.x's test_dist_base.py starts CPU trainers
+    so): take them as the PADDLE_* variables and re-execute as an env-only trainer. The
+    script then starts again from its beginning, under its own mpiexec, and joins the others
+    at trainer 0's endpoint. Returns when there is nothing to join (one trainer, an MPI
+    launcher, MPI already started, or already joined)."""
+    from .topology import launched_by_mpi
+
+    env = os.environ
+    if len(endpoints) < 2 or launched_by_mpi(env) or joined_start(env) or \
+            "mpi4py.MPI" in sys.modules or "PADDLE_TRAINERS_NUM" in env:
+        return
+    env.update(PADDLE_TRAINER_ID=str(trainer_id), PADDLE_TRAINERS_NUM=str(len(endpoints)),
+               PADDLE_TRAINER_ENDPOINTS=",".join(endpoints),
+               PADDLE_CURRENT_ENDPOINT=current_endpoint or endpoints[trainer_id])
+    if env_only_start(env):
+        reexec_under_mpiexec()
+
+
 def _endpoint(text: str) -> tuple[str, int]:
     host, _, port = text.strip().rpartition(":")
     if not host or not port.isdigit():

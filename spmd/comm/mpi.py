@@ -6,6 +6,7 @@ after the collective timeout raises CommunicationError naming the op, instead of
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -23,6 +24,8 @@ def world():
     to the others' (spmd.guard), so a rank that leaves early fails the job at once."""
     global _met
     guard.note_mpi_starting()  # from now on this rank is in MPI: no stand-in may join for it
+    if "mpi4py.MPI" not in sys.modules:
+        _start_mpi_in_time()
     from mpi4py import MPI
 
     if not MPI.Is_initialized():  # imported without initializing (launch.mpi asks a vendor so)
@@ -42,6 +45,58 @@ def world():
         _met = True
         guard.rendezvous(comm)
     return comm
+
+
+def _start_mpi_in_time() -> None:
+    """MPI_Init, bounded by the collective timeout: it waits for every rank of the job, and a
+    rank that hangs before its first MPI use would hold it forever. Called through ctypes in
+    a thread (a foreign call releases the GIL; MPI_Init cannot be interrupted); mpi4py then
+    finds MPI initialized. Past the timeout this rank fails, and its supervisor ends the job
+    (spmd/guard/supervisor.py)."""
+    import ctypes
+    import threading
+
+    import mpi4py
+
+    from ..flags import flags
+
+    mpi4py.rc.initialize = False
+    mpi4py.rc.finalize = True  # as when mpi4py initializes MPI itself
+    from mpi4py import MPI
+
+    library = _loaded_libmpi()
+    if library is None:
+        return  # world() initializes it, unbounded
+    init = ctypes.CDLL(library).MPI_Init_thread
+    provided = ctypes.c_int(0)
+    started = threading.Event()
+    threading.Thread(target=lambda: (init(None, None, MPI.THREAD_MULTIPLE,
+                                          ctypes.byref(provided)), started.set()),
+                     name="spmd-mpi-init", daemon=True).start()
+    timeout = flags().collective_timeout_s
+    if not started.wait(timeout):
+        from .topology import launcher_rank_size
+
+        guard.note_mpi_start_failed()
+        rank, size = launcher_rank_size()
+        raise CommunicationError(
+            f"[rank {rank}/{size}] MPI start-up did not complete within {timeout:g} s "
+            f"(SPMD_COLLECTIVE_TIMEOUT): another rank never started MPI (it hangs, or works "
+            f"longer than that before its first collective); every rank must reach its first "
+            f"collective (the startup program's run) within the timeout")
+
+
+def _loaded_libmpi() -> str | None:
+    """The libmpi mpi4py loaded (Linux), for the bounded MPI_Init."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if "/libmpi" in path and path.startswith("/"):
+                    return path
+    except OSError:
+        pass
+    return None
 
 
 def _check_contiguous(array, op: str):

@@ -31,8 +31,8 @@ from . import state as st
 from .abort import abort_job, flush_to_process_manager
 
 __all__ = ["abort_job", "attach", "departure_message", "flush_to_process_manager", "install",
-           "let_the_reporter_speak", "note_collective", "note_exit_code", "note_mpi_starting",
-           "note_step", "rendezvous", "report_failure", "supervised"]
+           "let_the_reporter_speak", "note_collective", "note_exit_code", "note_mpi_start_failed",
+           "note_mpi_starting", "note_step", "rendezvous", "report_failure", "supervised"]
 
 _SUPERVISED_ENV = "SPMD_SUPERVISED"  # set in the supervised program: its children never fork
 _shared: st.SharedState | None = None
@@ -108,6 +108,18 @@ class _NoteMPIImport:
         return None
 
 
+def note_mpi_start_failed() -> None:
+    """MPI start-up timed out: the process exits at once (MPI is half started) and its
+    supervisor ends the whole job."""
+    global _mpi_start_failed
+    _mpi_start_failed = True
+    if _shared is not None:
+        _shared.slots[st.MPI_START_FAILED] = 1
+
+
+_mpi_start_failed = False
+
+
 def note_mpi_starting() -> None:
     """The program is about to start MPI (spmd's first MPI use, or its own mpi4py)."""
     if _shared is not None:
@@ -164,6 +176,10 @@ def _install_abort_hook() -> None:
 
     def abort_all(kind, value, tb):
         report_failure(value, lambda: previous(kind, value, tb))
+        if _mpi_start_failed:  # MPI_Init still runs in its thread: no Python exit, no Finalize
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
         abort_job(1)
 
     sys.excepthook = abort_all
@@ -185,25 +201,26 @@ def _where(error: BaseException) -> str:
              f"{frames[-1].name}, " if frames else "")
     if _shared is None:
         return place + f"in its Executor.run #{_steps}"
-    if not _shared.slots[st.CHANNEL] and not _shared.slots[st.MPI_STARTED]:
-        return place + "before the job's first collective (before MPI started)"
+    if _shared.slots[st.CHANNEL] != 1 and not _shared.slots[st.COLLECTIVES]:
+        return place + ("before the job's first collective (before MPI started)"
+                        if not _shared.slots[st.MPI_STARTED] else
+                        "in the job's start, before its first collective")
     return place + (f"after collective #{int(_shared.slots[st.COLLECTIVES])} (in its "
                     f"Executor.run #{int(_shared.slots[st.STEPS])})")
 
 
-def _peer_failed_first(wait_s: float = 0.3) -> dict | None:
-    """Under the channel: tell the supervisor this rank fails (it announces it at once) and
-    give the others' announcements a moment; the earliest failure by (collective count,
-    rank) is the job's root cause. None when this rank is it."""
-    if not supervised():
+def _peer_failed_first(rank: int) -> dict | None:
+    """The earliest failure of a peer this rank's supervisor heard of, by (collective count,
+    rank), when it came before this rank's own: then it is the job's root cause. A rank
+    other than 0 first gives the lower ranks a moment: when every rank fails alike (the
+    ranks compiled different programs, a collective timed out everywhere) the lowest one
+    reports, and its MPI_Abort ends the others before they repeat it."""
+    if rank > 0:
+        time.sleep(min(1.0, 0.25 * rank))
+    if _shared is None:
         return None
-    slots = _shared.slots
-    slots[st.FAILING] = 1
-    mine = (int(slots[st.COLLECTIVES]), _launcher_rank_size()[0])
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        time.sleep(0.01)
     first = _shared.earliest_failure()
+    mine = (int(_shared.slots[st.COLLECTIVES]), rank)
     if first is not None and (first["collectives"], first["rank"]) < mine:
         return first
     return None
@@ -225,7 +242,8 @@ def report_failure(error: BaseException, print_traceback) -> None:
         return
     if _shared is not None:
         _shared.set_error(summary(error))
-    first = _peer_failed_first() if size > 1 else None
+        _shared.slots[st.FAILING] = 1
+    first = _peer_failed_first(rank) if size > 1 else None
     if first is not None:
         ended = (f"signal {first['signal']}" if first["signal"] else
                  f"exit code {first['code']}")
@@ -272,7 +290,7 @@ def rendezvous(comm) -> None:
     from ..flags import flags
 
     if flags().supervise:
-        _check_everyone_came(comm, np, MPI)
+        _check_everyone_came(comm, np, flags)
     if _shared is None or _shared.slots[st.CHANNEL] != 0:
         return
 
@@ -300,7 +318,7 @@ def rendezvous(comm) -> None:
             "collective timeout (SPMD_COLLECTIVE_TIMEOUT)\n")
 
 
-def _check_everyone_came(comm, np, MPI) -> None:
+def _check_everyone_came(comm, np, flags) -> None:
     """The first of the rendezvous: who is here. A rank whose program ended before it
     started MPI is stood in for by its supervisor (spmd/guard/stand_in.py), which says so
     here; the ranks present then stop, naming it, instead of waiting for it."""
@@ -308,7 +326,20 @@ def _check_everyone_came(comm, np, MPI) -> None:
 
     table = np.zeros((comm.Get_size(), RECORD), dtype=np.int64)
     # non-blocking, as the stand-in's: MPI never matches a blocking collective with one
-    comm.Iallgather(np.array([PRESENT, 0, 0], dtype=np.int64), table).Wait()
+    req = comm.Iallgather(np.array([PRESENT, 0, 0], dtype=np.int64), table)
+    timeout = flags().collective_timeout_s
+    deadline = time.monotonic() + timeout
+    while not req.Test():
+        if time.monotonic() > deadline:
+            from ..errors import CommunicationError
+
+            raise CommunicationError(
+                f"[rank {comm.Get_rank()}/{comm.Get_size()}] the job's start (spmd's first "
+                f"MPI use) did not complete within {timeout:g} s (SPMD_COLLECTIVE_TIMEOUT): "
+                f"another rank never reached it (it hangs, or works longer than that before "
+                f"its first collective); every rank must reach its first collective (the "
+                f"startup program's run) within the timeout")
+        time.sleep(0.001)
     gone = [r for r in range(comm.Get_size()) if table[r, 0] != PRESENT]
     if gone:
         from .abort import StoppedByPeer

@@ -15,8 +15,9 @@ import select
 import time
 
 # slots written by the program (MPI_STARTED: it began to start MPI, so its supervisor never
-# stands in for it; FAILING: an uncaught error is being reported, ERROR text says which)
+# stands in for it; FAILING: an uncaught error is being reported; the ERROR text says which)
 COLLECTIVES, STEPS, LEAVING, EXIT_CODE, ADDRESS_READY, CHANNEL, MPI_STARTED, FAILING = range(8)
+MPI_START_FAILED = 24  # the program: MPI start-up timed out (a peer never started MPI)
 # slots written by the supervisor: the first peer that left, while this program ran; and the
 # earliest failure heard of, by (collective count, rank): the job's root cause
 (DEPARTED, D_RANK, D_CODE, D_SIGNAL, D_COLLECTIVES, D_STEPS, D_HOW, CONNECTED,

@@ -125,10 +125,6 @@ class _Parent:
             channel.poll(_POLL_S)
         if s[st.LEAVING] and not self.left:  # the script ended; the program is finishing
             self._leave(int(s[st.EXIT_CODE]), 0, st.SCRIPT_ENDED)
-        if s[st.FAILING] and not self.left and channel.connected:
-            # the program is reporting an error: said now, so every rank knows which failed
-            # first before it prints (spmd.guard.report_failure)
-            self._leave(1, 0, st.FAILED)
 
     def _stop_program_if_due(self) -> None:
         if self.stop_at is None or time.monotonic() < self.stop_at:
@@ -220,6 +216,12 @@ class _Parent:
             self.on_end(code, sig, error)
         sys.stdout.flush()
         sys.stderr.flush()
+        if self.shared.slots[st.MPI_START_FAILED] and self.size > 1:
+            # a peer hangs before MPI: the process manager waits for it, whatever code this
+            # exits with, but ends the whole job when one of its processes is killed (Hydra)
+            sys.stderr.write(f"{self.tag} ending the job: MPI start-up timed out\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
         os._exit(128 + sig if sig else code)
 
 

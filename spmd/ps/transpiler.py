@@ -107,6 +107,9 @@ class DistributeTranspiler:
                 f"mode='pserver' (parameter servers) and mode='nccl2' (collectives); for "
                 f"fluid's 'collective' mode use mode='nccl2'")
         endpoints = _endpoints(workers if workers is not None else trainers)
+        from ..comm.join import join_for_transpile
+
+        join_for_transpile(trainer_id, endpoints, current_endpoint)  # no launcher: join them
         topology = detect()
         tag = topology.tag()
         if len(endpoints) != topology.size:

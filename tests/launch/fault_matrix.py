@@ -1,7 +1,8 @@
 """The fault matrix: a fluid data-parallel job (scripts/faults.py) in which one rank misbehaves,
 under each launcher, at 2 and 3 ranks. Every case must end within its bound, with a non-zero
 exit code (0 for `ok`), the misbehaving rank and the cause named in the output, and no process
-left behind.
+left behind. Each fault that ends or stalls a rank comes at step 2 and, as `<fault>_before_mpi`,
+before MPI starts (before the job's first collective).
 
     python tests/launch/fault_matrix.py               # the whole matrix, as a table
     python tests/launch/fault_matrix.py --launchers mpiexec --ranks 2 --faults os_exit0 hang
@@ -49,6 +50,16 @@ EXPECTED = {
     "kill_in_save": r"rank {bad}\b.*(signal 9|SIGKILL)",
     "bad_checkpoint": r"cannot load variable 'fc_0\.w_0' from '[^']+': it is not a \.npy file",
 }
+BEFORE_MPI = "_before_mpi"  # the same fault before MPI starts, before the job's first collective
+EARLY_FAULTS = ("raise", "sigkill", "sigterm", "exit3", "exit0", "os_exit0", "hang")
+# what the output says where it differs when the fault comes before MPI starts
+EXPECTED_BEFORE_MPI = {
+    "exit0": r"rank {bad}/\d+\] FAILED before the job's first collective.*exit code 0",
+    "os_exit0": r"rank {bad}/\d+\] FAILED before the job's first collective.*exit code 0",
+    "hang": r"(MPI start-up|the job's start).* did not complete within {timeout} s",
+}
+EXPECTED.update({fault + BEFORE_MPI: EXPECTED_BEFORE_MPI.get(fault, EXPECTED[fault])
+                 for fault in EARLY_FAULTS})
 FAULTS = tuple(EXPECTED)
 ENV = {"SPMD_COLLECTIVE_TIMEOUT": str(COLLECTIVE_TIMEOUT_S), "FLAGS_check_nan_inf": "1"}
 
@@ -66,8 +77,10 @@ class Outcome:
 
 def command(launcher_name: str, ranks: int, fault: str, bad: int, token: str,
             log_dir: str) -> list[str]:
-    script = [FAULTS_SCRIPT, "--fault", fault, "--rank", str(bad), "--token", token,
-              "--ckpt", str(pathlib.Path(log_dir) / "ckpt")]
+    early = fault.endswith(BEFORE_MPI)
+    script = [FAULTS_SCRIPT, "--fault", fault[:-len(BEFORE_MPI)] if early else fault,
+              "--rank", str(bad), "--token", token, "--ckpt", str(pathlib.Path(log_dir) / "ckpt"),
+              *(["--step", "-1"] if early else [])]
     if launcher_name == "mpiexec":
         return [MPIEXEC, "-n", str(ranks), PYTHON, *script]
     if launcher_name == "spmd.run":

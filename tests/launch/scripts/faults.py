@@ -1,6 +1,6 @@
 """A fluid data-parallel training program in which one rank misbehaves, for the fault matrix
 (tests/launch/fault_matrix.py): --fault picks how, --rank which rank (-1: the last), --step
-when.
+when (-1: before MPI starts, before the program's first spmd call that needs it).
 
     mpiexec -n 2 python faults.py --fault os_exit0 --rank 1 --step 2
 """
@@ -90,6 +90,12 @@ def main():
     p.add_argument("--token", default="", help="marks the test's processes; unused here")
     p.add_argument("--ckpt", default="", help="the checkpoint directory of the save faults")
     args = p.parse_args()
+    if args.step < 0:  # before MPI starts: the rank is the launcher's, MPI not yet loaded
+        from spmd.comm.topology import launcher_rank_size
+
+        rank, size = launcher_rank_size()
+        if args.rank % size == rank:
+            misbehave(args.fault.replace(OWN_MPI, ""), rank, args.step)
     t = detect()
     bad = args.rank % t.size == t.rank
     hidden = 16 if (args.fault == "differ" and bad) else 32

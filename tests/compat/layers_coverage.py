@@ -31,8 +31,7 @@ DETECTION = "detection: ops over LoD boxes and ROIs, in no open issue yet"
 # names that need a capability no open issue builds
 DEFERRED = {
     "filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
-    "roi_align": DETECTION, "roi_pool": DETECTION, "prroi_pool": DETECTION,
-    "psroi_pool": DETECTION, "deformable_roi_pooling": DETECTION,
+    "deformable_roi_pooling": DETECTION,
 }
 
 # names spmd does not plan to provide, and why

@@ -20,6 +20,17 @@ class VarType(enum.IntEnum):
     FP64 = 6
     UINT8 = 20
     INT8 = 21
+    # the kinds of variable (not dtypes): fluid programs compare `var.type` with these
+    LOD_TENSOR = 7
+    SELECTED_ROWS = 8
+    FEED_MINIBATCH = 9
+    FETCH_LIST = 10
+    STEP_SCOPES = 11
+    LOD_RANK_TABLE = 12
+    LOD_TENSOR_ARRAY = 13
+    PLACE_LIST = 14
+    READER = 15
+    RAW = 17
 
 
 _VARTYPE_TO_NAME = {
@@ -44,6 +55,10 @@ def convert_dtype(dtype) -> str:
     ('float64', 'float32', 'int64')
     """
     if isinstance(dtype, VarType):
+        if dtype not in _VARTYPE_TO_NAME:
+            raise InvalidArgumentError(
+                f"VarType.{dtype.name} is a kind of variable, not a dtype: expected one of "
+                f"{sorted(v.name for v in _VARTYPE_TO_NAME)}")
         return _VARTYPE_TO_NAME[dtype]
     try:
         name = np.dtype(dtype).name

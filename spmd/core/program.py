@@ -230,7 +230,10 @@ class Program:
                     op.attrs["is_test"] = True
             # gradients and other temporaries only the dropped ops used go too; persistable
             # and data variables stay, so the clone reads the same scope and takes the feeds
-            used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
+            # (a sub-block's ops count: a StaticRNN's step outputs live in this block but
+            # only the step block's ops name them)
+            used = {n for b in new.blocks for op in b.ops
+                    for n in op.input_arg_names + op.output_arg_names}
             block.vars = {n: v for n, v in block.vars.items()
                           if n in used or v.persistable or v.is_data}
             new.grad_var_map = {}

@@ -5,6 +5,10 @@ fluid.optimizer, fluid.io, ...), so `from spmd.fluid import compiler` works as i
 A name is imported at its first use (spmd.lazy.attach): `import spmd.fluid` loads neither
 the parameter server nor fleet nor the reader machinery until a script asks for them.
 """
+import sys as _sys
+import types as _types
+from collections.abc import Callable as _Callable
+
 from .. import layers as _layers  # noqa: F401 - Variable's operators and var[...]
 from .. import lazy as _lazy
 from .. import ops as _ops  # noqa: F401 - the op schema the IR builds operators with
@@ -24,7 +28,6 @@ from ..core import (
     is_compiled_with_cuda,
     program_guard,
     scope_guard,
-    unique_name,
 )
 from ..core.variable import Parameter
 
@@ -44,6 +47,7 @@ __getattr__, __dir__ = _lazy.attach(__name__, {
     "gradients": "..autodiff:gradients",
     "LoDTensor": "..core.lod:LoDTensor",
     "LoDTensorArray": "..core.lod:LoDTensorArray",
+    "Tensor": "..core.lod:LoDTensor",
     "create_lod_tensor": "..core.lod:create_lod_tensor",
     "create_random_int_lodtensor": "..core.lod:create_random_int_lodtensor",
     "Executor": "..executor:Executor",
@@ -76,7 +80,7 @@ __getattr__, __dir__ = _lazy.attach(__name__, {
 }, submodules=True)  # and fluid.layers, fluid.io, fluid.incubate, ...: the modules of fluid/
 
 __all__ = [
-    "LoDTensor", "LoDTensorArray", "create_lod_tensor", "create_random_int_lodtensor",
+    "LoDTensor", "LoDTensorArray", "Tensor", "create_lod_tensor", "create_random_int_lodtensor",
     "BuildStrategy", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CompiledProgram",
     "DistributeTranspiler", "DistributeTranspilerConfig", "ExecutionStrategy", "Executor",
     "ParallelExecutor", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
@@ -92,3 +96,45 @@ __all__ = [
     "profiler", "reader",
     *_DATA_FEEDER_ALL, *_FRAMEWORK_ALL, *_READER_ALL,
 ]
+
+
+
+# Submodules whose name their package's attribute gives to a function, as in fluid 1.8,
+# where `from .data import *` makes `fluid.data` the function and `from .rnn import *` makes
+# `fluid.layers.rnn` the function, while `import paddle.fluid.data` still finds the module.
+#
+# `_keep_functions(package, {name: loader})` gives the package's module a class whose properties
+# return the functions: the import system's binding of the submodule to the attribute is
+# ignored (sys.modules holds the submodule as usual), while a program that assigns another value
+# to the attribute gets that value.
+def _keep_functions(package: str, functions: dict[str, _Callable[[], object]]) -> None:
+    """Make `package.<name>` always `functions[name]()` (a function, imported at first use)."""
+    module = _sys.modules[package]
+    module.__class__ = type("FluidPackage", (_types.ModuleType,), {
+        name: _function_property(f"{package}.{name}", get) for name, get in functions.items()})
+
+
+def _function_property(qualified: str, get: _Callable[[], object]) -> property:
+    assigned = f"_assigned {qualified}"  # where a value a program assigns is kept
+
+    def getter(module):
+        return vars(module)[assigned] if assigned in vars(module) else get()
+
+    def setter(module, value):
+        if isinstance(value, _types.ModuleType) and value.__name__ == qualified:
+            return  # the import system binding the submodule: the function stays
+        vars(module)[assigned] = value
+
+    return property(getter, setter, doc=f"{qualified}: a function (its module is imported "
+                                        f"by that name)")
+
+
+def _data_function():
+    from ..layers.io import fluid_data
+
+    return fluid_data
+
+
+# the attribute fluid.data is the function, the module fluid.data (data.py) is fluid's module
+# of that name (`from paddle.fluid.data import data`), as in fluid 1.8
+_keep_functions(__name__, {"data": _data_function})

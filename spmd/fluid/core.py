@@ -1,29 +1,79 @@
-"""fluid.core: the few C++-binding names fluid scripts touch (places, VarDesc.VarType, Scope,
-EOFException, is_compiled_with_cuda / _mkldnn, get_cuda_device_count).
+"""fluid.core: the C++-binding names fluid's static programs touch: places, LoDTensor / Tensor,
+SelectedRows, Scope, VarDesc.VarType (dtypes and variable kinds), EnforceNotMet and
+EOFException, the build queries, the name suffixes, `globals()` (the FLAGS_*), the profiler
+switches. The rest of fluid.core (inference engine, descriptors, graph passes) is listed apart
+in docs/fluid_coverage.md.
 
 >>> import spmd.fluid as fluid
->>> fluid.core.VarDesc.VarType.FP32 is not None
+>>> fluid.core.VarDesc.VarType.LOD_TENSOR != fluid.core.VarDesc.VarType.FP32
 True
 """
-from ..core import CPUPlace, CUDAPinnedPlace, CUDAPlace, Scope, is_compiled_with_cuda
-from ..core.dtypes import VarType
-from ..core.lod import LoDTensor, LoDTensorArray
-from ..errors import EOFException
+from __future__ import annotations
 
-__all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "LoDTensor",
-           "LoDTensorArray", "Scope", "VarDesc",
-           "get_cuda_device_count", "is_compiled_with_cuda", "is_compiled_with_mkldnn"]
+import enum
+import os
+import weakref
+from collections.abc import MutableMapping
+
+from ..core import CPUPlace, CUDAPinnedPlace, CUDAPlace, Scope, is_compiled_with_cuda
+from ..core.dtypes import VarType, convert_dtype
+from ..core.lod import LoDTensor, LoDTensorArray
+from ..core.places import Place
+from ..core.selected_rows import SelectedRows
+from ..errors import EOFException, SpmdError
+
+__all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "EnforceNotMet",
+           "EventSortingKey", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState", "Scope",
+           "SelectedRows", "Tensor", "VarDesc", "avx_supported", "disable_profiler",
+           "empty_var_name", "enable_profiler", "get_cuda_device_count", "get_fetch_variable",
+           "globals", "grad_var_suffix", "is_compiled_with_brpc", "is_compiled_with_cuda",
+           "is_compiled_with_dist", "is_compiled_with_mkldnn", "is_profiler_enabled",
+           "kEmptyVarName", "kGradVarSuffix", "kNewGradSuffix", "kTempVarName",
+           "kZeroVarSuffix", "op_support_gpu", "reset_profiler", "set_feed_variable",
+           "set_num_threads", "size_of_dtype"]
+
+# every error spmd raises while building or running a program: what fluid raises from C++ as
+# EnforceNotMet, so `except fluid.core.EnforceNotMet` catches spmd's errors
+EnforceNotMet = SpmdError
+
+# fluid's Tensor is LoDTensor's base; spmd has one tensor class, which carries LoD when set
+Tensor = LoDTensor
 
 
 class VarDesc:
-    """`fluid.core.VarDesc.VarType.FP32` and friends."""
+    """`fluid.core.VarDesc.VarType.FP32`, `.LOD_TENSOR` and friends."""
 
     VarType = VarType
 
 
+class ProfilerState(enum.IntEnum):
+    """fluid's profiler states (`core.ProfilerState.kCPU`, ...)."""
+
+    kDisabled = 0
+    kCPU = 1
+    kCUDA = 2
+    kAll = 3
+
+
+class EventSortingKey(enum.IntEnum):
+    """fluid's profiler summary orders (`core.EventSortingKey.kTotal`, ...)."""
+
+    kDefault = 0
+    kCalls = 1
+    kTotal = 2
+    kMin = 3
+    kMax = 4
+    kAve = 5
+
+
+_STATE_NAMES = {ProfilerState.kCPU: "CPU", ProfilerState.kCUDA: "GPU", ProfilerState.kAll: "All"}
+_SORT_NAMES = {EventSortingKey.kDefault: None, EventSortingKey.kCalls: "calls",
+               EventSortingKey.kTotal: "total", EventSortingKey.kMin: "min",
+               EventSortingKey.kMax: "max", EventSortingKey.kAve: "ave"}
+
+
 def get_cuda_device_count() -> int:
-    """The number of GPUs this process sees (0 without CUDA), as fluid's programs use it to
-    pick the device count.
+    """The number of GPUs this process sees (0 without CUDA).
 
     >>> get_cuda_device_count() >= 0
     True
@@ -36,9 +86,168 @@ def get_cuda_device_count() -> int:
 
 
 def is_compiled_with_mkldnn() -> bool:
-    """spmd has no MKL-DNN kernels: False (programs use it to choose use_mkldnn flags).
-
-    >>> is_compiled_with_mkldnn()
-    False
-    """
+    """spmd has no MKL-DNN kernels of fluid's kind: False (programs use it to pick use_mkldnn)."""
     return False
+
+
+def is_compiled_with_dist() -> bool:
+    """spmd runs distributed (collective and parameter-server) programs: True."""
+    return True
+
+
+def is_compiled_with_brpc() -> bool:
+    """spmd's parameter server talks gRPC, not brpc: False."""
+    return False
+
+
+def avx_supported() -> bool:
+    """Whether this CPU has AVX (read from /proc/cpuinfo where there is one)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx" in f.read()
+    except OSError:
+        return False
+
+
+def kEmptyVarName() -> str:  # noqa: N802 - fluid's name
+    return "@EMPTY@"
+
+
+def kGradVarSuffix() -> str:  # noqa: N802 - fluid's name
+    return "@GRAD"
+
+
+def kTempVarName() -> str:  # noqa: N802 - fluid's name
+    return "@TEMP@"
+
+
+def kZeroVarSuffix() -> str:  # noqa: N802 - fluid's name
+    return "@ZERO"
+
+
+def kNewGradSuffix() -> str:  # noqa: N802 - fluid's name
+    return "@NEWGRAD@"
+
+
+empty_var_name = kEmptyVarName
+grad_var_suffix = kGradVarSuffix
+
+
+def size_of_dtype(dtype) -> int:
+    """Bytes per element of a dtype (any spelling: VarType.FP32, 'float32', np.float32)."""
+    import numpy as np
+
+    return np.dtype(convert_dtype(dtype)).itemsize
+
+
+def op_support_gpu(op_type: str) -> bool:
+    """Whether spmd has a GPU (cupy) kernel for `op_type`: every kernel is written once against
+    numpy/cupy, so an op with a kernel runs on a GPU where cupy is installed."""
+    from ..kernels.registry import get_kernel
+
+    if not is_compiled_with_cuda():
+        return False
+    try:
+        get_kernel(op_type)
+    except Exception:  # no kernel of that name: not on a GPU either
+        return False
+    return True
+
+
+def set_num_threads(num: int) -> None:
+    """The threads numpy's BLAS may use, as fluid's CPU math library threads (only honoured
+    when set before numpy loads its BLAS, as fluid's is before its first op)."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(int(num))
+
+
+def get_fetch_variable(scope, var_name: str, index: int):
+    """The `index`-th tensor of the holder list `var_name` in `scope` (fluid's feed / fetch
+    holders, which set_feed_variable fills)."""
+    holder = _HOLDERS.get(scope, {}).get(var_name)
+    if holder is None or not 0 <= index < len(holder):
+        raise IndexError(f"get_fetch_variable: {var_name!r} in this scope holds "
+                         f"{len(holder or [])} values, there is no index {index}")
+    return holder[index]
+
+
+def set_feed_variable(scope, value, var_name: str, index: int) -> None:
+    """Put `value` (a LoDTensor or an array) at `index` of the holder list `var_name`."""
+    holder = _HOLDERS.setdefault(scope, {}).setdefault(var_name, [])
+    while len(holder) <= index:
+        holder.append(None)
+    holder[index] = value if isinstance(value, LoDTensor) else LoDTensor(value)
+
+
+# scope -> holder name -> list of tensors; a scope's holders go with the scope
+_HOLDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Globals(MutableMapping):
+    """fluid's `core.globals()`: its public FLAGS_* read and set like a dict (through
+    fluid.get_flags / set_flags, so a value set here is the one spmd acts on)."""
+
+    def _names(self):
+        from .device import _FLUID_DEFAULTS
+
+        return _FLUID_DEFAULTS
+
+    def __getitem__(self, name):
+        from .device import get_flags
+
+        if name not in self._names():
+            raise KeyError(name)
+        return get_flags(name)[name]
+
+    def __setitem__(self, name, value):
+        from .device import set_flags
+
+        set_flags({name: value})
+
+    def __delitem__(self, name):
+        raise TypeError("core.globals(): a flag cannot be deleted, set it instead")
+
+    def __iter__(self):
+        return iter(sorted(self._names()))
+
+    def __len__(self):
+        return len(self._names())
+
+    def is_public(self, name) -> bool:
+        return name in self._names()
+
+
+_GLOBALS = _Globals()
+
+
+def globals() -> _Globals:  # noqa: A001 - fluid's name
+    """The FLAGS_* registry: `fluid.core.globals()['FLAGS_check_nan_inf']`."""
+    return _GLOBALS
+
+
+def enable_profiler(state) -> None:
+    """Start the profiler (fluid.profiler.start_profiler) in `state` (a ProfilerState)."""
+    from ..profiler import start_profiler
+
+    start_profiler(_STATE_NAMES.get(ProfilerState(state), "All"))
+
+
+def disable_profiler(sorted_key, profile_path: str) -> None:
+    """Stop it and print the summary ordered by `sorted_key` (an EventSortingKey)."""
+    from ..profiler import stop_profiler
+
+    stop_profiler(_SORT_NAMES[EventSortingKey(sorted_key)], profile_path)
+
+
+def reset_profiler() -> None:
+    """Forget the events recorded so far."""
+    from ..profiler import reset_profiler as reset
+
+    reset()
+
+
+def is_profiler_enabled() -> bool:
+    """Whether the profiler is recording."""
+    from ..profiler import active
+
+    return active() is not None

@@ -5,6 +5,7 @@ import pkgutil as _pkgutil
 
 from ... import layers as _layers
 from ... import lazy as _lazy
+from .. import _keep_functions
 
 # spmd.layers' names, but fluid 1.8's modules (fluid.layers.nn, .io, ...) by their own names
 _MODULES = {m.name for m in _pkgutil.iter_modules(__path__)}
@@ -13,3 +14,14 @@ __getattr__, __dir__ = _lazy.attach(__name__, {
 }, submodules=True)
 
 __all__ = list(_layers.FLUID_LAYERS_NAMES)
+
+
+
+
+def _rnn_function():
+    return _layers.rnn
+
+
+# the attribute fluid.layers.rnn is the rnn function, the module fluid.layers.rnn (rnn.py) is
+# fluid's module of that name, as in fluid 1.8
+_keep_functions(__name__, {"rnn": _rnn_function})

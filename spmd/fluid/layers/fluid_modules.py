@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import layers as _layers
 
-__all__ = ["FLUID_MODULES", "populate"]
+__all__ = ["FLUID_MODULES", "SHADOWED_MODULES", "populate"]
 
 # fluid 1.8.5's fluid.layers submodules and the names each lists in __all__ (read from
 # PaddlePaddle 1.8.5 itself)
@@ -95,15 +95,26 @@ FLUID_MODULES = {
     ).split(),
 }
 
+# fluid.layers.rnn: a module whose name fluid.layers' attribute gives to the rnn function (see
+# spmd/fluid/layers/__init__.py), so it is kept apart from the modules above
+SHADOWED_MODULES = {
+    "rnn": (
+        "BasicDecoder BeamSearchDecoder DecodeHelper Decoder GRUCell GreedyEmbeddingHelper "
+        "LSTMCell RNNCell SampleEmbeddingHelper TrainingHelper beam_search beam_search_decode "
+        "dynamic_decode dynamic_gru dynamic_lstm dynamic_lstmp gru_unit lstm lstm_unit rnn "
+    ).split(),
+}
+
 
 def populate(namespace: dict, module: str, extra: dict | None = None) -> list[str]:
     """Fill `namespace` (a submodule's globals) with spmd's objects for fluid's `module`
     names, plus `extra`; install a module __getattr__ naming what is missing. Returns the
     names provided (the submodule's __all__)."""
-    provided = [n for n in FLUID_MODULES[module] if hasattr(_layers, n)]
+    names = {**FLUID_MODULES, **SHADOWED_MODULES}[module]
+    provided = [n for n in names if hasattr(_layers, n)]
     namespace.update({n: getattr(_layers, n) for n in provided})
     namespace.update(extra or {})
-    missing = frozenset(FLUID_MODULES[module]) - set(provided)
+    missing = frozenset(names) - set(provided)
     where = f"fluid.layers.{module}"
 
     def __getattr__(name: str):

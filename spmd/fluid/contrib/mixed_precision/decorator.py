@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import warnings
 
-from ...core import unique_name
-from ...layers.tensor import create_global_var
+from ....core import unique_name
+from ....layers.tensor import create_global_var
 
-__all__ = ["AutoMixedPrecisionLists", "decorate"]
+__all__ = ["AutoMixedPrecisionLists", "decorate"]  # as fluid 1.8's decorator module
 
 _warned = False
 

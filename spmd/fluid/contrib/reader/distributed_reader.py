@@ -9,7 +9,7 @@ incomplete last group is dropped, so every trainer runs the same number of steps
 """
 from __future__ import annotations
 
-from ...comm.topology import detect
+from ....comm.topology import detect
 
 __all__ = ["distributed_batch_reader"]
 

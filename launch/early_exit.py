@@ -35,6 +35,26 @@ def mpi_loaded(pid: int | None) -> bool:
         return False
 
 
+def left_early(statuses: dict, status_path) -> list[int]:
+    """Ranks of `statuses` that ended cleanly without ever entering a collective."""
+    return [rank for rank, status in sorted(statuses.items())
+            if status.ended is not None and not status.failed
+            and not entered_a_collective(status_path(rank))]
+
+
+def early_exit_reason(rank: int, status, waiting: list[int]) -> str:
+    """What to tell: rank `rank` left before the job's first collective; `waiting` the ranks
+    that waited for it."""
+    how = f"exit code {status.exit_code}" if status.exit_code is not None else "ended"
+    names = ", ".join(map(str, waiting)) or "the others"
+    plural = len(waiting) != 1
+    return (f"rank {rank} left the job before its first collective ({how}: sys.exit(0), "
+            f"os._exit(0) or the end of its script) while rank{'s' if plural else ''} {names} "
+            f"wait{'' if plural else 's'} for it in MPI start-up, which needs every rank: every "
+            f"rank must run the job's collectives (look for an early exit or return on rank "
+            f"{rank}, e.g. a missing file or a rank-dependent branch)")
+
+
 def left_before_first_collective(statuses: dict, status_path, host: str,
                                  now: float | None = None) -> str:
     """'' or the reason to end the job: a rank of `statuses` (rank -> WorkerStatus) ended
@@ -42,22 +62,12 @@ def left_before_first_collective(statuses: dict, status_path, host: str,
     waits for it (in a collective, or with MPI loaded: in MPI start-up). `status_path(rank)`
     is a rank's status file; `host` this machine (other machines' pids are not ours)."""
     now = time.time() if now is None else now
-    for rank, status in sorted(statuses.items()):
-        if status.ended is None or status.failed or now - status.ended < GRACE_S:
-            continue
-        if entered_a_collective(status_path(rank)):
+    for rank in left_early(statuses, status_path):
+        if now - statuses[rank].ended < GRACE_S:
             continue
         waiting = [r for r, other in sorted(statuses.items())
                    if r != rank and other.ended is None
                    and (other.waiting or (other.host == host and mpi_loaded(other.pid)))]
-        if not waiting:
-            continue
-        how = ("exit code 0" if status.exit_code == 0 else
-               f"exit code {status.exit_code}" if status.exit_code is not None else "ended")
-        names = ", ".join(map(str, waiting))
-        return (f"rank {rank} left the job before its first collective ({how}: sys.exit(0), "
-                f"os._exit(0) or the end of its script) while rank{'s' if len(waiting) > 1 else ''}"
-                f" {names} wait{'' if len(waiting) > 1 else 's'} for it in MPI start-up, which "
-                f"needs every rank: every rank must run the job's collectives (look for an early "
-                f"exit or return on rank {rank}, e.g. a missing file or a rank-dependent branch)")
+        if waiting:
+            return early_exit_reason(rank, statuses[rank], waiting)
     return ""

@@ -17,7 +17,7 @@ import time
 
 from . import scheduler as sched
 from .config import LaunchConfig, format_config
-from .early_exit import left_before_first_collective
+from .early_exit import early_exit_reason, left_before_first_collective, left_early
 from .env import job_env, mpi_worker_env, ps_mpi_env, rank_env, without_proxies
 from .mpi import build_command
 from .report import Outcome, format_report
@@ -26,6 +26,7 @@ POLL_S = 0.05
 STACK_WAIT_S = 1.0  # how long stopped ranks get to dump their stacks
 TERM_WAIT_S = 3.0  # SIGTERM, then SIGKILL after this
 WATCHDOG_GRACE_S = 10.0  # past the collective timeout, the launcher stops a waiting rank itself
+STOPPED_BY_PEER = "StoppedByPeer:"  # the error of a rank spmd stopped because a peer left
 
 
 def worker_program(config: LaunchConfig) -> list[str]:
@@ -315,7 +316,23 @@ class _Job:
                    if self.statuses[r].error_time is None
                    or self.statuses[r].error_time > stop_time}
         failed = {r: s for r, s in self.statuses.items() if s.failed and r not in stopped}
-        root = min(failed, key=lambda r: failed[r].failed_at) if failed else None
+        # a rank that spmd stopped because a peer left (StoppedByPeer) is not the cause
+        causes = {r: s for r, s in failed.items()
+                  if not (s.error or "").startswith(STOPPED_BY_PEER)}
+        if failed and not causes and not reason:
+            early = left_early(self.statuses, self.config.rank_status)
+            first = failed[min(failed, key=lambda r: failed[r].failed_at)]
+            # spmd's words name the rank that left (its supervisor may still stand in for it)
+            reason = (early_exit_reason(early[0], self.statuses[early[0]], sorted(failed))
+                      if early else first.error.split("stopped: ", 1)[-1])
+            errors = [f"rank {r}: {s.error}" for r, s in sorted(self.statuses.items())
+                      if s.error and r not in failed]
+            if errors:  # the error the rank that left recorded (it has not ended yet)
+                reason += "; " + "; ".join(errors)
+            code = 1 if code is None else code
+        failed = causes or failed
+        root = min(failed, key=lambda r: failed[r].failed_at) if failed and not \
+            (reason and not causes) else None
         outcome = Outcome(self.statuses, self.config.world_size, root=root, stopped=stopped,
                           stacks=stacks, reason=reason, mpi_log=self.mpi_log)
         text = format_report(outcome, self.config.log_dir, self.config.rank_log)

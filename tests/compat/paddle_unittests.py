@@ -131,21 +131,33 @@ def _optest_files(sources: dict[str, str]) -> set[str]:
 
 
 def dygraph_tests(text: str) -> list[str]:
-    """`Class.test_method` ids whose body (or a self.method it calls) uses dygraph."""
+    """`Class.test_method` ids whose body (or a self.method it calls) uses dygraph, inherited
+    test methods included (a subclass in the same file runs its base's tests)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return []
     lines = text.splitlines()
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def methods(name: str, seen: tuple = ()) -> dict[str, str]:
+        cls = classes[name]
+        found: dict[str, str] = {}
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in classes and base.id not in seen:
+                found.update(methods(base.id, seen + (name,)))
+        found.update({f.name: "\n".join(lines[f.lineno - 1:f.end_lineno])
+                      for f in cls.body if isinstance(f, ast.FunctionDef)})
+        return found
+
     ids = []
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        methods = {f.name: "\n".join(lines[f.lineno - 1:f.end_lineno])
-                   for f in cls.body if isinstance(f, ast.FunctionDef)}
-        uses = {name: bool(DYGRAPH_USE.search(body)) for name, body in methods.items()}
-        for name, body in methods.items():
+    for name in classes:
+        bodies = methods(name)
+        uses = {m: bool(DYGRAPH_USE.search(body)) for m, body in bodies.items()}
+        for m, body in bodies.items():
             called = re.findall(r"self\.(\w+)\(", body)
-            if name.startswith("test") and (uses[name] or any(uses.get(c) for c in called)):
-                ids.append(f"{cls.name}.{name}")
+            if m.startswith("test") and (uses[m] or any(uses.get(c) for c in called)):
+                ids.append(f"{name}.{m}")
     return ids
 
 

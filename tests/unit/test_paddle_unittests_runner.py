@@ -92,6 +92,9 @@ def checkout(tmp_path):
             def run_dygraph(self):
                 with fluid.dygraph.guard():
                     pass
+        class TestCondMore(TestCond):
+            def test_more(self):
+                pass
         """)
     _write(folder, "simple_nets.py", "import dist_model\n")
     _write(folder, "dist_model.py", "x = 1\n")
@@ -106,7 +109,8 @@ def checkout(tmp_path):
 def test_select_chooses_by_rule_and_counts_what_it_leaves_out(checkout):
     sel = pu.select(checkout)
     assert sel.chosen == {"test_cond.py": "control flow", "test_dist_thing.py": "dist harness"}
-    assert sel.deselected == {"test_cond.py": ["TestCond.test_eager"]}
+    # the subclass runs its base's dygraph test too: both ids are deselected
+    assert sel.deselected == {"test_cond.py": ["TestCond.test_eager", "TestCondMore.test_eager"]}
     assert sorted(sel.left_out["OpTest harness (C++ operators)"]) == [
         "mkldnn/test_conv_mkldnn.py", "test_mul_more.py", "test_mul_op.py"]
     assert sel.left_out["dygraph"] == ["test_imperative_mnist.py"]
@@ -116,7 +120,7 @@ def test_select_chooses_by_rule_and_counts_what_it_leaves_out(checkout):
     assert sel.left_out["not the static API: C++ Scope binding"] == ["test_scope.py"]
     assert sel.left_out["no test method (a harness module)"] == ["test_dist_harness.py"]
     text = pu.left_out_text(sel)
-    assert text.startswith("chosen: 2 files (1 dygraph test methods in 1 of them deselected)")
+    assert text.startswith("chosen: 2 files (2 dygraph test methods in 1 of them deselected)")
     assert "3 OpTest harness" in text
 
 

@@ -32,6 +32,18 @@ class VarType(enum.IntEnum):
     READER = 15
     RAW = 17
 
+    # spmd's dtypes are names: `var.dtype == VarType.FP32`, as fluid programs write it, holds
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return _VARTYPE_TO_NAME.get(self) == other
+        return int.__eq__(self, other)
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = int.__hash__
+
 
 _VARTYPE_TO_NAME = {
     VarType.BOOL: "bool",

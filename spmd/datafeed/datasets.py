@@ -96,6 +96,12 @@ class DatasetBase:
         (seed, its rank)) so a run repeats; None (the default, fluid's way) draws fresh."""
         self._shuffle_seed = seed
 
+    def set_fea_eval(self, record_candidate_size, fea_eval=True):
+        InMemoryDataset._refuse_flag("set_fea_eval", fea_eval)
+
+    def slots_shuffle(self, slots):
+        InMemoryDataset._refuse_flag("slots_shuffle", True)
+
     def desc(self) -> str:
         """The data feed description in protobuf text form, as fluid prints it."""
         return desc_text(self.proto_desc)
@@ -225,13 +231,29 @@ class InMemoryDataset(DatasetBase):
     def set_fleet_send_sleep_seconds(self, fleet_send_sleep_seconds=0):
         self.fleet_send_sleep_seconds = fleet_send_sleep_seconds
 
+    def set_merge_by_lineid(self, merge_size=2):
+        self._refuse_flag("set_merge_by_lineid", True)
+
+    def preprocess_instance(self):
+        self._refuse_flag("preprocess_instance", True)
+
+    def postprocess_instance(self):
+        self._refuse_flag("postprocess_instance", True)
+
+    def set_current_phase(self, current_phase):
+        self._refuse_flag("set_current_phase", True)
+
+    def get_pv_data_size(self) -> int:
+        """Page-view records (pslib's pv merge, not read here): none."""
+        return 0
+
     @staticmethod
     def _refuse_flag(name: str, value) -> None:
         if value:
             raise InvalidArgumentError(
-                f"InMemoryDataset.{name}(True): the instance-id / content / log-key / pv "
-                f"record prefixes are pslib (BoxPS) features that spmd does not read; the "
-                f"MultiSlot slots alone are read")
+                f"Dataset.{name}: the instance-id / content / log-key / pv record prefixes, "
+                f"line-id merging and feature evaluation are pslib (BoxPS) features that spmd "
+                f"does not provide; the MultiSlot slots alone are read")
 
     # -- memory --------------------------------------------------------------------------------
     def load_into_memory(self):

@@ -247,3 +247,15 @@ def test_set_use_var_refuses_other_dtypes():
         z = fluid.layers.data(name="z", shape=[1], dtype="int32")
     with pytest.raises(ValueError, match="only supports dtype=float32 and dtype=int64"):
         fluid.DatasetFactory().create_dataset().set_use_var([z])
+
+
+def test_pslib_features_are_refused_with_the_reason():
+    ds = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+    for call in (lambda: ds.set_parse_ins_id(True), lambda: ds.set_merge_by_lineid(),
+                 lambda: ds.set_fea_eval(10), lambda: ds.slots_shuffle(["a"])):
+        with pytest.raises(ValueError, match="pslib"):
+            call()
+    ds.set_parse_ins_id(False)  # the default: nothing to refuse
+    assert ds.get_pv_data_size() == 0
+    with pytest.raises(Exception, match="BoxPS"):
+        fluid.dataset.BoxPSDataset()

@@ -13,6 +13,7 @@ pieces another rank owns through unchanged: nothing here reads them.)
 """
 from __future__ import annotations
 
+from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
 from .registry import kernel
 
@@ -23,10 +24,21 @@ def _check_one_dtype(arrays, op):
         raise TypeError(f"{op}: a fused bucket must hold one dtype, got {sorted(map(str, dtypes))}")
 
 
+def _overlaps(attrs, ctx) -> bool:
+    """Whether the collective may run on the communication thread. Only one a pass placed
+    (role COMMUNICATE) does: the pass placed its wait too, and check_waits saw that nothing
+    reads its outputs before. One the program's author wrote (fluid.layers.collective's
+    _allreduce, _c_allreduce, ...) runs in program order, its outputs complete when the next
+    op reads them, as fluid's allreduce op on the compute stream; an optimizer reading an
+    unlanded gradient halved nccl2_reduce_layer's updates (issue 22)."""
+    return not attrs["use_calc_stream"] and ctx.op is not None \
+        and ctx.op.role is OpRole.COMMUNICATE
+
+
 def _allreduce_kernel(reduction: str):
     def run(xp, ins, attrs, want, ctx):
         handle = ctx.comm.iallreduce_bucket(ins["X"], reduction, ctx.bucket,
-                                            overlap=not attrs["use_calc_stream"])
+                                            overlap=_overlaps(attrs, ctx))
         return {"Out": handle.out}
 
     return run
@@ -35,7 +47,7 @@ def _allreduce_kernel(reduction: str):
 def _reduce_kernel(reduction: str):
     def run(xp, ins, attrs, want, ctx):
         handle = ctx.comm.ireduce_bucket(ins["X"], attrs["root_id"], reduction, ctx.bucket,
-                                         overlap=not attrs["use_calc_stream"])
+                                         overlap=_overlaps(attrs, ctx))
         return {"Out": handle.out}
 
     return run
@@ -49,7 +61,7 @@ for _reduction in ("sum", "max", "min", "prod"):  # fluid.layers.collective's re
 @kernel("c_broadcast", context=True)
 def c_broadcast(xp, ins, attrs, want, ctx):
     handle = ctx.comm.ibroadcast_bucket(ins["X"], attrs["root"], ctx.bucket,
-                                        overlap=not attrs["use_calc_stream"])
+                                        overlap=_overlaps(attrs, ctx))
     return {"Out": handle.out}
 
 

@@ -99,14 +99,15 @@ def _prepare_worker(status_file: str) -> None:
                  f"pid={os.getpid()} supervisor={os.getppid()} host={socket.gethostname()}")
 
 
-def _fail(code: int, summary: str, status_file: str | None) -> None:
-    """End this rank after an error, making sure every other rank ends too."""
+def _fail(code: int, summary: str, status_file: str | None, said: bool = False) -> None:
+    """End this rank after an error, making sure every other rank ends too. `said`: the
+    rank's failure was reported already (its block, or its one line)."""
     from .guard import abort_job, note_exit_code
 
     note_exit_code(code)
     if status_file:
         append_event(status_file, "error", summary)
-    else:  # the launcher's report names the rank and cause; here this rank says it, once
+    elif not said:  # the launcher's report names the rank and cause; here this rank says it
         from .comm.topology import launcher_rank_size
 
         rank, size = launcher_rank_size()
@@ -154,9 +155,13 @@ def run(kind: str, target: str, argv: list[str], status_file: str | None = None)
         if code != 0:
             _fail(code, f"SystemExit: exit code {code}", status_file)
     except BaseException as e:  # noqa: BLE001 - any error of the script ends the job
-        _print_user_traceback(e)
-        message = str(e).strip().splitlines()
-        _fail(1, type(e).__name__ + (f": {message[0]}" if message else ""), status_file)
+        from .guard import report_failure, summary
+
+        # the root-cause block and the traceback, or one line for a rank that another's
+        # failure stopped (spmd.guard.report_failure)
+        error = e
+        report_failure(error, lambda: _print_user_traceback(error))
+        _fail(1, summary(error), status_file, said=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -58,6 +58,9 @@ MODULES = {
     "spmd.kernels.detection_nms": (
         "multiclass_nms", "multiclass_nms2",
     ),
+    "spmd.kernels.detection_proposals": (
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposals",
+    ),
     "spmd.kernels.detection_roi": (
         "prroi_pool", "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align",
         "roi_align_grad", "roi_pool", "roi_pool_grad",

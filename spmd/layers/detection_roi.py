@@ -1,7 +1,8 @@
-"""fluid.layers' YOLO, ROI-pooling and box layers (fluid 1.8's layers/detection.py and the ROI
-layers of nn.py): yolo_box, yolov3_loss, roi_align, roi_pool, psroi_pool, prroi_pool,
-anchor_generator, box_decoder_and_assign, polygon_box_transform. The ops are in
-spmd/ops/detection_roi.py; the proposal layers in detection_proposals.py.
+"""fluid.layers' YOLO, ROI-pooling, box and proposal layers (fluid 1.8's layers/detection.py
+and the ROI layers of nn.py): yolo_box, yolov3_loss, roi_align, roi_pool, psroi_pool,
+prroi_pool, anchor_generator, box_decoder_and_assign, polygon_box_transform,
+generate_proposals, distribute_fpn_proposals, collect_fpn_proposals. The ops are in
+spmd/ops/detection_roi.py and detection_proposals.py.
 
 ROIs are [R, 4] (x1, y1, x2, y2) Variables with lod_level=1: their LoD says how many ROIs
 belong to each image, as in fluid.
@@ -18,8 +19,9 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
 
-__all__ = ["anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
-           "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss"]
+__all__ = ["anchor_generator", "box_decoder_and_assign", "collect_fpn_proposals",
+           "distribute_fpn_proposals", "generate_proposals", "polygon_box_transform",
+           "prroi_pool", "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -247,4 +249,74 @@ def polygon_box_transform(input, name=None):
     helper = LayerHelper(where, name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(where, {"Input": [input]}, {"Output": [out]}, {})
+    return out
+
+
+def generate_proposals(scores, bbox_deltas, im_info, anchors, variances, pre_nms_top_n=6000,
+                       post_nms_top_n=1000, nms_thresh=0.5, min_size=0.1, eta=1.0, name=None,
+                       return_rois_num=False):
+    """RPN proposals per image: the pre_nms_top_n best anchors decoded by bbox_deltas, clipped
+    to im_info (height, width, scale), small ones dropped, NMS, the post_nms_top_n best.
+    Returns (rois [R, 4], probs [R, 1]), both with LoD (ROIs per image); with
+    return_rois_num also fluid 1.8's RpnRoisLod (the LoD offsets past the first).
+
+    >>> # rois, probs = generate_proposals(scores [N, A, H, W], deltas [N, 4A, H, W],
+    >>> #                                  im_info, anchors, variances)
+    """
+    where = "generate_proposals"
+    for arg, v in (("scores", scores), ("bbox_deltas", bbox_deltas), ("im_info", im_info),
+                   ("anchors", anchors), ("variances", variances)):
+        check_variable(v, arg, where, _FLOATS)
+    helper = LayerHelper(where, name=name)
+    rois = helper.create_variable_for_type_inference(bbox_deltas.dtype, stop_gradient=True)
+    probs = helper.create_variable_for_type_inference(scores.dtype, stop_gradient=True)
+    rois_lod = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(where, {"Scores": [scores], "BboxDeltas": [bbox_deltas],
+                             "ImInfo": [im_info], "Anchors": [anchors],
+                             "Variances": [variances]},
+                     {"RpnRois": [rois], "RpnRoiProbs": [probs], "RpnRoisLod": [rois_lod]},
+                     {"pre_nms_topN": int(pre_nms_top_n), "post_nms_topN": int(post_nms_top_n),
+                      "nms_thresh": float(nms_thresh), "min_size": float(min_size),
+                      "eta": float(eta)})
+    return (rois, probs, rois_lod) if return_rois_num else (rois, probs)
+
+
+def distribute_fpn_proposals(fpn_rois, min_level, max_level, refer_level, refer_scale,
+                             name=None):
+    """FPN: each ROI to the pyramid level floor(log2(sqrt(area) / refer_scale) +
+    refer_level), clamped to [min_level, max_level]. Returns (one LoD ROI tensor per level,
+    restore_index [R, 1]: row i of the levels laid end to end came from ROI ...).
+
+    >>> # multi_rois, restore = distribute_fpn_proposals(rois, 2, 5, 4, 224)
+    """
+    where = "distribute_fpn_proposals"
+    check_variable(fpn_rois, "fpn_rois", where, _FLOATS)
+    helper = LayerHelper(where, name=name)
+    multi = [helper.create_variable_for_type_inference(fpn_rois.dtype, stop_gradient=True)
+             for _ in range(max_level - min_level + 1)]
+    restore = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op(where, {"FpnRois": [fpn_rois]},
+                     {"MultiFpnRois": multi, "RestoreIndex": [restore]},
+                     {"min_level": int(min_level), "max_level": int(max_level),
+                      "refer_level": int(refer_level), "refer_scale": int(refer_scale)})
+    return multi, restore
+
+
+def collect_fpn_proposals(multi_rois, multi_scores, min_level, max_level, post_nms_top_n,
+                          name=None):
+    """FPN: the post_nms_top_n best-scoring ROIs of levels min_level..max_level together,
+    grouped by image: [R, 4] with LoD.
+
+    >>> # rois = collect_fpn_proposals([r2, r3, r4], [s2, s3, s4], 2, 4, 100)
+    """
+    where = "collect_fpn_proposals"
+    count = max_level - min_level + 1
+    rois, scores = list(multi_rois)[:count], list(multi_scores)[:count]
+    for i, (r, sc) in enumerate(zip(rois, scores)):
+        check_variable(r, f"multi_rois[{i}]", where, _FLOATS)
+        check_variable(sc, f"multi_scores[{i}]", where, _FLOATS)
+    helper = LayerHelper(where, name=name)
+    out = helper.create_variable_for_type_inference(rois[0].dtype, stop_gradient=True)
+    helper.append_op(where, {"MultiLevelRois": rois, "MultiLevelScores": scores},
+                     {"FpnRois": [out]}, {"post_nms_topN": int(post_nms_top_n)})
     return out

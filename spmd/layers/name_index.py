@@ -30,7 +30,8 @@ MODULES = {
         "TrainingHelper",
     ),
     "detection_roi": (
-        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
+        "anchor_generator", "box_decoder_and_assign", "collect_fpn_proposals",
+        "distribute_fpn_proposals", "generate_proposals", "polygon_box_transform", "prroi_pool",
         "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss",
     ),
     "detection_ssd": (

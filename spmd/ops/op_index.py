@@ -53,6 +53,9 @@ MODULES = {
     "spmd.ops.deform": (
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
+    "spmd.ops.detection_proposals": (
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposals",
+    ),
     "spmd.ops.detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
         "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad",

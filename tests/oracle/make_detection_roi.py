@@ -204,6 +204,93 @@ def run_case(fluid, case):
     return case
 
 
+def _boxes(count, scale_lo, scale_hi):
+    """[count, 4] (x1, y1, x2, y2) of square-ish boxes whose sides span scale_lo..scale_hi."""
+    side = np.exp(R.uniform(np.log(scale_lo), np.log(scale_hi), count))
+    x1, y1 = R.uniform(0, 300, count), R.uniform(0, 300, count)
+    aspect = R.uniform(0.7, 1.4, count)
+    return np.stack([x1, y1, x1 + side * aspect, y1 + side / aspect], 1).astype("float32")
+
+
+def proposal_cases():
+    """Ops with duplicable slots and LoD outputs: every input and output slot a list."""
+    cases = {}
+    n, a, h, w = 2, 3, 4, 5
+    anchors = np.zeros((h, w, a, 4), "float32")
+    for k in range(h):
+        for col in range(w):
+            for j, side in enumerate((8.0, 14.0, 22.0)):
+                cx, cy = col * 12 + 6, k * 12 + 6
+                anchors[k, col, j] = [cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2]
+    variances = np.tile(np.array([0.1, 0.1, 0.2, 0.2], "float32"), (h, w, a, 1))
+    base = {"Scores": [R.uniform(0, 1, (n, a, h, w)).astype("float32")],
+            "BboxDeltas": [R.uniform(-1.5, 1.5, (n, 4 * a, h, w)).astype("float32")],
+            "Anchors": [anchors], "Variances": [variances]}
+    for name, info, attrs in (
+            ("generate_proposals", [[50, 60, 1.0], [44, 52, 1.0]],
+             {"pre_nms_topN": 30, "post_nms_topN": 12, "nms_thresh": 0.5, "min_size": 2.0,
+              "eta": 1.0}),
+            ("generate_proposals_scaled_eta", [[50, 60, 2.0], [44, 52, 1.5]],
+             {"pre_nms_topN": 50, "post_nms_topN": 20, "nms_thresh": 0.8, "min_size": 3.0,
+              "eta": 0.9}),
+            ("generate_proposals_all", [[50, 60, 1.0], [30, 30, 1.0]],
+             {"pre_nms_topN": -1, "post_nms_topN": -1, "nms_thresh": 0.6, "min_size": 0.5,
+              "eta": 1.0})):
+        ins = dict(base, ImInfo=[np.array(info, "float32")])
+        cases[name] = {"op": "generate_proposals", "inputs": ins, "attrs": attrs,
+                       "outputs": {"RpnRois": 1, "RpnRoiProbs": 1, "RpnRoisLod": 1}}
+    rois = _boxes(9, 8, 500)
+    for name, attrs in (("distribute_fpn_proposals", (2, 5, 4, 224)),
+                        ("distribute_fpn_proposals_narrow", (3, 4, 4, 100))):
+        lo, hi, ref_level, ref_scale = attrs
+        cases[name] = {"op": "distribute_fpn_proposals", "inputs": {"FpnRois": [rois]},
+                       "lod": {"FpnRois": [[[5, 4]]]},
+                       "attrs": {"min_level": lo, "max_level": hi, "refer_level": ref_level,
+                                 "refer_scale": ref_scale},
+                       "outputs": {"MultiFpnRois": hi - lo + 1, "RestoreIndex": 1}}
+    levels = [_boxes(5, 8, 60), _boxes(4, 30, 200), _boxes(3, 100, 400)]
+    lods = [[[3, 2]], [[1, 3]], [[2, 1]]]
+    scores = [R.uniform(0, 1, (len(b), 1)).astype("float32") for b in levels]
+    for name, top in (("collect_fpn_proposals", 6), ("collect_fpn_proposals_all", 100)):
+        cases[name] = {"op": "collect_fpn_proposals",
+                       "inputs": {"MultiLevelRois": levels, "MultiLevelScores": scores},
+                       "lod": {"MultiLevelRois": lods, "MultiLevelScores": lods},
+                       "attrs": {"post_nms_topN": top}, "outputs": {"FpnRois": 1}}
+    return cases
+
+
+def run_multi_case(fluid, case):
+    """A case whose slots are lists (duplicable); outputs: slot -> count. Stores every output
+    (a list per slot) and the LoD of each (recursive sequence lengths, or None)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        block = main.global_block()
+        ins, feed = {}, {}
+        for slot, arrays in case["inputs"].items():
+            lods = case.get("lod", {}).get(slot) or [None] * len(arrays)
+            ins[slot] = []
+            for i, (a, lod) in enumerate(zip(arrays, lods)):
+                v = block.create_var(name=f"in_{slot}_{i}", shape=a.shape,
+                                     dtype=a.dtype.name, lod_level=len(lod) if lod else 0)
+                v.is_data = True
+                ins[slot].append(v)
+                feed[v.name] = fluid.create_lod_tensor(a, lod, fluid.CPUPlace()) if lod else a
+        outs = {s: [block.create_var(name=f"out_{s}_{i}", dtype="float32")
+                    for i in range(k)] for s, k in case["outputs"].items()}
+        block.append_op(type=case["op"], inputs=ins, outputs=outs, attrs=dict(case["attrs"]))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    fetch = [v for s in case["outputs"] for v in outs[s]]
+    got = iter(exe.run(main, feed=feed, fetch_list=fetch, return_numpy=False))
+    result = {}
+    for s, k in case["outputs"].items():
+        tensors = [next(got) for _ in range(k)]
+        result[s] = [np.array(t) for t in tensors]
+        result[s + "@LOD"] = [t.recursive_sequence_lengths() or None for t in tensors]
+    case["expected"] = result
+    return case
+
+
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "detection",
                        "yolov3_tiny.py")
 YOLOV3_STEPS = 4
@@ -240,6 +327,8 @@ def main():
     for group in (yolo_cases, roi_cases, box_cases):
         for name, case in group().items():
             cases[name] = run_case(fluid, case)
+    for name, case in proposal_cases().items():
+        cases[name] = run_multi_case(fluid, case)
     cases["yolov3_tiny_example"] = yolov3_first_losses()
     from oracle_io import save
 

@@ -11,7 +11,9 @@ from spmd.autodiff import gradients
 from spmd.core import CPUPlace, Program, Scope
 from tests.oracle_io import load
 
-CASES = {k: v for k, v in load("detection_roi").items() if "op" in v}
+STORED = load("detection_roi")
+CASES = {k: v for k, v in STORED.items() if "op" in v and isinstance(v["outputs"], list)}
+MULTI = {k: v for k, v in STORED.items() if "op" in v and isinstance(v["outputs"], dict)}
 
 
 def run_stored(case):
@@ -55,3 +57,40 @@ def test_matches_fluid(name):
         assert g.shape == want.shape, f"{name} {key}: shape {g.shape} != fluid's {want.shape}"
         assert g.dtype == want.dtype, f"{name} {key}: dtype {g.dtype} != fluid's {want.dtype}"
         np.testing.assert_allclose(g, want, rtol=1e-4, atol=2e-5, err_msg=f"{name} {key}")
+
+
+def run_stored_multi(case):
+    """A case with list slots: {output slot: [LoDTensor, ...]}."""
+    prog = Program()
+    block = prog.global_block()
+    feed, ins = {}, {}
+    for slot, arrays in case["inputs"].items():
+        lods = case.get("lod", {}).get(slot) or [None] * len(arrays)
+        ins[slot] = []
+        for i, (a, lod) in enumerate(zip(arrays, lods)):
+            v = block.create_var(name=f"in_{slot}_{i}", shape=a.shape, dtype=a.dtype.name,
+                                 is_data=True, lod_level=1 if lod else 0)
+            ins[slot].append(v)
+            feed[v.name] = spmd.fluid.create_lod_tensor(a, lod, CPUPlace()) if lod else a
+    outs = {s: [block.create_var(name=f"out_{s}_{i}") for i in range(k)]
+            for s, k in case["outputs"].items()}
+    block.append_op(case["op"], ins, outs, case["attrs"])
+    fetch = [v.name for s in case["outputs"] for v in outs[s]]
+    got = iter(spmd.Executor(CPUPlace()).run(prog, feed=feed, fetch_list=fetch, scope=Scope(),
+                                             return_numpy=False))
+    return {s: [next(got) for _ in range(k)] for s, k in case["outputs"].items()}
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_matches_fluid_with_lod(name):
+    case = MULTI[name]
+    got = run_stored_multi(case)
+    for slot in case["outputs"]:
+        for i, (g, want) in enumerate(zip(got[slot], case["expected"][slot])):
+            lod = case["expected"][slot + "@LOD"][i]
+            assert (g.recursive_sequence_lengths() or None) == lod, f"{name} {slot}[{i}] LoD"
+            g = np.asarray(g)
+            assert g.shape == want.shape and g.dtype == want.dtype, \
+                f"{name} {slot}[{i}]: {g.shape} {g.dtype} != fluid's {want.shape} {want.dtype}"
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-4,
+                                       err_msg=f"{name} {slot}[{i}]")

@@ -1,0 +1,186 @@
+"""generate_proposals, distribute_fpn_proposals and collect_fpn_proposals through the fluid
+layers, against per-box numpy loops (fluid 1.8.5's outputs are in
+test_ops_detection_roi_oracle.py); and a Faster R-CNN / FPN head built from them, whose ROIs
+carry their LoD into roi_align."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import spmd.fluid as fluid
+
+RNG = np.random.default_rng(3)
+
+
+def iou_pixels(a, b):
+    iw = min(a[2], b[2]) - max(a[0], b[0]) + 1
+    ih = min(a[3], b[3]) - max(a[1], b[1]) + 1
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    area = lambda r: (r[2] - r[0] + 1) * (r[3] - r[1] + 1)  # noqa: E731
+    return iw * ih / (area(a) + area(b) - iw * ih)
+
+
+def proposals_ref(scores, deltas, info, anchors, var, pre, post, thresh, min_size):
+    """One image, box by box: decode, clip, filter, greedy NMS (eta 1)."""
+    height, width, scale = info
+    a = scores.shape[0]
+    cand = []
+    for k in range(scores.shape[1]):
+        for col in range(scores.shape[2]):
+            for j in range(a):
+                an, v = anchors[k, col, j], var[k, col, j]
+                d = deltas[4 * j:4 * j + 4, k, col]
+                aw, ah = an[2] - an[0] + 1, an[3] - an[1] + 1
+                cx = v[0] * d[0] * aw + an[0] + aw / 2
+                cy = v[1] * d[1] * ah + an[1] + ah / 2
+                w = math.exp(min(v[2] * d[2], math.log(1000 / 16))) * aw
+                h = math.exp(min(v[3] * d[3], math.log(1000 / 16))) * ah
+                box = [cx - w / 2, cy - h / 2, cx + w / 2 - 1, cy + h / 2 - 1]
+                box = [min(max(box[0], 0), width - 1), min(max(box[1], 0), height - 1),
+                       min(max(box[2], 0), width - 1), min(max(box[3], 0), height - 1)]
+                cand.append((scores[j, k, col], box))
+    cand.sort(key=lambda c: -c[0])
+    cand = cand[:pre]
+    size = max(min_size, 1.0)
+    cand = [(s, b) for s, b in cand if (b[2] - b[0]) / scale + 1 >= size
+            and (b[3] - b[1]) / scale + 1 >= size and b[0] + (b[2] - b[0] + 1) / 2 <= width
+            and b[1] + (b[3] - b[1] + 1) / 2 <= height]
+    kept = []
+    for s, b in cand:
+        if all(iou_pixels(b, kb) <= thresh for _, kb in kept):
+            kept.append((s, b))
+    kept = kept[:post]
+    return np.array([b for _, b in kept]), np.array([s for s, _ in kept])
+
+
+def _anchors(h, w, sides=(8.0, 16.0)):
+    out = np.zeros((h, w, len(sides), 4), "float32")
+    for k in range(h):
+        for col in range(w):
+            for j, side in enumerate(sides):
+                cx, cy = col * 8 + 4, k * 8 + 4
+                out[k, col, j] = [cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2]
+    return out
+
+
+def test_generate_proposals_matches_box_by_box_reference():
+    n, a, h, w = 2, 2, 4, 5
+    feed = {"scores": RNG.uniform(0, 1, (n, a, h, w)).astype("float32"),
+            "deltas": RNG.uniform(-1, 1, (n, 4 * a, h, w)).astype("float32"),
+            "info": np.array([[32, 40, 1.0], [28, 30, 1.5]], "float32"),
+            "anchors": _anchors(h, w),
+            "var": np.tile(np.array([0.1, 0.1, 0.2, 0.2], "float32"), (h, w, a, 1))}
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        v = {k: fluid.data(k, list(x.shape), dtype="float32") for k, x in feed.items()}
+        rois, probs, num = generate_proposals = fluid.layers.generate_proposals(
+            v["scores"], v["deltas"], v["info"], v["anchors"], v["var"], pre_nms_top_n=25,
+            post_nms_top_n=8, nms_thresh=0.6, min_size=2.0, return_rois_num=True)
+        assert len(generate_proposals) == 3
+    got_rois, got_probs, got_num = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed=feed, fetch_list=[rois, probs, num], return_numpy=False)
+    lengths = got_rois.recursive_sequence_lengths()[0]
+    assert got_probs.recursive_sequence_lengths()[0] == lengths
+    np.testing.assert_array_equal(np.array(got_num), np.cumsum(lengths))
+    start = 0
+    for i, count in enumerate(lengths):
+        want_rois, want_probs = proposals_ref(
+            feed["scores"][i], feed["deltas"][i], feed["info"][i], feed["anchors"],
+            feed["var"], 25, 8, 0.6, 2.0)
+        np.testing.assert_allclose(np.array(got_rois)[start:start + count], want_rois,
+                                   rtol=1e-5, atol=1e-4, err_msg=f"image {i}")
+        np.testing.assert_allclose(np.array(got_probs)[start:start + count, 0], want_probs,
+                                   rtol=1e-6)
+        start += count
+
+
+def _levels_program(rois_np, lod, lo, hi):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        rois = fluid.data("rois", [None, 4], lod_level=1)
+        multi, restore = fluid.layers.distribute_fpn_proposals(rois, lo, hi, 4, 224)
+        joined = fluid.layers.concat(multi, axis=0)
+    feed = {"rois": fluid.create_lod_tensor(rois_np, lod, fluid.CPUPlace())}
+    return fluid.Executor(fluid.CPUPlace()).run(main, feed=feed,
+                                                fetch_list=[*multi, restore, joined],
+                                                return_numpy=False)
+
+
+def test_distribute_fpn_proposals_levels_and_restore_index():
+    """Each ROI goes to floor(log2(sqrt(area) / 224) + 4) clamped to [2, 5], its image's LoD
+    per level; gathering the levels laid end to end by RestoreIndex gives the ROIs back."""
+    side = np.array([10, 40, 120, 230, 470, 900, 15, 300])
+    x0 = RNG.uniform(0, 50, side.size)
+    rois = np.stack([x0, x0, x0 + side - 1, x0 + side - 1], 1).astype("float32")
+    out = _levels_program(rois, [[5, 3]], 2, 5)
+    multi, restore, joined = out[:4], np.array(out[4]), np.array(out[5])
+    np.testing.assert_array_equal(joined[restore[:, 0]], rois)
+    for lv, t in zip(range(2, 6), multi):
+        want = [i for i, s in enumerate(side)
+                if min(5, max(2, math.floor(math.log2(s / 224 + 1e-6) + 4))) == lv]
+        np.testing.assert_array_equal(np.array(t), rois[want])
+        per_image = [sum(1 for i in want if i < 5), sum(1 for i in want if i >= 5)]
+        assert t.recursive_sequence_lengths() == [per_image], (lv, per_image)
+
+
+def test_collect_fpn_proposals_keeps_the_best_grouped_by_image():
+    levels = [RNG.uniform(0, 50, (4, 4)).astype("float32"),
+              RNG.uniform(0, 50, (3, 4)).astype("float32")]
+    scores = [RNG.uniform(0, 1, (4, 1)).astype("float32"),
+              RNG.uniform(0, 1, (3, 1)).astype("float32")]
+    lods = [[[1, 3]], [[2, 1]]]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        r = [fluid.data(f"r{i}", [None, 4], lod_level=1) for i in range(2)]
+        s = [fluid.data(f"s{i}", [None, 1], lod_level=1) for i in range(2)]
+        out = fluid.layers.collect_fpn_proposals(r, s, 2, 3, post_nms_top_n=4)
+    place = fluid.CPUPlace()
+    feed = {**{f"r{i}": fluid.create_lod_tensor(levels[i], lods[i], place) for i in range(2)},
+            **{f"s{i}": fluid.create_lod_tensor(scores[i], lods[i], place) for i in range(2)}}
+    (got,) = fluid.Executor(place).run(main, feed=feed, fetch_list=[out], return_numpy=False)
+    image = [0, 1, 1, 1, 0, 0, 1]
+    all_rois, all_scores = np.concatenate(levels), np.concatenate(scores)[:, 0]
+    best = sorted(np.argsort(-all_scores)[:4], key=lambda i: (image[i], -all_scores[i]))
+    np.testing.assert_array_equal(np.array(got), all_rois[best])
+    assert got.recursive_sequence_lengths() == [[sum(image[i] == 0 for i in best),
+                                                 sum(image[i] == 1 for i in best)]]
+
+
+def test_rpn_proposals_feed_roi_align_with_their_lod():
+    """anchor_generator -> generate_proposals -> roi_align: the proposals' LoD (per image)
+    tells roi_align which image each ROI pools from; the pooled rows of image 1 do not change
+    when image 0's features do."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        feat = fluid.data("feat", [None, 4, 6, 6])
+        info = fluid.data("info", [None, 3])
+        anchors, var = fluid.layers.anchor_generator(feat, [16.0, 32.0], [1.0],
+                                                     stride=[8.0, 8.0])
+        scores = fluid.layers.conv2d(feat, 2, 1, act="sigmoid")
+        deltas = fluid.layers.conv2d(feat, 8, 1)
+        rois, _ = fluid.layers.generate_proposals(scores, deltas, info, anchors, var,
+                                                  pre_nms_top_n=20, post_nms_top_n=5)
+        pooled = fluid.layers.roi_align(feat, rois, 2, 2, spatial_scale=1 / 8,
+                                        sampling_ratio=2)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    x = RNG.uniform(-1, 1, (2, 4, 6, 6)).astype("float32")
+    im = np.array([[48, 48, 1.0], [48, 48, 1.0]], "float32")
+    got_rois, got = exe.run(main, feed={"feat": x, "info": im}, fetch_list=[rois, pooled],
+                            return_numpy=False)
+    n0, n1 = got_rois.recursive_sequence_lengths()[0]
+    assert n0 >= 1 and n1 >= 1 and np.array(got).shape == (n0 + n1, 4, 2, 2)
+    # the same ROIs, image 0's features zeroed: image 1's pooled rows stay
+    main2, startup2 = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main2, startup2):
+        f2 = fluid.data("feat", [None, 4, 6, 6])
+        r2 = fluid.data("rois", [None, 4], lod_level=1)
+        p2 = fluid.layers.roi_align(f2, r2, 2, 2, spatial_scale=1 / 8, sampling_ratio=2)
+    zeroed = x.copy()
+    zeroed[0] = 0
+    rois_t = fluid.create_lod_tensor(np.array(got_rois), [[n0, n1]], fluid.CPUPlace())
+    (again,) = exe.run(main2, feed={"feat": zeroed, "rois": rois_t}, fetch_list=[p2])
+    np.testing.assert_allclose(again[n0:], np.array(got)[n0:], rtol=1e-6)
+    assert np.all(again[:n0] == 0)

@@ -11,6 +11,8 @@ spmd/comm/topology.py, which checks them against MPI):
 
 and the launcher's own:
 
+    SPMD_JOB_TOKEN            the job's token (the user's, else a fresh one): only this job's
+                              processes get into its sockets (spmd/job_token.py)
     SPMD_WORKER_LOG           its log file (log_dir/workerlog.N)
     SPMD_STATUS_FILE          where it records start, waits, errors and its end (spmd/run.py)
     SPMD_COLLECTIVE_TIMEOUT   --collective_timeout, when given
@@ -27,12 +29,28 @@ the section "parameter-server mode" below.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 from collections.abc import Mapping
 
 from .config import LaunchConfig
 
 PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
+TOKEN_ENV = "SPMD_JOB_TOKEN"  # spmd.job_token's; not imported: under an MPI process manager
+# importing spmd would arm its guard in the launcher
+
+
+def shared_token(*shape) -> str:
+    """A job token every process of one job computes alike from what they share (`shape`):
+    keeps two jobs apart, but is no secret (set SPMD_JOB_TOKEN for that)."""
+    text = "\0".join(map(str, shape))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fresh_token() -> str:
+    """A random job token, for the processes one launcher starts."""
+    return secrets.token_hex(16)
 
 
 # set by spmd.guard in a supervised program: a worker inheriting it would go unsupervised
@@ -192,6 +210,9 @@ def ps_mpi_env(rank: int, size: int, server_num: int,
         endpoints = [f"{ip}:{int(port) + i}" for i in range(server_num)]
     role, index = (PSERVER, rank) if rank < server_num else (TRAINER, rank - server_num)
     env = without_proxies(base_env)
+    env[TOKEN_ENV] = base_env.get(TOKEN_ENV) or shared_token(
+        "spmd-ps-mpi", endpoints, size, server_num,
+        *(base_env.get(k, "") for k in ("SLURM_JOB_ID", "SLURM_STEP_ID")))
     for name in ("PADDLE_TRAINER_ENDPOINTS", "SPMD_STATUS_FILE", "SPMD_WORKER_LOG",
                  "PADDLE_CURRENT_ENDPOINT", "PADDLE_TRAINER_ID"):
         env.pop(name, None)

@@ -18,7 +18,15 @@ import time
 from . import scheduler as sched
 from .config import LaunchConfig, format_config
 from .early_exit import early_exit_reason, left_before_first_collective, left_early
-from .env import job_env, mpi_worker_env, ps_mpi_env, rank_env, without_proxies
+from .env import (
+    TOKEN_ENV,
+    fresh_token,
+    job_env,
+    mpi_worker_env,
+    ps_mpi_env,
+    rank_env,
+    without_proxies,
+)
 from .mpi import build_command
 from .report import Outcome, format_report
 
@@ -196,14 +204,11 @@ class _Job:
         self._prepare_log_dir()
         previous = {s: signal.signal(s, self._on_signal)
                     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        # spmd is imported where used: importing it under an MPI process manager arms its guard
-        from spmd.job_token import TOKEN_ENV, job_token, new_token
-
         try:
             env = without_proxies(os.environ)
             # the workers' channel admits only this job's processes (spmd.job_token); in the
             # environment, not on the command line, where every user of the machine sees it
-            env[TOKEN_ENV] = job_token(env) or new_token()
+            env[TOKEN_ENV] = env.get(TOKEN_ENV) or fresh_token()
             self.proc = self._start_process_manager(env)
             return self._watch()
         finally:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from .config import LaunchConfig
-from .env import PSERVER, TRAINER, ps_role_env, without_proxies
+from .env import PSERVER, TOKEN_ENV, TRAINER, fresh_token, ps_role_env, without_proxies
 from .report import signal_name, tail
 from .scheduler import free_ports
 
@@ -80,6 +80,8 @@ def role_envs(config: LaunchConfig, base_env) -> list[tuple[str, int, dict]]:
     # listen on nothing, so these are only free ports, as fluid's were
     trainers = [f"{config.node_ip}:{p}" for p in free_ports(config.worker_num, "127.0.0.1")]
     common = dict(without_proxies(base_env), PYTHONUNBUFFERED="1")
+    # the pservers admit only this job's trainers (spmd/ps/rpc.py)
+    common[TOKEN_ENV] = base_env.get(TOKEN_ENV) or fresh_token()
     if "OMP_NUM_THREADS" not in base_env:
         common["OMP_NUM_THREADS"] = "1"
     for name in ("PADDLE_TRAINER_ID", "PADDLE_CURRENT_ENDPOINT", "PADDLE_PORT", "POD_IP",

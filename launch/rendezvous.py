@@ -20,7 +20,6 @@ manager, where importing spmd would arm its guard in the launcher.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 import threading
@@ -30,6 +29,7 @@ from collections.abc import Mapping
 from spmd.job_token import hello, job_token, log_refused, read_hello
 
 from .config import LaunchConfig
+from .env import shared_token
 
 MAX_LINE = 1 << 16
 CONNECT_RETRY_S = 0.5
@@ -41,13 +41,9 @@ class JoinError(RuntimeError):
 
 def rendezvous_token(config: LaunchConfig, env: Mapping[str, str]) -> str:
     """SPMD_JOB_TOKEN, else a token derived from what every node's command shares."""
-    token = job_token(env)
-    if token:
-        return token
-    shape = json.dumps([config.cluster_node_ips, config.rendezvous_address[1],
-                        config.nproc_per_node, config.training_script,
-                        config.training_script_args])
-    return hashlib.sha256(b"spmd-rendezvous\0" + shape.encode()).hexdigest()
+    return job_token(env) or shared_token(
+        "spmd-rendezvous", config.cluster_node_ips, config.rendezvous_address[1],
+        config.nproc_per_node, config.training_script, config.training_script_args)
 
 
 def _shape(config: LaunchConfig) -> dict:

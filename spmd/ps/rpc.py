@@ -30,9 +30,16 @@ so a barrier that times out says which trainers are missing. While a client has 
 its pserver, UNAVAILABLE (nothing listening yet) is retried with exponential backoff within
 the deadline (and at most `max_retries` times); once it has, a lost pserver fails the call at
 once, so a trainer never waits on a dead pserver.
+
+Only this job's trainers get in: with a job token (SPMD_JOB_TOKEN, which paddle-launch gives
+every process of a job; `token=` to override) every call carries the token's hello
+(spmd.job_token, purpose "pserver") in its metadata, and the server checks it before the
+request is decoded: a call without it, or with another job's, is logged and answered
+PERMISSION_DENIED. Without a token the server admits any caller, as before.
 """
 from __future__ import annotations
 
+import hmac
 import logging
 import threading
 import time
@@ -42,6 +49,7 @@ import numpy as np
 
 from ..errors import CommunicationError, InvalidArgumentError, NotFoundError, PreconditionError
 from ..flags import flags
+from ..job_token import hello, job_token
 from .handler import BARRIER_KINDS, PServerHandler
 from .wire import MAX_FRAME_BYTES, WireError, decode_frame, encode_frame
 
@@ -63,6 +71,11 @@ _EXPECT = {"int": "an integer", "int?": "an integer or null", "str": "a non-empt
            "kind": f"one of {list(BARRIER_KINDS)}", "names": "a list of distinct names",
           "bool?": "true, false or absent"}
 _MAX_DETAILS = 2000
+_TOKEN_KEY = "spmd-job"  # the gRPC metadata key of the job-token hello
+
+
+def _token_hello(token: str | None) -> str | None:
+    return hello(token, "pserver").decode("ascii").strip() if token else None
 
 
 class RpcError(CommunicationError):
@@ -135,8 +148,10 @@ class PServer:
 
     def __init__(self, endpoint: str, handler: PServerHandler, trainers: int, *,
                  max_workers: int | None = None, max_message_bytes: int = MAX_FRAME_BYTES,
-                 max_wait_s: float | None = None):
+                 max_wait_s: float | None = None, token: str | None = None):
         self._host, self._port = parse_endpoint(endpoint)
+        self._admit = _token_hello(token or job_token())
+        self.refused = 0  # calls refused: not this job's
         if not isinstance(trainers, int) or trainers < 1:
             raise InvalidArgumentError(f"PServer({endpoint!r}): trainers must be a positive "
                                        f"integer, got {trainers!r}")
@@ -159,7 +174,7 @@ class PServer:
             for call in _CALLS}
         server = grpc.server(
             ThreadPoolExecutor(self.max_workers, thread_name_prefix=f"pserver-{self._port}"),
-            handlers=[grpc.method_handlers_generic_handler(SERVICE, rpc)],
+            handlers=[_admission(grpc.method_handlers_generic_handler(SERVICE, rpc), self)],
             # SO_REUSEPORT off: a second server on a port in use fails instead of sharing it
             options=_options(self.max_message_bytes) + [("grpc.so_reuseport", 0)])
         try:
@@ -277,6 +292,33 @@ class PServer:
         return None
 
 
+def _admission(inner, server: PServer):
+    """The service lookup, checking the job token's hello in a call's metadata first: a call
+    that is not this job's gets a handler that refuses it without decoding its request."""
+    grpc = _grpc()
+
+    class Admission(grpc.GenericRpcHandler):
+        def service(self, details):
+            if server._admit is not None:
+                got = dict(details.invocation_metadata or ()).get(_TOKEN_KEY)
+                if not isinstance(got, str) or not hmac.compare_digest(got, server._admit):
+                    why = "no job token" if got is None else "another job's token"
+                    return grpc.unary_unary_rpc_method_handler(
+                        lambda request, context: _refuse(server, details.method, why, context))
+            return inner.service(details)
+
+    return Admission()
+
+
+def _refuse(server: PServer, method: str, why: str, context) -> bytes:
+    server.refused += 1
+    log.error("pserver %s: refused a call to %s from %s: %s (set the same SPMD_JOB_TOKEN "
+              "on every trainer and pserver of the job)", server.endpoint, method,
+              context.peer(), why)
+    context.abort(_grpc().StatusCode.PERMISSION_DENIED,
+                  f"this pserver belongs to another job ({why})")
+
+
 def _classify(exc: Exception) -> tuple[str, str]:
     if isinstance(exc, _Rejected):
         return exc.code, str(exc)
@@ -294,6 +336,8 @@ _FIX = {
     "RESOURCE_EXHAUSTED": "the frame is over the gRPC message limit: send fewer variables per "
                           "call or slice them (DistributeTranspilerConfig.slice_var_up)",
     "CANCELLED": "the pserver was stopping",
+    "PERMISSION_DENIED": "give every trainer and pserver of the job the same SPMD_JOB_TOKEN "
+                         "(paddle-launch does)",
 }
 
 
@@ -319,8 +363,10 @@ class PServerClient:
 
     def __init__(self, endpoint: str, trainer_id: int, *, deadline: float | None = None,
                  max_retries: int | None = None, max_message_bytes: int = MAX_FRAME_BYTES,
-                 backoff: tuple[float, float] = (0.05, 1.0)):
+                 backoff: tuple[float, float] = (0.05, 1.0), token: str | None = None):
         parse_endpoint(endpoint)
+        mine = _token_hello(token or job_token())
+        self._metadata = ((_TOKEN_KEY, mine),) if mine else None
         self.endpoint, self.trainer_id = endpoint, int(trainer_id)
         self.deadline = flags().ps_rpc_deadline_s if deadline is None else float(deadline)
         if not self.deadline > 0:
@@ -399,7 +445,8 @@ class PServerClient:
             attempts += 1
             self._count("sent", len(request))
             try:
-                reply = self._stubs[call](request, timeout=max(end - time.monotonic(), 1e-3))
+                reply = self._stubs[call](request, timeout=max(end - time.monotonic(), 1e-3),
+                                          metadata=self._metadata)
             except grpc.RpcError as exc:
                 code = exc.code()
                 left = end - time.monotonic()

@@ -21,10 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import InvalidArgumentError, PreconditionError
-from . import batching, shuffle
+from . import shuffle
 from .desc import DataFeedDesc, desc_text
 from .slots import slot_of
-from .source import records_of
+from .source import tables_of
+from .table import RecordTable, batches
 
 
 def _positive_int(value, what: str) -> int:
@@ -122,8 +123,8 @@ class DatasetBase:
                 f"variables, in the order of the file's slots]) first")
 
     def _read(self, path: str):
-        return records_of(path, self.slots, self.proto_desc.pipe_command, self._drops_zeros,
-                          self.download_cmd)
+        return tables_of(path, self.slots, self.proto_desc.pipe_command, self._drops_zeros,
+                         self.download_cmd)
 
     def thread_batches(self, threads: int, drop_last: bool = False) -> list:
         """One iterator per thread over (records, feed) of its batches."""
@@ -165,12 +166,11 @@ class QueueDataset(DatasetBase):
         self._check_ready("QueueDataset")
         threads = self.effective_threads(threads)
 
-        def records(files):
+        def tables(files):
             for path in files:
                 yield from self._read(path)
 
-        return [batching.batches(records(self.filelist[t::threads]), self.batch_size,
-                                 self.slots, fill_empty=False, drop_last=drop_last)
+        return [batches(tables(self.filelist[t::threads]), self.batch_size, drop_last)
                 for t in range(threads)]
 
 
@@ -201,7 +201,7 @@ class InMemoryDataset(DatasetBase):
         self.parse_ins_id = self.parse_content = self.parse_logkey = False
         self.merge_by_sid = True
         self.enable_pv_merge = False
-        self._records: list = []
+        self._records = RecordTable.empty([])
         self._shuffled = 0
 
     def set_feed_type(self, data_feed_type: str):
@@ -266,7 +266,8 @@ class InMemoryDataset(DatasetBase):
                 "dataset.set_filelist([...]) first")
         with ThreadPoolExecutor(max_workers=max(1, self.thread_num)) as pool:
             loaded = list(pool.map(lambda p: list(self._read(p)), self.filelist))
-        self._records = [r for part in loaded for r in part]
+        self._records = RecordTable.concat([RecordTable.empty(self.slots)] +
+                                           [t for part in loaded for t in part])
         self._shuffled = 0
 
     def preload_into_memory(self, thread_num=None):
@@ -279,8 +280,7 @@ class InMemoryDataset(DatasetBase):
 
     def local_shuffle(self):
         """Shuffle this trainer's records in memory."""
-        order = self._rng().permutation(len(self._records))
-        self._records = [self._records[i] for i in order]
+        self._records = self._records.take(self._rng().permutation(len(self._records)))
 
     def global_shuffle(self, fleet=None, thread_num=12):
         """Shuffle the records of every trainer together: each trainer ends with its share
@@ -298,7 +298,7 @@ class InMemoryDataset(DatasetBase):
 
     def release_memory(self):
         """Drop the loaded records."""
-        self._records = []
+        self._records = RecordTable.empty(self.slots)
         self._shuffled = 0
 
     def get_memory_data_size(self, fleet=None) -> int:
@@ -315,10 +315,10 @@ class InMemoryDataset(DatasetBase):
             raise PreconditionError(
                 "InMemoryDataset holds no records: call dataset.load_into_memory() before "
                 "training (and again after release_memory())")
-        shares = np.array_split(np.arange(len(self._records)), max(1, threads))
-        return [batching.batches((self._records[i] for i in share), self.batch_size,
-                                 self.slots, fill_empty=True, drop_last=drop_last)
-                for share in shares]
+        bounds = [len(s) for s in np.array_split(np.arange(len(self._records)), max(1, threads))]
+        starts = np.concatenate([[0], np.cumsum(bounds)]).tolist()
+        return [batches([self._records.slice(a, b)], self.batch_size, drop_last)
+                for a, b in zip(starts[:-1], starts[1:])]
 
 
 def _summed(local: int, fleet) -> int:

@@ -9,41 +9,38 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import PreconditionError
+from .table import RecordTable
 
 
-def encode(records, slots) -> bytes:
-    """`records` (tuples of 1-D arrays, one per slot) as bytes."""
-    counts = np.array([[r[i].size for i in range(len(slots))] for r in records],
-                      dtype=np.int64).reshape(len(records), len(slots))
-    parts = [np.array([len(records)], np.int64).tobytes(), counts.tobytes()]
-    for i, slot in enumerate(slots):
-        values = [r[i] for r in records]
-        parts.append(np.concatenate(values).astype(slot.dtype, copy=False).tobytes()
-                     if values else b"")
+def encode(table) -> bytes:
+    """A RecordTable as bytes: its record count, then per slot the records' value counts and
+    the values."""
+    parts = [np.array([len(table)], np.int64).tobytes()]
+    for i, slot in enumerate(table.slots):
+        parts.append(table.counts(i).astype(np.int64).tobytes())
+        parts.append(table.columns[i][0].astype(slot.dtype, copy=False).tobytes())
     return b"".join(parts)
 
 
-def decode(data: bytes, slots) -> list:
-    """The records `encode` made `data` of (possibly several encodings laid end to end)."""
-    records, pos, view = [], 0, memoryview(data)
+def decode(data: bytes, slots) -> RecordTable:
+    """The records `encode` wrote into `data` (several encodings laid end to end)."""
+    tables, pos, view = [RecordTable.empty(slots)], 0, memoryview(data)
     while pos < len(data):
         n = int(np.frombuffer(view[pos:pos + 8], np.int64)[0])
         pos += 8
-        counts = np.frombuffer(view[pos:pos + 8 * n * len(slots)], np.int64).reshape(
-            n, len(slots))
-        pos += counts.nbytes
-        columns = []
-        for i, slot in enumerate(slots):
-            total = int(counts[:, i].sum())
-            width = slot.dtype.itemsize
-            values = np.frombuffer(view[pos:pos + total * width], slot.dtype).copy()
-            pos += total * width
-            columns.append(np.split(values, np.cumsum(counts[:, i])[:-1]) if n else [])
-        records.extend(tuple(col[k] for col in columns) for k in range(n))
-    return records
+        values, counts = [], []
+        for slot in slots:
+            slot_counts = np.frombuffer(view[pos:pos + 8 * n], np.int64).copy()
+            pos += 8 * n
+            size = int(slot_counts.sum()) * slot.dtype.itemsize
+            values.append(np.frombuffer(view[pos:pos + size], slot.dtype).copy())
+            pos += size
+            counts.append(slot_counts)
+        tables.append(RecordTable.from_counts(slots, values, counts))
+    return RecordTable.concat(tables)
 
 
-def exchange(records, slots, rng, trainers: int) -> list:
+def exchange(records: RecordTable, slots, rng, trainers: int) -> RecordTable:
     """This trainer's records after the global shuffle among `trainers` MPI ranks."""
     from ..comm.mpi import world
     from ..comm.topology import detect
@@ -56,8 +53,7 @@ def exchange(records, slots, rng, trainers: int) -> list:
             f"{trainers} or paddle-launch) so the trainers can exchange their records")
     comm = world()
     dest = rng.integers(0, trainers, size=len(records))
-    outgoing = [encode([r for r, d in zip(records, dest) if d == k], slots)
-                for k in range(trainers)]
+    outgoing = [encode(records.take(np.flatnonzero(dest == k))) for k in range(trainers)]
     send_counts = np.array([len(b) for b in outgoing], np.int64)
     recv_counts = np.empty(trainers, np.int64)
     comm.Alltoall(send_counts, recv_counts)
@@ -68,8 +64,7 @@ def exchange(records, slots, rng, trainers: int) -> list:
     comm.Alltoallv([send, (send_counts.tolist(), _displacements(send_counts)), MPI.BYTE],
                    [recv, (recv_counts.tolist(), _displacements(recv_counts)), MPI.BYTE])
     received = decode(recv.tobytes(), slots)
-    order = rng.permutation(len(received))
-    return [received[i] for i in order]
+    return received.take(rng.permutation(len(received)))
 
 
 def _displacements(counts) -> list:

@@ -14,7 +14,9 @@ import subprocess
 import threading
 
 from ..errors import InvalidArgumentError, PreconditionError
-from .parse import parse_line
+from .chunks import parse_chunk
+
+CHUNK_LINES = 4096  # lines parsed together (one numpy conversion per slot)
 
 _REMOTE = ("hdfs:", "afs:")
 
@@ -37,21 +39,29 @@ def _shell_command(path: str, pipe_command: str, download_cmd: str | None) -> st
     return f"{head} | {pipe_command}" if pipe_command and pipe_command != "cat" else head
 
 
-def records_of(path: str, slots, pipe_command: str = "cat", drop_zeros: bool = False,
-               download_cmd: str | None = None):
-    """Yield the records of file `path` (see the module docstring)."""
+def tables_of(path: str, slots, pipe_command: str = "cat", drop_zeros: bool = False,
+              download_cmd: str | None = None):
+    """Yield the records of file `path` (see the module docstring) as RecordTables of up to
+    CHUNK_LINES records."""
     command = _shell_command(path, pipe_command, download_cmd)
     proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, bufsize=1 << 16)
     stderr: list[str] = []
     drain = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
     drain.start()  # a chatty command must not block on a full stderr pipe
-    lineno = 0
+    lineno, chunk = 0, []
+
+    def where(n):
+        return _where(path, pipe_command, n)
+
     try:
         for lineno, line in enumerate(proc.stdout, 1):
-            if not line.strip():
-                continue  # fluid's line reader skips nothing, but an empty line has no slots
-            yield parse_line(line, slots, _where(path, pipe_command, lineno), drop_zeros)
+            chunk.append((lineno, line))  # an empty line is skipped: it holds no slots
+            if len(chunk) == CHUNK_LINES:
+                yield parse_chunk(chunk, slots, where, drop_zeros)
+                chunk = []
+        if chunk:
+            yield parse_chunk(chunk, slots, where, drop_zeros)
     finally:
         proc.stdout.close()
         if proc.poll() is None and lineno and _stopped_early(proc):

@@ -41,7 +41,7 @@ _token: str | None = None  # rank 0: made by listen() when SPMD_JOB_TOKEN is not
 _bound: str = "0.0.0.0"
 
 
-def _interface_addresses() -> list[str]:
+def interface_addresses() -> list[str]:
     """The IPv4 address of each interface of this machine but loopback (Linux)."""
     try:
         import fcntl
@@ -67,7 +67,7 @@ def _interface_addresses() -> list[str]:
 
 def _own_address(env) -> str | None:
     """POD_IP or the host of PADDLE_CURRENT_ENDPOINT, when it is an address of this machine."""
-    mine = set(_interface_addresses())
+    mine = set(interface_addresses())
     for ip in (env.get("POD_IP", ""), env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0]):
         if ip and ip in mine:
             return ip
@@ -110,7 +110,7 @@ def candidate_addresses(port: int, env=None) -> str:
         names = [ip for ip in (env.get("POD_IP", ""),
                                env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0])
                  if ip]
-        names += _interface_addresses()
+        names += interface_addresses()
         host = socket.gethostname()
         names.append(host)
         try:

@@ -259,3 +259,18 @@ def test_pslib_features_are_refused_with_the_reason():
     assert ds.get_pv_data_size() == 0
     with pytest.raises(Exception, match="BoxPS"):
         fluid.dataset.BoxPSDataset()
+
+
+def test_debug_profiles_the_run_and_prints_its_throughput(tmp_path):
+    path = write(tmp_path / "d.txt", model.rows(8, 16))
+    out = io.StringIO()
+
+    def run(exe, main, variables, loss, scope):
+        with contextlib.redirect_stdout(out):
+            exe.train_from_dataset(main, dataset("QueueDataset", variables, [path]),
+                                   scope=scope, debug=True)
+
+    trained(run)
+    printed = out.getvalue()
+    assert "sequence_pool" in printed  # the profiler's table names the ops
+    assert "train_from_dataset: 2 run(s), 16 instance(s) in" in printed

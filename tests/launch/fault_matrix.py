@@ -1,8 +1,9 @@
 """The fault matrix: a fluid data-parallel job (scripts/faults.py) in which one rank misbehaves,
-under each launcher, at 2 and 3 ranks. Every case must end within its bound, with a non-zero
-exit code (0 for `ok`), the misbehaving rank and the cause named in the output, and no process
-left behind. Each fault that ends or stalls a rank comes at step 2 and, as `<fault>_before_mpi`,
-before MPI starts (before the job's first collective).
+under each launcher (and as env-only trainers: plain processes with fluid's PADDLE_* variables
+only, scripts/plain_trainers.py), at 2 and 3 ranks. Every case must end within its bound, with
+a non-zero exit code (0 for `ok`), the misbehaving rank and the cause named in the output, and
+no process left behind. Each fault that ends or stalls a rank comes at step 2 and, as
+`<fault>_before_mpi`, before MPI starts (before the job's first collective).
 
     python tests/launch/fault_matrix.py               # the whole matrix, as a table
     python tests/launch/fault_matrix.py --launchers mpiexec --ranks 2 --faults os_exit0 hang
@@ -26,7 +27,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from launch_helpers import MPIEXEC, PYTHON, SCRIPTS, launcher, processes_with, run  # noqa: E402
 
 FAULTS_SCRIPT = str(SCRIPTS / "faults.py")
-LAUNCHERS = ("mpiexec", "spmd.run", "paddle-launch", "srun")
+LAUNCHERS = ("mpiexec", "spmd.run", "paddle-launch", "srun", "env-only")
+PLAIN_TRAINERS = str(SCRIPTS / "plain_trainers.py")  # env-only: PADDLE_* only, no launcher
 RANKS = (2, 3)
 COLLECTIVE_TIMEOUT_S = 10  # the hang case ends by it
 BOUND_S = 90  # no case may run longer (a hang fails the case, never the suite)
@@ -56,12 +58,14 @@ EARLY_FAULTS = ("raise", "sigkill", "sigterm", "exit3", "exit0", "os_exit0", "ha
 EXPECTED_BEFORE_MPI = {
     "exit0": r"rank {bad}/\d+\] FAILED before the job's first collective.*exit code 0",
     "os_exit0": r"rank {bad}/\d+\] FAILED before the job's first collective.*exit code 0",
-    "hang": r"(MPI start-up|the job's start).* did not complete within {timeout} s",
+    "hang": r"((MPI start-up|the job's start).* did not complete|never reached trainer 0's "
+            r"join point .*) within {timeout} s",
 }
 EXPECTED.update({fault + BEFORE_MPI: EXPECTED_BEFORE_MPI.get(fault, EXPECTED[fault])
                  for fault in EARLY_FAULTS})
 FAULTS = tuple(EXPECTED)
-ENV = {"SPMD_COLLECTIVE_TIMEOUT": str(COLLECTIVE_TIMEOUT_S), "FLAGS_check_nan_inf": "1"}
+ENV = {"SPMD_COLLECTIVE_TIMEOUT": str(COLLECTIVE_TIMEOUT_S), "FLAGS_check_nan_inf": "1",
+       "SPMD_JOIN_TIMEOUT": str(COLLECTIVE_TIMEOUT_S)}
 
 
 @dataclass
@@ -87,6 +91,8 @@ def command(launcher_name: str, ranks: int, fault: str, bad: int, token: str,
         return [MPIEXEC, "-n", str(ranks), PYTHON, "-m", "spmd.run", *script]
     if launcher_name == "paddle-launch":
         return launcher("--nproc_per_node", str(ranks), "--log_dir", log_dir, *script)
+    if launcher_name == "env-only":  # one plain process per trainer, fluid's variables only
+        return [PYTHON, PLAIN_TRAINERS, str(ranks), *script]
     if launcher_name == "srun":  # no -K: spmd's own supervisors must end the step
         # -O: more tasks than the node has CPUs (oversubscribed, as mpiexec -n 3 is here)
         return ["srun", "-O", "--mpi=pmi2", "-n", str(ranks), PYTHON, *script]
@@ -118,6 +124,8 @@ def run_case(launcher_name: str, ranks: int, fault: str, extra_env: dict | None 
         problems.append(f"output lacks /{pattern}/")
     if incomplete:
         problems.append(incomplete)
+    if "plain_trainers: stopping" in text and not fault.startswith("hang"):
+        problems.append("a trainer outlived the failure: its stand-in launcher had to stop it")
     deadline = time.monotonic() + 5  # the process manager may still be reaping
     while processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.1)

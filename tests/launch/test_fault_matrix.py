@@ -27,7 +27,11 @@ else:
                 for fault in EARLY_ENDS + BEFORE_MPI_ENDS]
              + [("srun", 2, fault) for fault in ("sigkill", "exit0", "os_exit0",
                                                  "os_exit0_own_mpi", "raise" + BEFORE_MPI,
-                                                 "os_exit0" + BEFORE_MPI)])
+                                                 "os_exit0" + BEFORE_MPI)]
+             + [("env-only", 2, fault) for fault in ("ok", "raise", "sigkill", "os_exit0",
+                                                     "differ", "raise" + BEFORE_MPI,
+                                                     "exit0" + BEFORE_MPI,
+                                                     "os_exit0" + BEFORE_MPI)])
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from .fluid_compat import OperatorCompat
+
 
 class OpSchema:
     """How core reaches the op definitions without importing them (core <- ops): spmd.ops
@@ -34,7 +36,7 @@ class OpRole(enum.Enum):
     AVERAGE = "average"
 
 
-class Operator:
+class Operator(OperatorCompat):
     """An op of `type` reading `inputs` and writing `outputs` (slot -> list of var names).
 
     Build ops with `Block.append_op`, which validates slots and attributes against the op's

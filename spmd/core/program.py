@@ -8,6 +8,7 @@ import itertools
 import json
 
 from ..errors import InvalidArgumentError, NotFoundError
+from .fluid_compat import BlockCompat, ProgramCompat
 from .operator import Operator, OpRole, OpSchema
 from .serialization import fill_block, unserializable
 from .variable import Parameter, Variable, normalize_shape
@@ -15,7 +16,7 @@ from .variable import Parameter, Variable, normalize_shape
 _PROGRAM_UIDS = itertools.count()
 
 
-class Block:
+class Block(BlockCompat):
     """An ordered list of ops and the variables they use. Block 0 is the program's global
     block; a sub-block (a control-flow body, made by Program._create_block) has a parent and
     may read its ancestors' variables."""
@@ -131,7 +132,7 @@ class Block:
         return "\n".join(lines + ["}"])
 
 
-class Program:
+class Program(ProgramCompat):
     """A static program: blocks of ops over variables, built by the layers, run by an Executor.
 
     >>> prog = Program()
@@ -156,6 +157,7 @@ class Program:
         # program (or a CompiledProgram of it): a non-iterable reader adds the next batch to
         # the feed, a learning-rate scheduler writes its value. Clones carry the same hooks.
         self.run_hooks: list = []
+        self._init_fluid_attrs()  # _is_distributed, _endpoints, ... (spmd/core/fluid_compat.py)
 
     def _bump(self):
         self._version += 1
@@ -222,6 +224,7 @@ class Program:
         new.random_seed = self.random_seed
         new._is_test = self._is_test
         _copy_python_attrs(self, new)
+        new._copy_dist_param_info_from(self)
         if for_test:
             block = new.global_block()
             block.ops = [op for op in block.ops if op.role is OpRole.FORWARD]

@@ -5,6 +5,7 @@ import numbers
 
 from ..errors import InvalidArgumentError
 from .dtypes import convert_dtype
+from .fluid_compat import VariableCompat
 
 
 def normalize_shape(shape, name: str) -> tuple:
@@ -25,7 +26,7 @@ def normalize_shape(shape, name: str) -> tuple:
     return tuple(dims)
 
 
-class Variable:
+class Variable(VariableCompat):
     """A symbolic tensor in a Block. Shape dims of -1 are unknown until run time (the batch).
 
     Created through `Block.create_var` or the layers, never directly by users. Arithmetic
@@ -118,6 +119,7 @@ class Parameter(Variable):
         self.need_clip = need_clip
         self.gradient_clip_attr = gradient_clip_attr
         self.do_model_average = do_model_average
+        self.is_distributed = False  # fluid's mark of a table cut across pservers
 
     def to_dict(self) -> dict:
         d = super().to_dict()

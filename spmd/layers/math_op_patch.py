@@ -214,6 +214,13 @@ def _neg(self):
     return _scale(self, -1.0, 0.0)
 
 
+def _astype(self, dtype):
+    """fluid's var.astype(dtype): a cast op."""
+    from .tensor import cast
+
+    return cast(self, dtype)
+
+
 _METHODS = {
     "__add__": _binary("elementwise_add", "+", lambda v, s: _scale(v, 1.0, s)),
     "__radd__": _binary("elementwise_add", "+", lambda v, s: _scale(v, 1.0, s), reverse=True),
@@ -224,6 +231,7 @@ _METHODS = {
     "__truediv__": _truediv,
     "__rtruediv__": _reverse_tensor_op("elementwise_div", "/"),
     "__neg__": _neg,
+    "astype": _astype,
     "__pow__": _pow,
     "__rpow__": _reverse_tensor_op("elementwise_pow", "**"),
     "__floordiv__": _tensor_binary("elementwise_floordiv", "//"),

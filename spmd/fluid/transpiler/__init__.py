@@ -1,17 +1,17 @@
-"""fluid.transpiler: DistributeTranspiler (nccl2 mode), memory_optimize, release_memory."""
-from ..ps.transpiler import (  # noqa: F401
-    DistributeTranspiler,
-    DistributeTranspilerConfig,
-    HashName,
-    RoundRobin,
-)
+"""fluid.transpiler: DistributeTranspiler (pserver and nccl2 mode) and its config,
+memory_optimize, release_memory, HashName, RoundRobin; fluid 1.8's submodules by their names
+(distribute_transpiler, geo_sgd_transpiler, ps_dispatcher, memory_optimization_transpiler,
+collective, details)."""
+from .. import _pending
+from . import distribute_transpiler, memory_optimization_transpiler, ps_dispatcher
+from .distribute_transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from .geo_sgd_transpiler import GeoSgdTranspiler
+from .memory_optimization_transpiler import memory_optimize, release_memory
+from .ps_dispatcher import HashName, RoundRobin
 
+__all__ = ["DistributeTranspiler", "DistributeTranspilerConfig", "GeoSgdTranspiler",
+           "HashName", "RoundRobin", "distribute_transpiler", "memory_optimization_transpiler",
+           "memory_optimize", "ps_dispatcher", "release_memory"]
 
-def memory_optimize(input_program, skip_opt_set=None, print_log=False, level=0,
-                    skip_grads=False):
-    """Accepted for fluid compatibility, and does nothing, as in fluid 1.6+: spmd's plan frees
-    every value right after its last reader on every run, which is what this pass was for."""
-
-
-def release_memory(input_program, skip_opt_set=None):
-    """Accepted for fluid compatibility; see memory_optimize."""
+# fluid's other submodules (collective, details) are imported at first use
+_pending.missing_names(globals(), [])

@@ -1,0 +1,213 @@
+"""fluid 1.8's methods and attributes of Program, Block, Variable and Operator beyond the IR
+itself, which real programs call (the model zoo, PaddleRec, ERNIE, Paddle's own tests): the
+distributed flags the transpiler sets (`_is_distributed`, `_endpoints`, ...), the guards
+optimizers use, pruning, renaming, `to_string`. Mixed into the IR classes, so the IR modules
+stay about the IR.
+
+>>> from spmd.core import Program
+>>> p = Program()
+>>> p._is_distributed, p._endpoints, p.current_block_idx
+(False, [], 0)
+"""
+from __future__ import annotations
+
+import contextlib
+
+__all__ = ["BlockCompat", "OperatorCompat", "ProgramCompat", "VariableCompat"]
+
+# the distributed attributes fluid's Program has (framework.py), with their defaults
+_DIST_ATTRS = {"_is_distributed": False, "_is_chief": False, "_endpoints": list,
+               "_ps_endpoint": None, "_trainers_endpoints": list,
+               "_distributed_lookup_table": None, "_fleet_opt": None}
+
+
+def _live_ops(block, targets, feeds=()):
+    """The ops of `block` that compute `targets` (names), stopping at `feeds`, in order."""
+    live, kept = set(targets) - set(feeds), []
+    for op in reversed(block.ops):
+        if any(n in live for n in op.output_arg_names):
+            kept.append(op)
+            live.update(n for n in op.input_arg_names if n not in feeds)
+    return kept[::-1]
+
+
+def _names(targets) -> list[str]:
+    items = targets if isinstance(targets, (list, tuple, set)) else [targets]
+    return [t if isinstance(t, str) else getattr(t, "name", None) or t.output_arg_names[0]
+            for t in items]
+
+
+class ProgramCompat:
+    """Program's fluid extras."""
+
+    def _init_fluid_attrs(self) -> None:
+        for name, default in _DIST_ATTRS.items():
+            setattr(self, name, default() if callable(default) else default)
+
+    @property
+    def current_block_idx(self) -> int:
+        return self._current_block_idx
+
+    @property
+    def _seed(self) -> int:
+        return self.random_seed
+
+    @_seed.setter
+    def _seed(self, value: int) -> None:
+        self.random_seed = value
+
+    def global_seed(self, seed: int = 0) -> None:
+        """Seed this program's random ops (fluid's global program seed)."""
+        self.random_seed = seed
+
+    def _copy_dist_param_info_from(self, other) -> None:
+        """Take `other`'s distributed attributes (a clone's, a transpiled program's)."""
+        for name in _DIST_ATTRS:
+            setattr(self, name, getattr(other, name))
+
+    def _copy_param_info_from(self, other) -> None:
+        """Take the parameter attributes (trainable, regularizer, optimize_attr, ...) of the
+        same-named parameters of `other`'s global block."""
+        mine = self.global_block().vars
+        for param in other.global_block().all_parameters():
+            target = mine.get(param.name)
+            if target is None:
+                continue
+            for attr in ("trainable", "optimize_attr", "regularizer", "gradient_clip_attr",
+                         "do_model_average", "is_distributed", "initializer"):
+                if hasattr(param, attr):
+                    setattr(target, attr, getattr(param, attr))
+
+    def _sync_with_cpp(self) -> None:
+        """fluid syncs its Python IR with the C++ descriptors; spmd's IR is the Python one."""
+
+    @contextlib.contextmanager
+    def _optimized_guard(self, param_and_grads):
+        """Ops appended inside are optimizer ops (OpRole.OPTIMIZE), as fluid's guard does."""
+        from .operator import OpRole
+
+        with self.role_guard(OpRole.OPTIMIZE):
+            yield
+
+    @contextlib.contextmanager
+    def _lr_schedule_guard(self, is_with_opt: bool = False):
+        """Ops appended inside compute the learning rate (run once per step, forward role in
+        spmd, as they read no gradient)."""
+        from .operator import OpRole
+
+        with self.role_guard(OpRole.FORWARD):
+            yield
+
+    def _prune_with_input(self, feeded_var_names, targets):
+        """A copy keeping only the ops that compute `targets` from `feeded_var_names`."""
+        new = self.clone()
+        block = new.global_block()
+        block.ops = _live_ops(block, _names(targets), _names(feeded_var_names or []))
+        new._bump()
+        return new
+
+    def _prune(self, targets):
+        """A copy keeping only the ops that compute `targets` (Variables, names or ops)."""
+        return self._prune_with_input([], targets)
+
+    def _inference_optimize(self, prune_read_op: bool = True):
+        """The test-mode copy (is_test on, backward and optimizer ops dropped)."""
+        return self.clone(for_test=True)
+
+
+class BlockCompat:
+    """Block's fluid extras."""
+
+    forward_block_idx = -1  # set on a backward sub-block: the forward block it mirrors
+    backward_block_idx = -1
+
+    @property
+    def removed_vars(self) -> dict:
+        return self.__dict__.setdefault("_removed_vars", {})
+
+    def _remove_var(self, name: str, sync: bool = True) -> None:
+        var = self.vars.pop(name, None)
+        if var is not None:
+            self.removed_vars[name] = var
+            self.program._bump()
+
+    def _rename_var(self, name: str, new_name: str):
+        """Rename variable `name` to `new_name` here and in every op of the block."""
+        var = self.vars.pop(name)
+        var.name = new_name
+        self.vars[new_name] = var
+        for op in self.ops:
+            op._rename_input(name, new_name)
+            op._rename_output(name, new_name)
+        self.program._bump()
+        return var
+
+    def _clone_variable(self, var, force_persistable: bool = True):
+        """A variable of the same name, shape and dtype as `var` (of another program) here."""
+        return self.create_var(name=var.name, shape=var.shape, dtype=var.dtype,
+                               lod_level=var.lod_level, type=var.type,
+                               persistable=True if force_persistable else var.persistable)
+
+    def _sync_with_cpp(self) -> None:
+        """See Program._sync_with_cpp."""
+
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        return repr(self)
+
+
+class VariableCompat:
+    """Variable's fluid extras (astype and the arithmetic come from spmd.layers)."""
+
+    belong_to_optimizer = False  # fluid marks optimizer accumulators so
+
+    @property
+    def op(self):
+        """The last op of the variable's block that writes it (None for a feed or parameter)."""
+        return next((op for op in reversed(self.block.ops)
+                     if self.name in op.output_arg_names), None)
+
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        text = repr(self)
+        if with_details:
+            text += (f" stop_gradient={self.stop_gradient} persistable={self.persistable} "
+                     f"lod_level={self.lod_level}")
+        return text
+
+
+class OperatorCompat:
+    """Operator's fluid extras."""
+
+    # fluid's ops that run without a kernel (control flow, communication, readers)
+    OP_WITHOUT_KERNEL_SET = frozenset({
+        "feed", "fetch", "recurrent", "go", "rnn_memory_helper_grad", "conditional_block",
+        "while", "send", "recv", "listen_and_serv", "fl_listen_and_serv", "ncclInit", "select",
+        "checkpoint_notify", "gen_nccl_id", "c_gen_nccl_id", "c_comm_init", "c_sync_calc_stream",
+        "c_sync_comm_stream", "queue_generator", "dequeue", "enqueue"})
+
+    @property
+    def attr_names(self) -> list[str]:
+        return sorted(self.attrs)
+
+    def _rename_input(self, old: str, new: str) -> None:
+        self.inputs = {s: [new if n == old else n for n in ns] for s, ns in self.inputs.items()}
+        self.block.program._bump()
+
+    def _rename_output(self, old: str, new: str) -> None:
+        self.outputs = {s: [new if n == old else n for n in ns]
+                        for s, ns in self.outputs.items()}
+        self.block.program._bump()
+
+    def _update_desc_attr(self, name: str, value) -> None:
+        self._set_attr(name, value)
+
+    def _block_attr(self, name: str):
+        """The Block an attribute such as sub_block names."""
+        value = self.attr(name)
+        return value if hasattr(value, "ops") else self.block.program.block(int(value))
+
+    def _blocks_attr(self, name: str) -> list:
+        return [v if hasattr(v, "ops") else self.block.program.block(int(v))
+                for v in self.attr(name)]
+
+    def to_string(self, throw_on_error: bool = False) -> str:
+        return repr(self)

@@ -187,3 +187,112 @@ def collect_fpn_proposals(xp, ins, attrs, want):
     counts = np.bincount(image[top], minlength=n_images)
     return {"FpnRois": xp.asarray(rows[top]),
             "FpnRois@LOD": make_lod([[0, *np.cumsum(counts).tolist()]])}
+
+
+def overlaps(a, b):
+    """[len(a), len(b)] IoU in pixels (+1), as fluid's BboxOverlaps."""
+    iw = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0]) + 1
+    ih = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1]) + 1
+    inter = np.maximum(iw, 0) * np.maximum(ih, 0)
+    union = box_area(a)[:, None] + box_area(b)[None, :] - inter
+    return np.where(inter == 0, 0.0, inter / np.where(union == 0, 1.0, union))
+
+
+def box_to_delta(ex, gt):
+    """The deltas that decode `ex` into `gt` (pixel widths, no variances)."""
+    ew, eh = ex[:, 2] - ex[:, 0] + 1, ex[:, 3] - ex[:, 1] + 1
+    gw, gh = gt[:, 2] - gt[:, 0] + 1, gt[:, 3] - gt[:, 1] + 1
+    return np.stack([(gt[:, 0] + 0.5 * gw - ex[:, 0] - 0.5 * ew) / ew,
+                     (gt[:, 1] + 0.5 * gh - ex[:, 1] - 0.5 * eh) / eh,
+                     np.log(gw / ew), np.log(gh / eh)], axis=1)
+
+
+def reservoir(inds: list, num: int, rng) -> list:
+    """fluid's ReservoirSampling: keep `num` of inds, uniformly when rng (else the first)."""
+    inds = list(inds)
+    if len(inds) > num:
+        if rng is not None:
+            for i in range(num, len(inds)):
+                r = int(np.floor(rng.uniform() * i))
+                if r < num:
+                    inds[r], inds[i] = inds[i], inds[r]
+        inds = inds[:num]
+    return inds
+
+
+def _rpn_labels(ov, attrs, rng):
+    """fluid's ScoreAssign on one image's [anchors, gts] overlaps: (fg anchors the location
+    targets use, their inside weights, fg then bg anchors the scores use, their labels)."""
+    a2g = ov.max(axis=1)
+    g2a = ov.max(axis=0)
+    batch, frac = attrs["rpn_batch_size_per_im"], attrs["rpn_fg_fraction"]
+    sampled = frac > 0 and batch > 0
+    # a gt's best anchors (to 1e-5) and anchors over the positive overlap are foreground
+    fg = np.nonzero((np.abs(ov - g2a[None, :]) < 1e-5).any(axis=1)
+                    | (a2g >= attrs["rpn_positive_overlap"]))[0].tolist()
+    if sampled:
+        fg = reservoir(fg, int(frac * batch), rng)
+    label = np.full(ov.shape[0], -1)
+    label[fg] = 1
+    bg = np.nonzero(a2g < attrs["rpn_negative_overlap"])[0].tolist()
+    if sampled:
+        bg = reservoir(bg, batch - len(fg), rng)
+    loc, weight = [], []
+    for i in bg:  # a sampled background that was foreground keeps a zero-weight location row
+        if label[i] == 1:
+            loc.append(fg[0])
+            weight.append(0.0)
+        label[i] = 0
+    fg_final, bg_final = np.nonzero(label == 1)[0], np.nonzero(label == 0)[0]
+    loc += fg_final.tolist()
+    weight += [1.0] * fg_final.size
+    return np.array(loc, dtype=np.int64), np.array(weight), np.concatenate([fg_final, bg_final]), \
+        np.concatenate([np.ones(fg_final.size), np.zeros(bg_final.size)])
+
+
+@kernel("rpn_target_assign", context=True)
+def rpn_target_assign(xp, ins, attrs, want, ctx):
+    anchors = host(ins["Anchor"]).astype(np.float64).reshape(-1, 4)
+    gts = host(ins["GtBoxes"]).astype(np.float64)
+    crowd = host(ins["IsCrowd"]).reshape(-1)
+    info = host(ins["ImInfo"]).astype(np.float64).reshape(-1, 3)
+    off = _offsets(ins, "GtBoxes", "rpn_target_assign")
+    if off.size - 1 != info.shape[0]:
+        raise InvalidArgumentError(
+            f"rpn_target_assign: GtBoxes' LoD holds {off.size - 1} images, ImInfo "
+            f"{info.shape[0]}; give one LoD sequence of boxes per image")
+    rng = ctx.rng if attrs["use_random"] else None
+    t = attrs["rpn_straddle_thresh"]
+    parts = {k: [] for k in ("loc", "score", "bbox", "label", "weight")}
+    for i in range(info.shape[0]):
+        height, width, scale = info[i]
+        if t >= 0:
+            inside = np.nonzero((anchors[:, 0] >= -t) & (anchors[:, 1] >= -t)
+                                & (anchors[:, 2] < width + t) & (anchors[:, 3] < height + t))[0]
+        else:
+            inside = np.arange(anchors.shape[0])
+        gt = gts[off[i]:off[i + 1]][crowd[off[i]:off[i + 1]] == 0] * scale
+        if gt.shape[0] == 0 or inside.size == 0:
+            raise InvalidArgumentError(
+                f"rpn_target_assign: image {i} has {gt.shape[0]} non-crowd ground-truth boxes "
+                f"and {inside.size} anchors inside it; each image needs at least one of both")
+        ov = overlaps(anchors[inside], gt)
+        loc, weight, score, label = _rpn_labels(ov, attrs, rng)
+        matched = gt[ov.argmax(axis=1)[loc]]
+        parts["bbox"].append(box_to_delta(anchors[inside][loc], matched))
+        parts["loc"].append(inside[loc] + i * anchors.shape[0])
+        parts["score"].append(inside[score] + i * anchors.shape[0])
+        parts["label"].append(label)
+        parts["weight"].append(np.repeat(weight[:, None], 4, axis=1))
+    loc_lod = make_lod([[0, *np.cumsum([p.size for p in parts["loc"]]).tolist()]])
+    score_lod = make_lod([[0, *np.cumsum([p.size for p in parts["score"]]).tolist()]])
+    dtype = ins["Anchor"].dtype
+    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    return {"LocationIndex": xp.asarray(cat["loc"].astype(np.int32)),
+            "ScoreIndex": xp.asarray(cat["score"].astype(np.int32)),
+            "TargetBBox": xp.asarray(cat["bbox"].reshape(-1, 4), dtype=dtype),
+            "TargetLabel": xp.asarray(cat["label"].astype(np.int32).reshape(-1, 1)),
+            "BBoxInsideWeight": xp.asarray(cat["weight"].reshape(-1, 4), dtype=dtype),
+            "LocationIndex@LOD": loc_lod, "TargetBBox@LOD": loc_lod,
+            "BBoxInsideWeight@LOD": loc_lod, "ScoreIndex@LOD": score_lod,
+            "TargetLabel@LOD": score_lod}

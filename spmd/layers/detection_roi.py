@@ -1,7 +1,8 @@
 """fluid.layers' YOLO, ROI-pooling, box and proposal layers (fluid 1.8's layers/detection.py
 and the ROI layers of nn.py): yolo_box, yolov3_loss, roi_align, roi_pool, psroi_pool,
 prroi_pool, anchor_generator, box_decoder_and_assign, polygon_box_transform,
-generate_proposals, distribute_fpn_proposals, collect_fpn_proposals. The ops are in
+generate_proposals, distribute_fpn_proposals, collect_fpn_proposals, rpn_target_assign. The
+ops are in
 spmd/ops/detection_roi.py and detection_proposals.py.
 
 ROIs are [R, 4] (x1, y1, x2, y2) Variables with lod_level=1: their LoD says how many ROIs
@@ -17,11 +18,13 @@ import numbers
 
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
+from . import tensor
 from .helper import LayerHelper, check_variable
 
 __all__ = ["anchor_generator", "box_decoder_and_assign", "collect_fpn_proposals",
            "distribute_fpn_proposals", "generate_proposals", "polygon_box_transform",
-           "prroi_pool", "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss"]
+           "prroi_pool", "psroi_pool", "roi_align", "roi_pool", "rpn_target_assign", "yolo_box",
+           "yolov3_loss"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -320,3 +323,41 @@ def collect_fpn_proposals(multi_rois, multi_scores, min_level, max_level, post_n
     helper.append_op(where, {"MultiLevelRois": rois, "MultiLevelScores": scores},
                      {"FpnRois": [out]}, {"post_nms_topN": int(post_nms_top_n)})
     return out
+
+
+def rpn_target_assign(bbox_pred, cls_logits, anchor_box, anchor_var, gt_boxes, is_crowd,
+                      im_info, rpn_batch_size_per_im=256, rpn_straddle_thresh=0.0,
+                      rpn_fg_fraction=0.5, rpn_positive_overlap=0.7, rpn_negative_overlap=0.3,
+                      use_random=True):
+    """RPN training targets (Faster R-CNN): anchors inside the image labelled foreground (a
+    ground truth's best, or overlap >= rpn_positive_overlap) or background (< negative),
+    sampled to rpn_batch_size_per_im per image (rpn_fg_fraction foreground; uniformly with
+    use_random, from spmd's generator, else the first ones). gt_boxes and is_crowd carry LoD
+    (boxes per image). Returns (the scored cls_logits rows, the located bbox_pred rows,
+    target_label, target_bbox, bbox_inside_weight), as fluid's layer.
+
+    >>> # score, loc, label, target, weight = rpn_target_assign(
+    >>> #     bbox_pred, cls_logits, anchors, var, gt_boxes, is_crowd, im_info)
+    """
+    where = "rpn_target_assign"
+    for arg, v in (("bbox_pred", bbox_pred), ("cls_logits", cls_logits),
+                   ("anchor_box", anchor_box), ("anchor_var", anchor_var),
+                   ("gt_boxes", gt_boxes), ("im_info", im_info)):
+        check_variable(v, arg, where, _FLOATS)
+    check_variable(is_crowd, "is_crowd", where, {"int32"})
+    helper = LayerHelper(where)
+    outs = {slot: helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+            for slot, dtype in (("LocationIndex", "int32"), ("ScoreIndex", "int32"),
+                                ("TargetLabel", "int32"), ("TargetBBox", anchor_box.dtype),
+                                ("BBoxInsideWeight", anchor_box.dtype))}
+    helper.append_op(where, {"Anchor": [anchor_box], "GtBoxes": [gt_boxes],
+                             "IsCrowd": [is_crowd], "ImInfo": [im_info]},
+                     {k: [v] for k, v in outs.items()},
+                     {"rpn_batch_size_per_im": int(rpn_batch_size_per_im),
+                      "rpn_straddle_thresh": float(rpn_straddle_thresh),
+                      "rpn_positive_overlap": float(rpn_positive_overlap),
+                      "rpn_negative_overlap": float(rpn_negative_overlap),
+                      "rpn_fg_fraction": float(rpn_fg_fraction), "use_random": bool(use_random)})
+    scores = tensor.gather(tensor.reshape(cls_logits, (-1, 1)), outs["ScoreIndex"])
+    locations = tensor.gather(tensor.reshape(bbox_pred, (-1, 4)), outs["LocationIndex"])
+    return scores, locations, outs["TargetLabel"], outs["TargetBBox"], outs["BBoxInsideWeight"]

@@ -69,3 +69,30 @@ def _collect_fpn_proposals(ctx):
               f"post_nms_topN must be > 0, got {ctx.attr('post_nms_topN')}")
     ctx.set_output("FpnRois", (-1, 4), rois[0].dtype)
     ctx.set_lod_level("FpnRois", 1)
+
+
+@define_op("rpn_target_assign", inputs=["Anchor", "GtBoxes", "IsCrowd", "ImInfo"],
+           outputs=["LocationIndex", "ScoreIndex", "TargetBBox", "TargetLabel",
+                    "BBoxInsideWeight"], grad=None, random=True,
+           lod_inputs=("GtBoxes", "IsCrowd"),
+           lod_outputs=("LocationIndex", "ScoreIndex", "TargetBBox", "TargetLabel",
+                        "BBoxInsideWeight"),
+           attrs={"rpn_batch_size_per_im": ("int", 256), "rpn_straddle_thresh": ("float", 0.0),
+                  "rpn_positive_overlap": ("float", 0.7), "rpn_negative_overlap": ("float", 0.3),
+                  "rpn_fg_fraction": ("float", 0.25), "use_random": ("bool", True)})
+def _rpn_target_assign(ctx):
+    anchor, gt = ctx.input("Anchor"), ctx.input("GtBoxes")
+    ctx.check(len(anchor.shape) == 2 and anchor.shape[1] in (4, -1),
+              f"Anchor must be [A, 4], got {list(anchor.shape)}")
+    ctx.check(len(gt.shape) == 2 and gt.shape[1] in (4, -1),
+              f"GtBoxes must be [G, 4] with LoD (boxes per image), got {list(gt.shape)}")
+    info = ctx.input("ImInfo")
+    ctx.check(len(info.shape) == 2 and info.shape[1] in (3, -1),
+              f"ImInfo must be [N, 3] (height, width, scale), got {list(info.shape)}")
+    ctx.set_output("LocationIndex", (-1,), "int32")
+    ctx.set_output("ScoreIndex", (-1,), "int32")
+    ctx.set_output("TargetBBox", (-1, 4), anchor.dtype)
+    ctx.set_output("TargetLabel", (-1, 1), "int32")
+    ctx.set_output("BBoxInsideWeight", (-1, 4), anchor.dtype)
+    for slot in ("LocationIndex", "ScoreIndex", "TargetBBox", "TargetLabel", "BBoxInsideWeight"):
+        ctx.set_lod_level(slot, 1)

@@ -256,6 +256,30 @@ def proposal_cases():
                        "inputs": {"MultiLevelRois": levels, "MultiLevelScores": scores},
                        "lod": {"MultiLevelRois": lods, "MultiLevelScores": lods},
                        "attrs": {"post_nms_topN": top}, "outputs": {"FpnRois": 1}}
+    # RPN targets: anchors on a 5 x 5 grid, 2 images of ground truth (one crowd box)
+    grid = np.array([[x, y, x + side - 1, y + side - 1] for y in range(0, 60, 12)
+                     for x in range(0, 60, 12) for side in (12.0, 24.0)], "float32")
+    gt = np.array([[2, 3, 20, 24], [30, 28, 56, 50], [10, 36, 30, 58],
+                   [5, 5, 40, 40], [26, 2, 50, 20]], "float32")
+    crowd = np.array([[0], [0], [1], [0], [0]], "int32")
+    rpn = {"Anchor": [grid], "GtBoxes": [gt], "IsCrowd": [crowd],
+           "ImInfo": [np.array([[60, 60, 1.0], [50, 64, 1.0]], "float32")]}
+    rpn_lod = {"GtBoxes": [[[3, 2]]], "IsCrowd": [[[3, 2]]]}
+    rpn_out = {"LocationIndex": 1, "ScoreIndex": 1, "TargetBBox": 1, "TargetLabel": 1,
+               "BBoxInsideWeight": 1}
+    for name, attrs in (
+            ("rpn_target_assign", {"rpn_batch_size_per_im": 16, "rpn_straddle_thresh": 0.0,
+                                   "rpn_positive_overlap": 0.7, "rpn_negative_overlap": 0.3,
+                                   "rpn_fg_fraction": 0.25, "use_random": False}),
+            ("rpn_target_assign_all", {"rpn_batch_size_per_im": 512,
+                                       "rpn_straddle_thresh": -1.0,
+                                       "rpn_positive_overlap": 0.5,
+                                       "rpn_negative_overlap": 0.2, "rpn_fg_fraction": 0.5,
+                                       "use_random": False})):
+        if name.endswith("_all"):  # an image scaled: its ground truth is scaled too
+            rpn = dict(rpn, ImInfo=[np.array([[60, 60, 1.5], [50, 64, 1.0]], "float32")])
+        cases[name] = {"op": "rpn_target_assign", "inputs": rpn, "lod": rpn_lod,
+                       "attrs": attrs, "outputs": rpn_out}
     return cases
 
 

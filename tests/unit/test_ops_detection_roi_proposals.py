@@ -184,3 +184,63 @@ def test_rpn_proposals_feed_roi_align_with_their_lod():
     (again,) = exe.run(main2, feed={"feat": zeroed, "rois": rois_t}, fetch_list=[p2])
     np.testing.assert_allclose(again[n0:], np.array(got)[n0:], rtol=1e-6)
     assert np.all(again[:n0] == 0)
+
+
+def test_rpn_target_assign_samples_labels_that_follow_the_overlaps():
+    """use_random draws from spmd's generator (fluid's own engine cannot be matched; the
+    use_random=False samples equal fluid 1.8.5's in test_ops_detection_roi_oracle.py): per
+    image at most batch * fg_fraction foreground anchors, each a ground truth's best or over
+    the positive overlap, background ones under the negative overlap, location targets that
+    decode each foreground anchor into its ground truth, and the gathered prediction rows."""
+    from spmd.kernels.detection_proposals import decode, overlaps
+
+    anchors = np.array([[x, y, x + s - 1, y + s - 1] for y in range(0, 48, 8)
+                        for x in range(0, 48, 8) for s in (8.0, 16.0)], "float32")
+    gt = np.array([[3, 4, 18, 20], [24, 20, 44, 40], [8, 26, 22, 44]], "float32")
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 4
+    with fluid.program_guard(main, startup):
+        logits = fluid.data("logits", [None, len(anchors)])
+        deltas = fluid.data("deltas", [None, len(anchors) * 4])
+        a = fluid.data("anchors", [len(anchors), 4])
+        boxes = fluid.data("gt", [None, 4], lod_level=1)
+        crowd = fluid.data("crowd", [None, 1], dtype="int32", lod_level=1)
+        info = fluid.data("info", [None, 3])
+        outs = fluid.layers.rpn_target_assign(deltas, logits, a, a, boxes, crowd, info,
+                                              rpn_batch_size_per_im=20, rpn_fg_fraction=0.3,
+                                              rpn_positive_overlap=0.6,
+                                              rpn_negative_overlap=0.3)
+        score_index = main.global_block().ops[0].output("ScoreIndex")[0]
+    place = fluid.CPUPlace()
+    feed = {"logits": RNG.uniform(-1, 1, (2, len(anchors))).astype("float32"),
+            "deltas": RNG.uniform(-1, 1, (2, len(anchors) * 4)).astype("float32"),
+            "anchors": anchors, "info": np.array([[48, 48, 1.0]] * 2, "float32"),
+            "gt": fluid.create_lod_tensor(gt, [[2, 1]], place),
+            "crowd": fluid.create_lod_tensor(np.zeros((3, 1), "int32"), [[2, 1]], place)}
+    exe = fluid.Executor(place)
+    got = exe.run(main, feed=feed, fetch_list=[*outs, score_index], return_numpy=False)
+    score, loc, label, target, weight, index = got
+    sizes = label.recursive_sequence_lengths()[0]
+    label, index = np.array(label)[:, 0], np.array(index)
+    np.testing.assert_array_equal(np.array(score)[:, 0], feed["logits"].reshape(-1)[index])
+    start = 0
+    for i, (n, image_gt) in enumerate(zip(sizes, (gt[:2], gt[2:]))):
+        lab, idx = label[start:start + n], index[start:start + n] - i * len(anchors)
+        ov = overlaps(anchors.astype(np.float64), image_gt.astype(np.float64))
+        best = (np.abs(ov - ov.max(axis=0)) < 1e-5).any(axis=1)
+        assert n <= 20 and 1 <= lab.sum() <= int(0.3 * 20)
+        assert all(best[j] or ov[j].max() >= 0.6 for j in idx[lab == 1])
+        assert all(ov[j].max() < 0.3 for j in idx[lab == 0])
+        start += n
+    fg = np.array(loc).shape[0]
+    assert np.array(target).shape == (fg, 4) and np.array(weight).shape == (fg, 4)
+    assert np.all(np.array(weight) == 1)
+    # the targets decode each foreground anchor into the ground truth it overlaps most
+    loc_index = np.nonzero(label == 1)[0]
+    fg_anchor = anchors[index[loc_index] % len(anchors)].astype(np.float64)
+    image_of = (index[loc_index] // len(anchors))
+    decoded = decode(fg_anchor, np.array(target, np.float64), np.ones((fg, 4)))
+    for row, (box, img) in enumerate(zip(decoded, image_of)):
+        image_gt = gt[:2] if img == 0 else gt[2:]
+        j = overlaps(fg_anchor[row:row + 1], image_gt.astype(np.float64)).argmax()
+        np.testing.assert_allclose(box, image_gt[j], atol=1e-3)

@@ -60,6 +60,7 @@ class DatasetBase:
     def set_batch_size(self, batch_size: int):
         """Records per batch (per thread)."""
         self.proto_desc.batch_size = _positive_int(batch_size, "set_batch_size")
+        self.proto_desc.explicit.add("batch_size")
 
     def set_thread(self, thread_num: int):
         """Reader threads: each batches its own share of the data."""

@@ -17,6 +17,7 @@ class DataFeedDesc:
     multi_slot_desc: SlotsDesc = field(default_factory=SlotsDesc)
     rank_offset: str = ""
     pv_batch_size: int = 0
+    explicit: set = field(default_factory=set)  # fields set (proto2 prints those)
 
 
 def _quoted(text: str) -> str:
@@ -26,16 +27,15 @@ def _quoted(text: str) -> str:
 def desc_text(d: DataFeedDesc) -> str:
     """`d` in protobuf's text format, as fluid's `dataset.desc()` prints it."""
     lines = [f"name: {_quoted(d.name)}"]
-    if d.batch_size != 32:
+    if d.batch_size != 32 or "batch_size" in d.explicit:
         lines.append(f"batch_size: {d.batch_size}")
     if d.multi_slot_desc.slots:
         lines.append("multi_slot_desc {")
         for s in d.multi_slot_desc.slots:
             lines += ["  slots {", f"    name: {_quoted(s.name)}", f"    type: {_quoted(s.type)}"]
-            if s.is_dense:
-                lines.append("    is_dense: true")
-            if s.is_used:
-                lines.append("    is_used: true")
+            for flag in ("is_dense", "is_used"):  # None: not set, not printed
+                if getattr(s, flag) is not None:
+                    lines.append(f"    {flag}: {str(bool(getattr(s, flag))).lower()}")
             lines += [f"    shape: {d}" for d in s.shape]
             lines.append("  }")
         lines.append("}")

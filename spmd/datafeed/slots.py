@@ -22,9 +22,9 @@ class Slot:
 
     name: str
     type: str  # "float" or "uint64"
-    is_dense: bool
+    is_dense: bool | None  # None: not set in the description (read as False)
     shape: tuple = ()
-    is_used: bool = True
+    is_used: bool | None = True
 
     @property
     def dtype(self) -> np.dtype:
@@ -64,4 +64,6 @@ def slot_of(var) -> Slot:
             f"(declare it float32 or int64 and cast inside the program)")
     dense = int(getattr(var, "lod_level", 0) or 0) == 0
     shape = tuple(-1 if d is None else int(d) for d in var.shape) if dense else ()
-    return Slot(name=var.name, type=_TYPES[dtype], is_dense=dense, shape=shape)
+    # fluid sets is_dense only for a dense slot (its desc() prints no is_dense otherwise)
+    return Slot(name=var.name, type=_TYPES[dtype], is_dense=True if dense else None,
+                shape=shape)

@@ -67,6 +67,7 @@ __getattr__, __dir__ = _lazy.attach(__name__, {
     "set_flags": ".device:set_flags",
     "one_hot": ".input:one_hot",
     "ParallelExecutor": ".parallel_executor:ParallelExecutor",
+    "DataFeedDesc": ".data_feed_desc:DataFeedDesc",
     "DatasetFactory": ".dataset:DatasetFactory",
     "InMemoryDataset": ".dataset:InMemoryDataset",
     "QueueDataset": ".dataset:QueueDataset",

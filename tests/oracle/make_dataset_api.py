@@ -78,6 +78,42 @@ def loader_case(kind, files, drop_last):
     return out
 
 
+PROTO = """name: "MultiSlotDataFeed"
+batch_size: 2
+multi_slot_desc {
+    slots {
+        name: "words"
+        type: "uint64"
+        is_dense: false
+        is_used: false
+    }
+    slots {
+        name: "label"
+        type: "uint64"
+        is_dense: false
+        is_used: false
+    }
+    slots {
+        name: "weight"
+        type: "float"
+        shape: 1
+    }
+}
+"""
+
+
+def data_feed_desc_case(work):
+    path = os.path.join(work, "data.proto")
+    with open(path, "w") as f:
+        f.write(PROTO)
+    desc = fluid.DataFeedDesc(path)
+    before = desc.desc()
+    desc.set_batch_size(128)
+    desc.set_dense_slots(["words"])
+    desc.set_use_slots(["words", "weight"])
+    return {"proto": PROTO, "before": before, "after": desc.desc()}
+
+
 def main():
     work = tempfile.mkdtemp()
     files = model.write_data(work)
@@ -101,6 +137,7 @@ def main():
         "loader_queue": loader_case("QueueDataset", files[:1], False),
         "loader_inmemory": loader_case("InMemoryDataset", files[:1], False),
         "loader_inmemory_drop": loader_case("InMemoryDataset", files[:1], True),
+        "data_feed_desc": data_feed_desc_case(work),
     }
     save("dataset_api", cases, meta={"paddle": paddle.__version__,
                                      "script": "tests/oracle/make_dataset_api.py"})

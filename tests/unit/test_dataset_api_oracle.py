@@ -119,3 +119,20 @@ def test_data_generator_writes_fluids_text(data):
         out = subprocess.run(data["pipe"].split(), stdin=f, capture_output=True, text=True,
                              check=True, timeout=60).stdout
     assert out == ORACLE["generated_a"]
+
+
+def test_data_feed_desc_reads_and_writes_fluids_text(tmp_path):
+    case = ORACLE["data_feed_desc"]
+    path = tmp_path / "data.proto"
+    path.write_text(case["proto"])
+    desc = fluid.DataFeedDesc(str(path))
+    assert desc.desc() == case["before"]
+    desc.set_batch_size(128)
+    desc.set_dense_slots(["words"])
+    desc.set_use_slots(["words", "weight"])
+    assert desc.desc() == case["after"]
+    with pytest.raises(ValueError, match="no slot named 'nope'"):
+        desc.set_use_slots(["nope"])
+    path.write_text('name: "MultiSlotDataFeed" batch_size: "two"')
+    with pytest.raises(ValueError, match="batch_size takes a int, got \"two\""):
+        fluid.DataFeedDesc(str(path))

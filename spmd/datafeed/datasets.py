@@ -204,6 +204,7 @@ class InMemoryDataset(DatasetBase):
         self.enable_pv_merge = False
         self._records = RecordTable.empty([])
         self._shuffled = 0
+        self._loaded = False  # load_into_memory ran (a trainer may then hold 0 records)
 
     def set_feed_type(self, data_feed_type: str):
         self.proto_desc.name = data_feed_type
@@ -270,6 +271,7 @@ class InMemoryDataset(DatasetBase):
         self._records = RecordTable.concat([RecordTable.empty(self.slots)] +
                                            [t for part in loaded for t in part])
         self._shuffled = 0
+        self._loaded = True
 
     def preload_into_memory(self, thread_num=None):
         """fluid loads in the background; here the load is done at once (wait_preload_done
@@ -301,6 +303,7 @@ class InMemoryDataset(DatasetBase):
         """Drop the loaded records."""
         self._records = RecordTable.empty(self.slots)
         self._shuffled = 0
+        self._loaded = False
 
     def get_memory_data_size(self, fleet=None) -> int:
         """Records in memory: this trainer's, or with `fleet` every trainer's together."""
@@ -312,7 +315,7 @@ class InMemoryDataset(DatasetBase):
 
     def thread_batches(self, threads: int, drop_last: bool = False) -> list:
         self._check_ready("InMemoryDataset")
-        if not self._records:
+        if not self._loaded:  # an empty share after a global shuffle is no mistake
             raise PreconditionError(
                 "InMemoryDataset holds no records: call dataset.load_into_memory() before "
                 "training (and again after release_memory())")

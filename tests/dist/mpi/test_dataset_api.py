@@ -145,3 +145,14 @@ def test_after_a_global_shuffle_the_ranks_train_together(tmp_path):
         for r in range(t.size):
             np.testing.assert_array_equal(everyone[r], flat, err_msg=f"rank {r}: {name}")
     assert np.abs(params["fc_1.b_0"]).max() > 0  # it trained
+
+
+def test_a_trainer_left_without_records_stops_with_the_others(tmp_path):
+    """Only rank 0 has records; after the shuffle a rank may hold none, and then every rank
+    stops at once instead of waiting for it in a collective."""
+    t = detect()
+    mine = tmp_path / f"rank{t.rank}.txt"
+    rows = model.rows(50, 3) if t.rank == 0 else []
+    mine.write_text("".join(model.multislot_line(r) for r in rows))
+    params = train([str(mine)], 8, data_parallel=True, shuffle=True)
+    assert all(np.isfinite(v).all() for v in params.values())

@@ -1,2 +1,25 @@
-"""fluid.backward: append_backward and gradients."""
-from ..autodiff import append_backward, gradients  # noqa: F401
+"""fluid.backward: append_backward and gradients (calc_gradient is fluid's other name for
+gradients), and the name helpers fluid's tests use."""
+from ..autodiff import append_backward, gradients
+
+__all__ = ["append_backward", "gradients"]
+
+calc_gradient = gradients
+
+
+def _append_grad_suffix_(name: str) -> str:
+    """`name@GRAD`, the gradient's name."""
+    return name + "@GRAD"
+
+
+def _strip_grad_suffix_(name: str) -> str:
+    """The forward name of a gradient name (`x@GRAD`, `x@GRAD@RENAME@0` -> `x`)."""
+    pos = name.find("@GRAD")
+    return name[:pos] if pos != -1 else name
+
+
+def _get_stop_gradients_(program) -> dict[int, set[str]]:
+    """{block index: the gradient names of that block's stop_gradient variables}."""
+    return {block.idx: {_append_grad_suffix_(v.name) for v in block.vars.values()
+                        if v.stop_gradient}
+            for block in program.blocks}

@@ -246,6 +246,17 @@ def reset_profiler() -> None:
     reset()
 
 
+def _set_eager_deletion_mode(threshold: float, fraction: float = 1.0,
+                             fast_mode: bool = True) -> None:
+    """fluid's garbage-collection switch; spmd's plan frees every value right after its last
+    reader in every mode (what eager deletion does), so the mode changes nothing here."""
+
+
+def _set_fuse_parameter_group_size(size: int) -> None:
+    """fluid's FLAGS_fuse_parameter_groups_size; spmd fuses gradients by bytes
+    (FLAGS_fuse_parameter_memory_size), so the group size changes nothing here."""
+
+
 def is_profiler_enabled() -> bool:
     """Whether the profiler is recording."""
     from ..profiler import active

@@ -1,3 +1,52 @@
-"""fluid.executor: Executor, global_scope, scope_guard."""
+"""fluid.executor: Executor, global_scope, scope_guard, FetchHandler (train_from_dataset's
+periodic fetch callback) and _as_lodtensor."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
 from ..core import Scope, global_scope, scope_guard  # noqa: F401
+from ..core.lod import LoDTensor
 from ..executor import Executor  # noqa: F401
+
+__all__ = ["Executor", "global_scope", "scope_guard"]
+
+
+class FetchHandler:
+    """train_from_dataset(fetch_handler=...): every `period_secs` its `handler` gets
+    {key: value} of the variables in `var_dict` (subclass it and override handler).
+
+    >>> # class Auc(FetchHandler):
+    >>> #     def handler(self, res_dict): print(res_dict["auc"])
+    >>> # exe.train_from_dataset(main, dataset, fetch_handler=Auc({"auc": auc}, 30))
+    """
+
+    def __init__(self, var_dict=None, period_secs=60):
+        if var_dict is None:
+            raise ValueError("FetchHandler needs var_dict: {name: Variable}")
+        self.var_dict = var_dict
+        self.period_secs = period_secs
+
+    def handler(self, res_dict) -> None:
+        """The default: print the first element of each fetched array."""
+        for key, value in res_dict.items():
+            if isinstance(value, np.ndarray):
+                sys.stdout.write(f"{key}[0]: {value[0]} ")
+        sys.stdout.write("\n")
+
+    @staticmethod
+    def help() -> None:
+        print("subclass FetchHandler, override handler(self, res_dict), and pass "
+              "FetchHandler(var_dict={'name': variable}, period_secs=60) to "
+              "exe.train_from_dataset(fetch_handler=...)")
+
+
+def _as_lodtensor(data, place, dtype=None) -> LoDTensor:
+    """A LoDTensor holding `data` (an array, a number or a list), as fluid feeds a scalar."""
+    array = np.array(data, dtype=dtype) if dtype is not None else np.array(data)
+    if array.ndim == 0:
+        array = array.reshape(1)
+    tensor = LoDTensor()
+    tensor.set(array, place)
+    return tensor

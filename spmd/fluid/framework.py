@@ -110,3 +110,20 @@ def require_version(min_version: str, max_version: str | None = None) -> None:
             f"VersionError: PaddlePaddle version {min_version} or higher is required, but "
             f"{FLUID_VERSION} installed: spmd speaks fluid {FLUID_VERSION}'s API (fluid <= 1.8 "
             f"programs run); lower the program's requirement if it uses only fluid 1.8 names")
+
+
+def grad_var_name(var_name: str) -> str:
+    """The name of `var_name`'s gradient: `var_name@GRAD`, as fluid names it."""
+    return var_name + "@GRAD"
+
+
+def convert_np_dtype_to_dtype_(np_dtype):
+    """fluid's VarType of a numpy dtype (or its name): VarType.FP32 for np.float32, ...
+
+    >>> convert_np_dtype_to_dtype_("int64") == "int64"
+    True
+    """
+    from ..core.dtypes import VarType, convert_dtype
+
+    name = convert_dtype(np_dtype)
+    return next(v for v in VarType if v == name)

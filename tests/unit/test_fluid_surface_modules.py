@@ -1,0 +1,218 @@
+"""Behaviour of fluid 1.8's smaller modules spmd.fluid provides: fluid.op's Operator run on a
+scope, backward's and framework's name helpers, executor's FetchHandler / _as_lodtensor,
+annotations, average, default_scope_funcs, distribute_lookup_table, multiprocess_utils,
+communicator, dataloader, layer_helper."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import spmd.fluid as fluid
+
+
+def test_operator_runs_one_op_on_a_scope():
+    from spmd.fluid.op import Operator
+
+    scope, place = fluid.Scope(), fluid.CPUPlace()
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], "float32")
+    y = np.array([[1.0], [1.0]], "float32")
+    scope.var("x").get_tensor().set(x, place)
+    scope.var("y").get_tensor().set(y, place)
+    mul = Operator("mul", X="x", Y="y", Out="out", x_num_col_dims=1)
+    assert mul.type() == "mul" and mul.input("X") == ["x"] and mul.attr("x_num_col_dims") == 1
+    mul.run(scope, place)
+    np.testing.assert_array_equal(np.array(scope.find_var("out").get_tensor()), x @ y)
+    scope.var("a").get_tensor().set(np.ones(2, "float32"), place)
+    scope.var("b").get_tensor().set(np.full(2, 2.0, "float32"), place)
+    Operator("sum", X=["a", "b"], Out="s").run(scope, place)  # a duplicable slot
+    np.testing.assert_array_equal(np.array(scope.find_var("s").get_tensor()), [3.0, 3.0])
+
+
+def test_operator_errors_name_the_slot():
+    from spmd.fluid.op import Operator, is_str
+
+    with pytest.raises(ValueError, match="input slot"):
+        Operator("mul", Out="o")
+    op = Operator("relu", X="nothing", Out="o")
+    with pytest.raises(ValueError, match="'nothing' has no value"):
+        op.run(fluid.Scope(), fluid.CPUPlace())
+    assert is_str("a") and not is_str(1)
+
+
+def test_name_helpers():
+    from spmd.fluid import backward, framework
+
+    assert framework.grad_var_name("w") == backward._append_grad_suffix_("w") == "w@GRAD"
+    assert backward._strip_grad_suffix_("w@GRAD@RENAME@0") == "w"
+    assert framework.convert_np_dtype_to_dtype_(np.float32) == fluid.core.VarDesc.VarType.FP32
+    assert backward.calc_gradient is fluid.gradients
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [None, 2], "float32")
+        fluid.layers.fc(x, 1)
+    assert "x@GRAD" in backward._get_stop_gradients_(main)[0]
+
+
+def test_fetch_handler_and_as_lodtensor(capsys):
+    from spmd.fluid.executor import FetchHandler, _as_lodtensor
+
+    handler = FetchHandler(var_dict={"loss": "loss"}, period_secs=5)
+    handler.handler({"loss": np.array([0.5, 1.0])})
+    assert "loss[0]: 0.5" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        FetchHandler()
+    t = _as_lodtensor(3.0, fluid.CPUPlace(), "float32")
+    assert t.shape() == [1] and np.array(t).dtype == np.float32
+
+
+def test_deprecated_prints_and_documents(capsys):
+    from spmd.fluid.annotations import deprecated
+
+    @deprecated("1.5", "fluid.new")
+    def old(a):
+        """Doc."""
+        return a + 1
+
+    assert old(1) == 2
+    assert "API old is deprecated since 1.5. Please use fluid.new instead." in (
+        capsys.readouterr().err)
+
+
+def test_weighted_average():
+    from spmd.fluid.average import WeightedAverage
+
+    with pytest.warns(Warning, match="deprecated"):
+        avg = WeightedAverage()
+    avg.add(np.array([1.0, 3.0]), 2)
+    avg.add(np.array([4.0, 0.0]), 1)
+    np.testing.assert_allclose(avg.eval(), [2.0, 2.0])
+    avg.reset()
+    with pytest.raises(ValueError, match="no data"):
+        avg.eval()
+    with pytest.raises(ValueError, match="weight"):
+        avg.add(1.0, "w")
+
+
+def test_default_scope_funcs_stack():
+    from spmd.fluid import default_scope_funcs as dsf
+
+    root = dsf.get_cur_scope()
+    seen = []
+
+    def body():
+        seen.append(dsf.get_cur_scope())
+        dsf.var("t").get_tensor().set(np.ones(1, "float32"))
+        assert dsf.find_var("t") is not None
+
+    dsf.scoped_function(body)
+    assert seen[0] is not root and dsf.get_cur_scope() is root and root.find_var("t") is None
+
+
+def test_distributed_lookup_table_rules():
+    from spmd.fluid import distribute_lookup_table as dlt
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        ids = fluid.data("ids", [None, 1], "int64")
+        emb = fluid.layers.embedding(ids, [10, 4], is_distributed=True,
+                                     param_attr=fluid.ParamAttr(name="t"))
+        fluid.layers.embedding(ids, [10, 4], param_attr=fluid.ParamAttr(name="local"))
+    assert dlt.find_distributed_lookup_table(main) == "t"
+    assert [v.name for v in dlt.find_distributed_lookup_table_outputs(main, "t")] == [emb.name]
+    plain = fluid.Program()
+    with fluid.program_guard(plain, fluid.Program()):
+        ids = fluid.data("ids", [None, 1], "int64")
+        fluid.layers.embedding(ids, [10, 4])
+    assert dlt.find_distributed_lookup_table(plain) is None
+
+
+def test_cleanup_registrar_runs_once():
+    from spmd.fluid.multiprocess_utils import CleanupFuncRegistrar
+
+    calls = []
+
+    def cleanup():
+        calls.append(1)
+
+    CleanupFuncRegistrar.register(cleanup)
+    CleanupFuncRegistrar.register(cleanup)  # twice: still once
+    CleanupFuncRegistrar._run_once(cleanup)
+    CleanupFuncRegistrar._run_once(cleanup)
+    assert calls == [1]
+    with pytest.raises(TypeError):
+        CleanupFuncRegistrar.register("not callable")
+
+
+def test_communicator_needs_a_trainer_program():
+    from spmd.fluid.communicator import Communicator
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2], "float32")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 1))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    with pytest.raises(ValueError, match="no send/recv ops"):
+        Communicator(main)
+    config = fluid.DistributeTranspilerConfig()
+    config.sync_mode = False
+    t = fluid.DistributeTranspiler(config)
+    t.transpile(0, program=main, pservers="127.0.0.1:6174", trainers=1,
+                startup_program=startup, sync_mode=False)
+    comm = Communicator(t.get_trainer_program(wait_port=False))
+    comm.start()
+    assert comm.is_running()
+    comm.stop()
+    assert not comm.is_running()
+
+
+def test_dataloader_dataset_and_batch_sampler():
+    from spmd.fluid.dataloader import BatchSampler, Dataset
+    from spmd.fluid.dataloader.dataloader_iter import default_collate_fn
+
+    class Five(Dataset):
+        def __getitem__(self, i):
+            return [np.full(2, i, "float32"), np.int64(i)]
+
+        def __len__(self):
+            return 5
+
+    sampler = BatchSampler(dataset=Five(), batch_size=2, drop_last=False)
+    batches = list(sampler)
+    assert batches == [[0, 1], [2, 3], [4]] and len(sampler) == 3
+    images, labels = default_collate_fn([Five()[i] for i in batches[0]])
+    assert images.shape == (2, 2) and list(labels) == [0, 1]
+    with pytest.raises(TypeError, match="__len__"):
+        len(Dataset())
+    with pytest.raises(ValueError):
+        BatchSampler(dataset=Five(), indices=[1])
+    np.random.seed(0)
+    shuffled = [i for b in BatchSampler(indices=list(range(6)), shuffle=True, batch_size=4)
+                for i in b]
+    assert sorted(shuffled) == list(range(6))
+
+
+def test_layer_helper_builds_a_custom_layer():
+    from spmd.fluid.layer_helper import LayerHelper
+    from spmd.fluid.layer_helper_base import LayerHelperBase
+
+    assert LayerHelperBase is LayerHelper
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3], "float32")
+        helper = LayerHelper("my_scale")
+        w = helper.create_parameter(fluid.ParamAttr(name="my_w"), [3], "float32")
+        out = helper.create_variable_for_type_inference("float32")
+        helper.append_op("elementwise_mul", {"X": [x], "Y": [w]}, {"Out": [out]}, {})
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = exe.run(main, feed={"x": np.ones((1, 3), "float32")}, fetch_list=[out])[0]
+    assert got.shape == (1, 3)
+
+
+def test_core_modes_accept_fluids_calls():
+    fluid.core._set_eager_deletion_mode(0.0, 1.0, True)
+    fluid.core._set_fuse_parameter_group_size(3)

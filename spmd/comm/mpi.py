@@ -49,32 +49,12 @@ def world():
 
 def _start_mpi_in_time() -> None:
     """MPI_Init, bounded by the collective timeout: it waits for every rank of the job, and a
-    rank that hangs before its first MPI use would hold it forever. Called through ctypes in
-    a thread (a foreign call releases the GIL; MPI_Init cannot be interrupted); mpi4py then
-    finds MPI initialized. Past the timeout this rank fails, and its supervisor ends the job
-    (spmd/guard/supervisor.py)."""
-    import ctypes
-    import threading
-
-    import mpi4py
-
+    rank that hangs before its first MPI use would hold it forever. Past the timeout this rank
+    fails, and its supervisor ends the job (spmd/guard/supervisor.py)."""
     from ..flags import flags
 
-    mpi4py.rc.initialize = False
-    mpi4py.rc.finalize = True  # as when mpi4py initializes MPI itself
-    from mpi4py import MPI
-
-    library = _loaded_libmpi()
-    if library is None:
-        return  # world() initializes it, unbounded
-    init = ctypes.CDLL(library).MPI_Init_thread
-    provided = ctypes.c_int(0)
-    started = threading.Event()
-    threading.Thread(target=lambda: (init(None, None, MPI.THREAD_MULTIPLE,
-                                          ctypes.byref(provided)), started.set()),
-                     name="spmd-mpi-init", daemon=True).start()
     timeout = flags().collective_timeout_s
-    if not started.wait(timeout):
+    if not init_mpi_within(timeout):
         from .topology import launcher_rank_size
 
         guard.note_mpi_start_failed()
@@ -84,6 +64,36 @@ def _start_mpi_in_time() -> None:
             f"(SPMD_COLLECTIVE_TIMEOUT): another rank never started MPI (it hangs, or works "
             f"longer than that before its first collective); every rank must reach its first "
             f"collective (the startup program's run) within the timeout")
+
+
+def init_mpi_within(timeout_s: float) -> bool:
+    """Initialize MPI (MPI_THREAD_MULTIPLE) unless it takes longer than `timeout_s`; whether
+    it did. MPI_Init cannot be interrupted, and mpi4py's Init_thread keeps the GIL while it
+    waits: it is called through ctypes (a foreign call releases the GIL) in a thread, and
+    mpi4py then finds MPI initialized. Where the library cannot be found so, mpi4py's own
+    initialization at import, unbounded."""
+    import ctypes
+    import threading
+
+    import mpi4py
+
+    mpi4py.rc.initialize = False
+    mpi4py.rc.finalize = True  # as when mpi4py initializes MPI itself
+    from mpi4py import MPI
+
+    if MPI.Is_initialized():
+        return True
+    library = _loaded_libmpi()
+    if library is None:
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        return True
+    init = ctypes.CDLL(library).MPI_Init_thread
+    provided = ctypes.c_int(0)
+    started = threading.Event()
+    threading.Thread(target=lambda: (init(None, None, MPI.THREAD_MULTIPLE,
+                                          ctypes.byref(provided)), started.set()),
+                     name="spmd-mpi-init", daemon=True).start()
+    return started.wait(timeout_s)
 
 
 def _loaded_libmpi() -> str | None:

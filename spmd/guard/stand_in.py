@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 
 PRESENT, ABSENT = 1, 0
@@ -75,17 +74,15 @@ def stand_in(rank: int, size: int, code: int, sig: int, error: str,
 
 
 def _start_mpi(deadline: float):
-    """MPI_Init in a thread (it cannot be interrupted), until `deadline`; None if the other
-    ranks never started MPI by then."""
-    import mpi4py
+    """MPI_Init until `deadline`; mpi4py's MPI, or None if the other ranks never started MPI
+    by then."""
+    from ..comm.mpi import init_mpi_within
 
-    mpi4py.rc.initialize = False
+    if not init_mpi_within(max(0.0, deadline - time.monotonic())):
+        return None
     from mpi4py import MPI
 
-    done = threading.Event()
-    threading.Thread(target=lambda: (MPI.Init_thread(MPI.THREAD_MULTIPLE), done.set()),
-                     name="spmd-stand-in", daemon=True).start()
-    return MPI if done.wait(max(0.0, deadline - time.monotonic())) else None
+    return MPI
 
 
 def _stand_in_mpi(tag, size, code, sig, error, timeout_s) -> int:
@@ -94,9 +91,9 @@ def _stand_in_mpi(tag, size, code, sig, error, timeout_s) -> int:
     failed = bool(code or sig)
     deadline = time.monotonic() + timeout_s
     MPI = _start_mpi(deadline)
-    if MPI is None:
-        if not failed:
-            _say(block(tag, code, sig, error))
+    if MPI is None:  # the others never started MPI: a job without MPI, or they are busy
+        if not failed:  # nothing failed; one that starts MPI later fails by its own timeout
+            return 0
         _say(f"{tag} the other ranks did not start MPI within {timeout_s:g} s "
              f"(SPMD_COLLECTIVE_TIMEOUT); ending the job\n")
         os.kill(os.getpid(), signal.SIGKILL)  # Hydra ends a job whose process is killed

@@ -143,13 +143,22 @@ def run_from_dataset(executor, program=None, dataset=None, scope=None, thread=0,
                 stats.thread0 += 1
                 if names and stats.thread0 % print_period == 0:
                     for info, name, value in zip(fetch_info, names, fetched):
-                        print(tensor_text(info, name, np.asarray(value), value.lod()))
+                        print(tensor_text(info, name, *_printable(value)))
                     sys.stdout.flush()
             handler.maybe_call(scope)
     finally:
         _stop_profile(profiling, stats)
     stats.warn_left_over(agreement.tag)
     return None
+
+
+def _printable(value):
+    """(array, LoD) of a fetched value; of several places' values place 0's, as fluid prints
+    thread 0's."""
+    if isinstance(value, list):
+        value = value[0] if value else np.zeros(0)
+    lod = value.lod() if hasattr(value, "lod") else None
+    return np.asarray(value), lod
 
 
 class _Stats:

@@ -110,16 +110,20 @@ def test_compiled_program_on_two_places_equals_one_place_fed_both_batches(tmp_pa
     def parallel(exe, main, variables, loss, scope):
         compiled = fluid.CompiledProgram(main).with_data_parallel(
             loss_name=loss.name, places=fluid.cpu_places(2))
-        exe.train_from_dataset(compiled, dataset("InMemoryDataset", variables, [path],
-                                                 threads=2), scope=scope)
+        with contextlib.redirect_stdout(printed):
+            exe.train_from_dataset(compiled, dataset("InMemoryDataset", variables, [path],
+                                                     threads=2), scope=scope,
+                                   fetch_list=[loss], fetch_info=["loss"], print_period=1)
 
     def single(exe, main, variables, loss, scope):
         exe.train_from_dataset(main, dataset("InMemoryDataset", variables, [both], 16),
                                scope=scope)
 
+    printed = io.StringIO()
     a, b = trained(parallel), trained(single)
     for name in model.PARAMS:
         np.testing.assert_allclose(a[name], b[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    assert printed.getvalue().count("loss\tmean_0.tmp_0") == 2  # place 0's loss, each run
 
 
 def test_fetches_print_every_print_period_batches(tmp_path):

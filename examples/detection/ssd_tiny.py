@@ -152,19 +152,20 @@ def trainer():
 
 
 def train(steps, batch_size=8, seed=0, mean_loss=False, log=print, data_parallel=True,
-          optimizer="rmsprop"):
+          optimizer="rmsprop", learning_rate=0.01):
     """Train `steps` steps on fresh synthetic batches (the same global batches on every rank;
     each rank feeds its 1/N); returns (losses, final parameters, (test program, nmsed, the
     scope holding the trained parameters))."""
     scope = fluid.Scope()  # each run its own, so that runs in one process start alike
     with fluid.scope_guard(scope):
-        return _train(scope, steps, batch_size, seed, mean_loss, log, data_parallel, optimizer)
+        return _train(scope, steps, batch_size, seed, log, data_parallel,
+                      dict(mean_loss=mean_loss, optimizer=optimizer,
+                           learning_rate=learning_rate))
 
 
-def _train(scope, steps, batch_size, seed, mean_loss, log, data_parallel, optimizer):
+def _train(scope, steps, batch_size, seed, log, data_parallel, options):
     rank, ranks = trainer()
-    main, startup, test_program, _, loss, nmsed = build(mean_loss=mean_loss,
-                                                        optimizer=optimizer)
+    main, startup, test_program, _, loss, nmsed = build(**options)
     place = fluid.CPUPlace()
     exe = fluid.Executor(place)
     exe.run(startup)
@@ -206,11 +207,15 @@ def main():
     parser.add_argument("--mean_loss", action="store_true",
                         help="ssd_loss without normalize, the mean over images (N ranks == "
                              "1 process)")
+    parser.add_argument("--optimizer", default="rmsprop", choices=["rmsprop", "momentum"])
+    parser.add_argument("--learning_rate", type=float, default=0.01)
     parser.add_argument("--save_params", default="",
                         help="write the final parameters (.npz); ranks > 1 add .rank<r>")
     args = parser.parse_args()
     losses, params, (test_program, nmsed, scope) = train(args.steps, args.batch_size,
-                                                         mean_loss=args.mean_loss)
+                                                         mean_loss=args.mean_loss,
+                                                         optimizer=args.optimizer,
+                                                         learning_rate=args.learning_rate)
     rank, ranks = trainer()
     if args.save_params:
         path = args.save_params if ranks == 1 else f"{args.save_params}.rank{rank}.npz"

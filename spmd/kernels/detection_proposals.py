@@ -296,3 +296,88 @@ def rpn_target_assign(xp, ins, attrs, want, ctx):
             "LocationIndex@LOD": loc_lod, "TargetBBox@LOD": loc_lod,
             "BBoxInsideWeight@LOD": loc_lod, "ScoreIndex@LOD": score_lod,
             "TargetLabel@LOD": score_lod}
+
+
+def _sample(inds: list, mapped: list | None, num: int, rng):
+    """Reservoir sampling that moves `mapped` (the matched ground truth) along with inds."""
+    inds, mapped = list(inds), None if mapped is None else list(mapped)
+    if rng is not None and len(inds) > num:
+        for i in range(num, len(inds)):
+            r = int(np.floor(rng.uniform() * i))
+            if r < num:
+                inds[r], inds[i] = inds[i], inds[r]
+                if mapped is not None:
+                    mapped[r], mapped[i] = mapped[i], mapped[r]
+    return inds[:num], None if mapped is None else mapped[:num]
+
+
+def _fast_rcnn_image(rois, gt, classes, crowd, scale, attrs, rng):
+    """One image's sampled (rois, labels, targets, weights) as fluid's SampleRoisForOneImage:
+    candidates are the ground truth (crowd boxes left out) then the proposals in the original
+    image's pixels, foreground over fg_thresh (matched to its best ground truth), background
+    in [bg_thresh_lo, bg_thresh_hi), each reservoir-sampled."""
+    boxes = np.concatenate([gt, rois / scale])
+    ov = overlaps(boxes, gt)
+    best = ov.max(axis=1)
+    fg, mapped, bg = [], [], []
+    for i in range(boxes.shape[0]):
+        top = -1.0 if i < gt.shape[0] and crowd[i] else best[i]
+        if top >= attrs["fg_thresh"]:
+            fg.append(i)
+            mapped.append(int(np.nonzero(np.abs(top - ov[i]) < 1e-5)[0][0]))
+        elif attrs["bg_thresh_lo"] <= top < attrs["bg_thresh_hi"]:
+            bg.append(i)
+    per_im = attrs["batch_size_per_im"]
+    fg, mapped = _sample(fg, mapped, min(int(np.floor(per_im * attrs["fg_fraction"])),
+                                         len(fg)), rng)
+    bg, _ = _sample(bg, None, min(per_im - len(fg), len(bg)), rng)
+    picked = boxes[fg + bg]
+    labels = np.concatenate([classes[mapped], np.zeros(len(bg), dtype=np.int64)])
+    width = 4 * attrs["class_nums"]
+    targets = np.zeros((len(picked), width))
+    weights = np.zeros((len(picked), width))
+    if fg:
+        deltas = box_to_delta(picked[:len(fg)], gt[mapped]) / np.asarray(
+            attrs["bbox_reg_weights"])
+        for row in range(len(fg)):
+            if labels[row] > 0:
+                col = 4 * (1 if attrs["is_cls_agnostic"] else labels[row])
+                targets[row, col:col + 4] = deltas[row]
+                weights[row, col:col + 4] = 1.0
+    return picked * scale, labels, targets, weights
+
+
+@kernel("generate_proposal_labels", context=True)
+def generate_proposal_labels(xp, ins, attrs, want, ctx):
+    op = "generate_proposal_labels"
+    if attrs["is_cascade_rcnn"]:
+        # fluid 1.8.5's cascade path samples without the ground truth and scales some of its
+        # output ROIs twice (seen running it in fluid 1.8.5); that is not reproduced here
+        raise InvalidArgumentError(
+            f"{op}: is_cascade_rcnn=True (Cascade R-CNN's later stages) is not provided by "
+            f"spmd; use is_cascade_rcnn=False (Faster R-CNN's sampling)")
+    rois = host(ins["RpnRois"]).astype(np.float64)
+    gts = host(ins["GtBoxes"]).astype(np.float64)
+    classes = host(ins["GtClasses"]).reshape(-1).astype(np.int64)
+    crowd = host(ins["IsCrowd"]).reshape(-1)
+    info = host(ins["ImInfo"]).astype(np.float64).reshape(-1, 3)
+    roff, goff = _offsets(ins, "RpnRois", op), _offsets(ins, "GtBoxes", op)
+    if roff.size != goff.size or roff.size - 1 != info.shape[0]:
+        raise InvalidArgumentError(
+            f"{op}: RpnRois' LoD holds {roff.size - 1} images, GtBoxes' {goff.size - 1} and "
+            f"ImInfo {info.shape[0]}; give each one sequence per image")
+    rng = ctx.rng if attrs["use_random"] else None
+    parts = [_fast_rcnn_image(rois[roff[i]:roff[i + 1]], gts[goff[i]:goff[i + 1]],
+                              classes[goff[i]:goff[i + 1]], crowd[goff[i]:goff[i + 1]],
+                              info[i, 2], attrs, rng) for i in range(info.shape[0])]
+    lod = make_lod([[0, *np.cumsum([len(p[1]) for p in parts]).tolist()]])
+    dtype = ins["RpnRois"].dtype
+    width = 4 * attrs["class_nums"]
+    cat = [np.concatenate([p[k] for p in parts]) for k in range(4)]
+    res = {"Rois": xp.asarray(cat[0].reshape(-1, 4), dtype=dtype),
+           "LabelsInt32": xp.asarray(cat[1].astype(np.int32).reshape(-1, 1)),
+           "BboxTargets": xp.asarray(cat[2].reshape(-1, width), dtype=dtype),
+           "BboxInsideWeights": xp.asarray(cat[3].reshape(-1, width), dtype=dtype),
+           "BboxOutsideWeights": xp.asarray(cat[3].reshape(-1, width), dtype=dtype)}
+    res.update({slot + "@LOD": lod for slot in list(res)})
+    return res

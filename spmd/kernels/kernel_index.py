@@ -59,8 +59,8 @@ MODULES = {
         "multiclass_nms", "multiclass_nms2",
     ),
     "spmd.kernels.detection_proposals": (
-        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposals",
-        "rpn_target_assign",
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
+        "generate_proposals", "rpn_target_assign",
     ),
     "spmd.kernels.detection_roi": (
         "prroi_pool", "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align",

@@ -1,8 +1,8 @@
 """fluid.layers' YOLO, ROI-pooling, box and proposal layers (fluid 1.8's layers/detection.py
 and the ROI layers of nn.py): yolo_box, yolov3_loss, roi_align, roi_pool, psroi_pool,
 prroi_pool, anchor_generator, box_decoder_and_assign, polygon_box_transform,
-generate_proposals, distribute_fpn_proposals, collect_fpn_proposals, rpn_target_assign. The
-ops are in
+generate_proposals, distribute_fpn_proposals, collect_fpn_proposals, rpn_target_assign,
+generate_proposal_labels. The ops are in
 spmd/ops/detection_roi.py and detection_proposals.py.
 
 ROIs are [R, 4] (x1, y1, x2, y2) Variables with lod_level=1: their LoD says how many ROIs
@@ -22,9 +22,9 @@ from . import tensor
 from .helper import LayerHelper, check_variable
 
 __all__ = ["anchor_generator", "box_decoder_and_assign", "collect_fpn_proposals",
-           "distribute_fpn_proposals", "generate_proposals", "polygon_box_transform",
-           "prroi_pool", "psroi_pool", "roi_align", "roi_pool", "rpn_target_assign", "yolo_box",
-           "yolov3_loss"]
+           "distribute_fpn_proposals", "generate_proposal_labels", "generate_proposals",
+           "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool",
+           "rpn_target_assign", "yolo_box", "yolov3_loss"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -361,3 +361,40 @@ def rpn_target_assign(bbox_pred, cls_logits, anchor_box, anchor_var, gt_boxes, i
     scores = tensor.gather(tensor.reshape(cls_logits, (-1, 1)), outs["ScoreIndex"])
     locations = tensor.gather(tensor.reshape(bbox_pred, (-1, 4)), outs["LocationIndex"])
     return scores, locations, outs["TargetLabel"], outs["TargetBBox"], outs["BBoxInsideWeight"]
+
+
+def generate_proposal_labels(rpn_rois, gt_classes, is_crowd, gt_boxes, im_info,
+                             batch_size_per_im=256, fg_fraction=0.25, fg_thresh=0.25,
+                             bg_thresh_hi=0.5, bg_thresh_lo=0.0,
+                             bbox_reg_weights=(0.1, 0.1, 0.2, 0.2), class_nums=None,
+                             use_random=True, is_cls_agnostic=False, is_cascade_rcnn=False):
+    """Fast R-CNN training samples per image from the proposals and the ground truth (all
+    with LoD): (rois, labels_int32, bbox_targets [R, 4 * class_nums], bbox_inside_weights,
+    bbox_outside_weights), as fluid's layer. use_random samples from spmd's generator.
+
+    >>> # rois, labels, targets, w_in, w_out = generate_proposal_labels(
+    >>> #     rpn_rois, gt_classes, is_crowd, gt_boxes, im_info, class_nums=81)
+    """
+    where = "generate_proposal_labels"
+    for arg, v in (("rpn_rois", rpn_rois), ("gt_boxes", gt_boxes), ("im_info", im_info)):
+        check_variable(v, arg, where, _FLOATS)
+    check_variable(gt_classes, "gt_classes", where, {"int32"})
+    check_variable(is_crowd, "is_crowd", where, {"int32"})
+    if not isinstance(class_nums, numbers.Integral) or class_nums <= 0:
+        raise InvalidArgumentError(f"{where}: class_nums (the classes, background included) "
+                                   f"must be a positive int, got {class_nums!r}")
+    helper = LayerHelper(where)
+    slots = ("Rois", "LabelsInt32", "BboxTargets", "BboxInsideWeights", "BboxOutsideWeights")
+    outs = {s: helper.create_variable_for_type_inference(
+        "int32" if s == "LabelsInt32" else rpn_rois.dtype, stop_gradient=True) for s in slots}
+    helper.append_op(where, {"RpnRois": [rpn_rois], "GtClasses": [gt_classes],
+                             "IsCrowd": [is_crowd], "GtBoxes": [gt_boxes], "ImInfo": [im_info]},
+                     {k: [v] for k, v in outs.items()},
+                     {"batch_size_per_im": int(batch_size_per_im),
+                      "fg_fraction": float(fg_fraction), "fg_thresh": float(fg_thresh),
+                      "bg_thresh_hi": float(bg_thresh_hi), "bg_thresh_lo": float(bg_thresh_lo),
+                      "bbox_reg_weights": [float(w) for w in bbox_reg_weights],
+                      "class_nums": int(class_nums), "use_random": bool(use_random),
+                      "is_cls_agnostic": bool(is_cls_agnostic),
+                      "is_cascade_rcnn": bool(is_cascade_rcnn)})
+    return tuple(outs[s] for s in slots)

@@ -31,8 +31,9 @@ MODULES = {
     ),
     "detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "collect_fpn_proposals",
-        "distribute_fpn_proposals", "generate_proposals", "polygon_box_transform", "prroi_pool",
-        "psroi_pool", "roi_align", "roi_pool", "rpn_target_assign", "yolo_box", "yolov3_loss",
+        "distribute_fpn_proposals", "generate_proposal_labels", "generate_proposals",
+        "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool",
+        "rpn_target_assign", "yolo_box", "yolov3_loss",
     ),
     "detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_output",

@@ -96,3 +96,33 @@ def _rpn_target_assign(ctx):
     ctx.set_output("BBoxInsideWeight", (-1, 4), anchor.dtype)
     for slot in ("LocationIndex", "ScoreIndex", "TargetBBox", "TargetLabel", "BBoxInsideWeight"):
         ctx.set_lod_level(slot, 1)
+
+
+@define_op("generate_proposal_labels",
+           inputs=["RpnRois", "GtClasses", "IsCrowd", "GtBoxes", "ImInfo"],
+           outputs=["Rois", "LabelsInt32", "BboxTargets", "BboxInsideWeights",
+                    "BboxOutsideWeights"], grad=None, random=True,
+           lod_inputs=("RpnRois", "GtClasses", "IsCrowd", "GtBoxes"),
+           lod_outputs=("Rois", "LabelsInt32", "BboxTargets", "BboxInsideWeights",
+                        "BboxOutsideWeights"),
+           attrs={"batch_size_per_im": ("int", 256), "fg_fraction": ("float", 0.25),
+                  "fg_thresh": ("float", 0.25), "bg_thresh_hi": ("float", 0.5),
+                  "bg_thresh_lo": ("float", 0.0),
+                  "bbox_reg_weights": ("floats", [0.1, 0.1, 0.2, 0.2]), "class_nums": "int",
+                  "use_random": ("bool", True), "is_cascade_rcnn": ("bool", False),
+                  "is_cls_agnostic": ("bool", False)})
+def _generate_proposal_labels(ctx):
+    rois = ctx.input("RpnRois")
+    ctx.check(len(rois.shape) == 2 and rois.shape[1] in (4, -1),
+              f"RpnRois must be [R, 4] with LoD (ROIs per image), got {list(rois.shape)}")
+    ctx.check(ctx.attr("class_nums") > 0, f"class_nums must be > 0, got {ctx.attr('class_nums')}")
+    ctx.check(len(ctx.attr("bbox_reg_weights")) == 4,
+              f"bbox_reg_weights must hold 4 numbers, got {ctx.attr('bbox_reg_weights')}")
+    width = 4 * ctx.attr("class_nums")
+    ctx.set_output("Rois", (-1, 4), rois.dtype)
+    ctx.set_output("LabelsInt32", (-1, 1), "int32")
+    for slot in ("BboxTargets", "BboxInsideWeights", "BboxOutsideWeights"):
+        ctx.set_output(slot, (-1, width), rois.dtype)
+    for slot in ("Rois", "LabelsInt32", "BboxTargets", "BboxInsideWeights",
+                 "BboxOutsideWeights"):
+        ctx.set_lod_level(slot, 1)

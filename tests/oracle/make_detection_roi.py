@@ -280,6 +280,30 @@ def proposal_cases():
             rpn = dict(rpn, ImInfo=[np.array([[60, 60, 1.5], [50, 64, 1.0]], "float32")])
         cases[name] = {"op": "rpn_target_assign", "inputs": rpn, "lod": rpn_lod,
                        "attrs": attrs, "outputs": rpn_out}
+    # Fast R-CNN sampling: proposals (in the scaled image) around the ground truth, and others
+    jitter = np.concatenate([gt + R.uniform(-4, 4, gt.shape), gt + R.uniform(-9, 9, gt.shape),
+                             _boxes(6, 6, 30)]).astype("float32")
+    jitter[:, 2:] = np.maximum(jitter[:, 2:], jitter[:, :2] + 2)
+    lab = {"RpnRois": [np.concatenate([jitter[[0, 1, 2, 5, 6, 7, 10, 11, 12]] * 1.5,
+                                       jitter[[3, 4, 8, 9, 13, 14, 15]]]).astype("float32")],
+           "GtClasses": [np.array([[1], [3], [2], [2], [1]], "int32")],
+           "IsCrowd": [crowd], "GtBoxes": [gt],
+           "ImInfo": [np.array([[90, 90, 1.5], [50, 64, 1.0]], "float32")]}
+    lab_lod = {"RpnRois": [[[9, 7]]], "GtClasses": [[[3, 2]]], "IsCrowd": [[[3, 2]]],
+               "GtBoxes": [[[3, 2]]]}
+    lab_out = {"Rois": 1, "LabelsInt32": 1, "BboxTargets": 1, "BboxInsideWeights": 1,
+               "BboxOutsideWeights": 1}
+    for name, extra in (("generate_proposal_labels", {}),
+                        ("generate_proposal_labels_agnostic_few",
+                         {"is_cls_agnostic": True, "batch_size_per_im": 6,
+                          "fg_fraction": 0.5})):
+        attrs = {"batch_size_per_im": 32, "fg_fraction": 0.25, "fg_thresh": 0.5,
+                 "bg_thresh_hi": 0.5, "bg_thresh_lo": 0.0,
+                 "bbox_reg_weights": [0.1, 0.1, 0.2, 0.2], "class_nums": 4,
+                 "use_random": False, "is_cls_agnostic": False, "is_cascade_rcnn": False}
+        attrs.update(extra)
+        cases[name] = {"op": "generate_proposal_labels", "inputs": lab, "lod": lab_lod,
+                       "attrs": attrs, "outputs": lab_out}
     return cases
 
 

@@ -244,3 +244,56 @@ def test_rpn_target_assign_samples_labels_that_follow_the_overlaps():
         image_gt = gt[:2] if img == 0 else gt[2:]
         j = overlaps(fg_anchor[row:row + 1], image_gt.astype(np.float64)).argmax()
         np.testing.assert_allclose(box, image_gt[j], atol=1e-3)
+
+
+def test_generate_proposal_labels_samples_and_targets():
+    """use_random from spmd's generator (use_random=False equals fluid 1.8.5's, stored): per
+    image at most batch_size_per_im rows, at most fg_fraction of them foreground; each
+    foreground row overlaps its ground truth by >= fg_thresh and carries that box's class
+    and, in that class's 4 columns only, the deltas (divided by bbox_reg_weights) that decode
+    the row into the box; background rows overlap every box by < bg_thresh_hi and carry none.
+    A crowd box is never a sample itself (a proposal may still match it, as in fluid)."""
+    from spmd.kernels.detection_proposals import decode, overlaps
+
+    gt = np.array([[2, 3, 20, 24], [30, 28, 56, 50], [8, 30, 40, 60]], "float32")
+    classes = np.array([[1], [2], [3]], "int32")
+    crowd = np.array([[0], [0], [1]], "int32")
+    proposals = np.concatenate([gt + RNG.uniform(-3, 3, gt.shape),
+                                RNG.uniform(0, 40, (10, 2)).repeat(2, axis=1)
+                                + [0, 0, 12, 12]]).astype("float32")
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 9
+    with fluid.program_guard(main, startup):
+        names = ("rois", "classes", "crowd", "gt")
+        v = [fluid.data(n, [None, 1 if n in ("classes", "crowd") else 4],
+                        dtype="int32" if n in ("classes", "crowd") else "float32",
+                        lod_level=1) for n in names]
+        info = fluid.data("info", [None, 3])
+        outs = fluid.layers.generate_proposal_labels(
+            v[0], v[1], v[2], v[3], info, batch_size_per_im=8, fg_fraction=0.5,
+            fg_thresh=0.5, class_nums=4, bbox_reg_weights=[0.1, 0.1, 0.2, 0.2])
+    place = fluid.CPUPlace()
+    feed = {"rois": fluid.create_lod_tensor(proposals, [[len(proposals)]], place),
+            "classes": fluid.create_lod_tensor(classes, [[3]], place),
+            "crowd": fluid.create_lod_tensor(crowd, [[3]], place),
+            "gt": fluid.create_lod_tensor(gt, [[3]], place),
+            "info": np.array([[64, 64, 1.0]], "float32")}
+    rois, labels, targets, inside, outside = fluid.Executor(place).run(
+        main, feed=feed, fetch_list=list(outs), return_numpy=False)
+    assert rois.recursive_sequence_lengths() == labels.recursive_sequence_lengths()
+    rois, labels = np.array(rois, np.float64), np.array(labels)[:, 0]
+    targets, inside = np.array(targets, np.float64), np.array(inside)
+    np.testing.assert_array_equal(inside, np.array(outside))
+    assert len(rois) <= 8 and 1 <= (labels > 0).sum() <= 4
+    ov = overlaps(rois, gt.astype(np.float64))
+    assert not any(np.allclose(r, gt[2]) for r in rois)  # the crowd box is no sample
+    for row, (box, label) in enumerate(zip(rois, labels)):
+        cols = np.nonzero(inside[row])[0]
+        if label == 0:
+            assert ov[row].max() < 0.5 and cols.size == 0
+            continue
+        j = int(ov[row].argmax())
+        assert ov[row, j] >= 0.5 and label == classes[j, 0]
+        np.testing.assert_array_equal(cols, np.arange(4 * label, 4 * label + 4))
+        back = decode(box[None], targets[row:row + 1, cols], np.array([[0.1, 0.1, 0.2, 0.2]]))
+        np.testing.assert_allclose(back[0], gt[j], atol=1e-3)

@@ -218,6 +218,31 @@ def _stop_profile(profiling: bool, stats: _Stats):
           flush=True)
 
 
+class FetchHandler:
+    """fluid.executor.FetchHandler: give train_from_dataset(fetch_handler=...) a subclass;
+    every `period_secs` its handler(res_dict) gets {key: the value of var_dict[key]} (numpy,
+    or None while the variable holds nothing).
+
+    >>> handler = FetchHandler(var_dict={"bias": "fc_0.b_0"}, period_secs=10)
+    >>> handler.handler({"bias": np.array([0.5])})  # doctest: +NORMALIZE_WHITESPACE
+    bias[0]: 0.5
+    """
+
+    def __init__(self, var_dict=None, period_secs=60):
+        if var_dict is None:
+            raise InvalidArgumentError(
+                "FetchHandler needs var_dict: {key: a Variable (or its name)} to fetch")
+        self.var_dict = var_dict
+        self.period_secs = period_secs
+
+    def handler(self, res_dict):
+        """Print the first element of each fetched value (fluid's default)."""
+        for key, value in res_dict.items():
+            if isinstance(value, np.ndarray):
+                sys.stdout.write(f"{key}[0]: {value[0]} ")
+        sys.stdout.write("\n")
+
+
 class _HandlerClock:
     """fluid's FetchHandler: every period_secs its handler gets {key: the variable's value}
     read from the scope (None while the variable holds nothing)."""

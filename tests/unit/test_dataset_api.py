@@ -13,6 +13,7 @@ import pytest
 
 import spmd.fluid as fluid
 from spmd.core.lod import LoDTensor
+from spmd.executor.dataset_run import FetchHandler
 
 
 def write(path, rows):
@@ -156,18 +157,13 @@ def test_fetch_handler_gets_the_variables_values(tmp_path):
     path = write(tmp_path / "d.txt", model.rows(8, 16))
     seen = []
 
-    class Handler:
-        period_secs = 0
-
-        def __init__(self, var_dict):
-            self.var_dict = var_dict
-
+    class Handler(FetchHandler):
         def handler(self, res):
             seen.append(res)
 
     def run(exe, main, variables, loss, scope):
         exe.train_from_dataset(main, dataset("QueueDataset", variables, [path]), scope=scope,
-                               fetch_handler=Handler({"w": "fc_1.b_0"}))
+                               fetch_handler=Handler({"w": "fc_1.b_0"}, period_secs=0))
 
     final = trained(run)
     assert len(seen) == 2 and set(seen[-1]) == {"w"}

@@ -216,3 +216,43 @@ def test_layer_helper_builds_a_custom_layer():
 def test_core_modes_accept_fluids_calls():
     fluid.core._set_eager_deletion_mode(0.0, 1.0, True)
     fluid.core._set_fuse_parameter_group_size(3)
+
+
+def test_layer_function_generator():
+    from spmd.fluid.layers import layer_function_generator as lfg
+
+    add = lfg.generate_layer_fn("elementwise_add")
+    sigmoid = lfg.generate_activation_fn("sigmoid")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        a = fluid.data("a", [None, 2], "float32")
+        b = fluid.data("b", [None, 2], "float32")
+        c = add(a, y=b, axis=-1)
+        s = sigmoid(a)
+        with pytest.raises(ValueError, match="must be variable"):
+            add(a, y=3.0)
+    exe = fluid.Executor(fluid.CPUPlace())
+    got_c, got_s = exe.run(main, feed={"a": np.zeros((1, 2), "float32"),
+                                       "b": np.ones((1, 2), "float32")}, fetch_list=[c, s])
+    np.testing.assert_array_equal(got_c, [[1.0, 1.0]])
+    np.testing.assert_allclose(got_s, [[0.5, 0.5]])
+
+    @lfg.deprecated
+    def old():
+        return 1
+
+    with pytest.warns(DeprecationWarning, match="old"):
+        assert old() == 1
+
+    @lfg.templatedoc()
+    def documented():
+        """${comment} Kept text."""
+
+    assert documented.__doc__.strip() == "Kept text."
+    assert lfg.autodoc(" more")(documented).__doc__.endswith(" more")
+
+
+def test_fleet_version_is_the_transpiler():
+    from spmd.fluid.incubate.fleet.parameter_server.version import is_transpiler
+
+    assert is_transpiler()

@@ -9,11 +9,15 @@ from .. import _keep_functions
 
 # spmd.layers' names, but fluid 1.8's modules (fluid.layers.nn, .io, ...) by their own names
 _MODULES = {m.name for m in _pkgutil.iter_modules(__path__)}
+# fluid 1.8's distributions (fluid.layers.Normal is the distribution there, not the
+# initializer of the same name)
+_DISTRIBUTIONS = ("Categorical", "MultivariateNormalDiag", "Normal", "Uniform")
 __getattr__, __dir__ = _lazy.attach(__name__, {
-    name: f"spmd.layers:{name}" for name in _layers.__all__ if name not in _MODULES
+    **{name: f"spmd.layers:{name}" for name in _layers.__all__ if name not in _MODULES},
+    **{name: f".distributions:{name}" for name in _DISTRIBUTIONS},
 }, submodules=True)
 
-__all__ = list(_layers.FLUID_LAYERS_NAMES)
+__all__ = list(dict.fromkeys([*_layers.FLUID_LAYERS_NAMES, *_DISTRIBUTIONS]))
 
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 SUBNET = "10.77.0"
 EMULATION_ENV = {"UCX_TLS": "tcp,self"}
+CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
 
 
 def skip_reason() -> str | None:
@@ -53,10 +54,20 @@ class Node:
     host: str
     procs: list = field(default_factory=list)
 
-    def wrap(self, cmd: list[str]) -> list[str]:
-        """`cmd` run inside this node (its network namespace, its host name)."""
+    def wrap(self, cmd: list[str], cgroup: bool = False) -> list[str]:
+        """`cmd` run inside this node (its network namespace, its host name). `cgroup`: with
+        a cgroup file system on /sys/fs/cgroup, which `ip netns exec` hides under the node's
+        own /sys (slurmd needs one)."""
+        # the machine's controllers again, as the machine has them (cgroup v1 on a tmpfs)
+        mount = ("mount -t tmpfs cgroup /sys/fs/cgroup && for c in " + " ".join(CGROUP_V1) +
+                 "; do mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup "
+                 "/sys/fs/cgroup/$c; done; mkdir -p /sys/fs/cgroup/systemd && mount -t cgroup "
+                 "-o none,name=systemd cgroup /sys/fs/cgroup/systemd; ") if cgroup else ""
         return ["ip", "netns", "exec", self.ns, "unshare", "--uts", "sh", "-c",
-                'hostname "$0" && exec "$@"', self.host, *cmd]
+                f'{mount}hostname "$0" && exec "$@"', self.host, *cmd]
+
+    def wrap_with_cgroup(self, cmd: list[str]) -> list[str]:
+        return self.wrap(cmd, cgroup=True)
 
     def env(self, base: dict) -> dict:
         return {**base, **EMULATION_ENV}
@@ -112,15 +123,25 @@ def _remove(nodes: list[Node]) -> list[str]:
 
 
 @contextlib.contextmanager
-def two_nodes():
-    """Yields (node 0, node 1); removes both on exit. Call skip_reason() first."""
+def two_nodes(resolvable: bool = False):
+    """Yields (node 0, node 1); removes both on exit. Call skip_reason() first.
+    `resolvable`: each node's /etc/hosts names both (`ip netns exec` puts /etc/netns/NS/hosts
+    there), as a cluster's DNS would; otherwise a node's name resolves nowhere but in itself
+    (and not even there), so only addresses work."""
     tag = uuid.uuid4().hex[:6]
     nodes = [Node(i, f"spmd{tag}n{i}", f"{SUBNET}.{i + 1}", f"node{i}-{tag}") for i in range(2)]
     made: list[Node] = []
+    etc = [f"/etc/netns/{n.ns}" for n in nodes]
     try:
         for node in nodes:
             _ip("netns", "add", node.ns)
             made.append(node)
+        if resolvable:
+            hosts = "127.0.0.1 localhost\n" + "".join(f"{n.ip} {n.host}\n" for n in nodes)
+            for path in etc:
+                os.makedirs(path, exist_ok=True)
+                with open(f"{path}/hosts", "w") as f:
+                    f.write(hosts)
         veth = [f"ve{tag}{i}" for i in range(2)]
         _ip("link", "add", veth[0], "type", "veth", "peer", "name", veth[1])
         for node, dev in zip(nodes, veth):
@@ -131,6 +152,8 @@ def two_nodes():
         yield nodes[0], nodes[1]
     finally:
         _remove(made)
+        for path in etc:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def left_in(nodes) -> list[str]:

@@ -256,3 +256,24 @@ def test_fleet_version_is_the_transpiler():
     from spmd.fluid.incubate.fleet.parameter_server.version import is_transpiler
 
     assert is_transpiler()
+
+
+def test_collective_op_based_optimizer_passes_through():
+    from spmd.fluid.incubate.fleet.collective import (
+        CollectiveOpBasedOptimizer,
+        DistFCConfig,
+        DistributedStrategy,
+        LambConfig,
+    )
+
+    assert LambConfig() is not None and DistFCConfig() is not None
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2], "float32")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 1))
+        opt = CollectiveOpBasedOptimizer(fluid.optimizer.SGD(0.1), DistributedStrategy())
+        params_grads = opt.backward(loss)
+        ops = opt.apply_gradients(params_grads)
+    assert len(params_grads) == 2 and [op.type for op in ops] == ["sgd", "sgd"]
+    with pytest.raises(TypeError, match="DistributedStrategy"):
+        CollectiveOpBasedOptimizer(fluid.optimizer.SGD(0.1))

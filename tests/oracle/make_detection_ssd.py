@@ -57,6 +57,12 @@ MAP_GT = np.array([[1, 0, 0.1, 0.1, 0.4, 0.4], [2, 0, 0.1, 0.5, 0.4, 0.9],
                    [1, 1, 0.5, 0.5, 0.9, 0.9], [2, 0, 0.2, 0.2, 0.6, 0.6],
                    [1, 0, 0.6, 0.6, 0.9, 0.9]], "float32")
 MAP_GT_LOD = [[3, 2]]
+MAP_GT5 = np.delete(MAP_GT, 1, axis=1)  # [label, box]: no difficult column
+DET3 = np.concatenate([DET, [[2, 0.5, 0.6, 0.6, 0.9, 0.9], [1, 0.4, 0.0, 0.0, 1.2, 1.1]]]
+                      ).astype("float32")
+DET3_LOD = [[4, 2, 2]]
+GT3 = np.concatenate([MAP_GT[:3], MAP_GT[3:]]).astype("float32")
+GT3_LOD = [[3, 0, 2]]  # the middle image has no ground truth: its detections are false
 
 
 def _op(fluid, op_type, inputs, outputs, attrs):
@@ -201,8 +207,52 @@ CASES = {
     "detection_map": ({"det": (DET, DET_LOD), "gt": (MAP_GT, MAP_GT_LOD)}, lambda F, d: [
         F.layers.detection.detection_map(d["det"], d["gt"], 3, overlap_threshold=0.5),
         F.layers.detection.detection_map(d["det"], d["gt"], 3, overlap_threshold=0.5,
-                               evaluate_difficult=False, ap_version="11point")]),
+                                         evaluate_difficult=False, ap_version="11point")]),
+    "detection_map_more": ({"det": (DET3, DET3_LOD), "gt": (GT3, GT3_LOD),
+                            "gt5": (MAP_GT5, MAP_GT_LOD), "det2": (DET, DET_LOD)},
+                           lambda F, d: [
+        F.layers.detection.detection_map(d["det"], d["gt"], 3, overlap_threshold=0.3),
+        F.layers.detection.detection_map(d["det"], d["gt"], 4, overlap_threshold=0.6,
+                                         ap_version="11point"),
+        F.layers.detection.detection_map(d["det2"], d["gt5"], 3, overlap_threshold=0.5)]),
 }
+
+
+# fluid.metrics.DetectionMAP over batches: (detections, LoD), then ground truth rows of
+# [label, difficult, box] per image
+METRIC_BATCHES = [(DET, DET_LOD, MAP_GT, MAP_GT_LOD), (DET3, DET3_LOD, GT3, GT3_LOD),
+                  (DET[2:], [[2, 2]], MAP_GT[1:], [[2, 2]])]
+
+
+def run_metric(fluid):
+    """The current and accumulated mAP of METRIC_BATCHES fed in turn, reset before the last:
+    a list of floats [cur, accum] per batch."""
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard():
+        with fluid.program_guard(prog, startup):
+            det = fluid.data("det", [None, 6], "float32", lod_level=1)
+            label = fluid.data("label", [None, 1], "int32", lod_level=1)
+            difficult = fluid.data("difficult", [None, 1], "int32", lod_level=1)
+            box = fluid.data("box", [None, 4], "float32", lod_level=1)
+            metric = fluid.metrics.DetectionMAP(det, label, box, difficult, class_num=3,
+                                                overlap_threshold=0.5,
+                                                evaluate_difficult=False)
+            cur, accum = metric.get_map_var()
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    out = []
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        for i, (d, d_lod, gt, gt_lod) in enumerate(METRIC_BATCHES):
+            if i == len(METRIC_BATCHES) - 1:
+                metric.reset(exe)
+            feed = {"det": _feed(fluid, d, d_lod),
+                    "label": _feed(fluid, gt[:, :1].astype("int32"), gt_lod),
+                    "difficult": _feed(fluid, gt[:, 1:2].astype("int32"), gt_lod),
+                    "box": _feed(fluid, gt[:, 2:], gt_lod)}
+            values = exe.run(prog, feed=feed, fetch_list=[cur, accum])
+            out.append([float(np.array(v).reshape(-1)[0]) for v in values])
+    return out
 
 
 def param_values(names_and_shapes):
@@ -266,6 +316,7 @@ def main():
     out = {}
     for name in sorted(CASES):
         out[name] = [{"value": v, "lod": lod} for v, lod in run_case(fluid, name)]
+    out["detection_map_metric"] = run_metric(fluid)
     example = load_example("paddle.fluid")
     out["ssd_tiny_losses"] = {opt: example.first_losses(optimizer=opt)
                               for opt in ("rmsprop", "momentum")}

@@ -11,6 +11,7 @@ from oracle.make_metrics import EDGE_CASES, run_edge
 from oracle_io import load
 
 import spmd.fluid as fluid
+from spmd.errors import InvalidArgumentError
 
 ORACLE = load("metrics")
 
@@ -68,8 +69,9 @@ def test_auc_needs_two_columns():
         fluid.metrics.Auc("auc").update(np.array([[0.3], [0.8]]), np.array([[0], [1]]))
 
 
-def test_detection_map_says_why_it_is_missing():
-    """fluid.metrics lists DetectionMAP; spmd has no detection_map op, and says so."""
+def test_detection_map_names_its_arguments():
+    """fluid.metrics.DetectionMAP builds detection_map ops (tests/unit/test_ops_detection_ssd
+    _oracle.py checks its numbers); arguments that are not Variables are named."""
     assert "DetectionMAP" in fluid.metrics.__all__
-    with pytest.raises(NotImplementedError, match="no detection_map op"):
-        fluid.metrics.DetectionMAP(None, None, None)
+    with pytest.raises(InvalidArgumentError, match="input must be a Variable"):
+        fluid.metrics.DetectionMAP(None, None, None, class_num=3)

@@ -1,11 +1,12 @@
 """The SSD-family detection layers against stored outputs of real fluid (PaddlePaddle 1.8.5,
 tests/oracle/make_detection_ssd.py): the same programs on the same inputs and parameters,
-every output's values, dtype and LoD."""
+every output's values, dtype and LoD; and fluid.metrics.DetectionMAP's current and
+accumulated mAP over three batches with a reset before the last."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle.make_detection_ssd import CASES, run_case
+from oracle.make_detection_ssd import CASES, run_case, run_metric
 from oracle_io import load
 
 import spmd.fluid as fluid
@@ -30,3 +31,10 @@ def test_matches_fluid(name):
 
 def test_every_case_is_stored():
     assert sorted(CASES) == sorted(k for k in ORACLE if k in CASES)
+
+
+def test_detection_map_metric_accumulates_as_fluid():
+    got = run_metric(fluid)
+    want = ORACLE["detection_map_metric"]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got[1][1] != got[1][0], "the accumulated mAP should differ from the batch's"

@@ -250,44 +250,56 @@ def _rpn_labels(ov, attrs, rng):
         np.concatenate([np.ones(fg_final.size), np.zeros(bg_final.size)])
 
 
-@kernel("rpn_target_assign", context=True)
-def rpn_target_assign(xp, ins, attrs, want, ctx):
+def _anchor_targets(ins, attrs, op: str, straddle: float, rng, labels=None):
+    """Per image: anchors inside (straddle < 0: all), the non-crowd ground truth scaled by
+    im_info, fluid's ScoreAssign; the targets of the images laid end to end (indices offset
+    by anchors * image), their LoDs, and each image's foreground count. With `labels` (one
+    class per box) the foreground's label is its box's class instead of 1."""
     anchors = host(ins["Anchor"]).astype(np.float64).reshape(-1, 4)
     gts = host(ins["GtBoxes"]).astype(np.float64)
     crowd = host(ins["IsCrowd"]).reshape(-1)
     info = host(ins["ImInfo"]).astype(np.float64).reshape(-1, 3)
-    off = _offsets(ins, "GtBoxes", "rpn_target_assign")
+    off = _offsets(ins, "GtBoxes", op)
     if off.size - 1 != info.shape[0]:
         raise InvalidArgumentError(
-            f"rpn_target_assign: GtBoxes' LoD holds {off.size - 1} images, ImInfo "
-            f"{info.shape[0]}; give one LoD sequence of boxes per image")
-    rng = ctx.rng if attrs["use_random"] else None
-    t = attrs["rpn_straddle_thresh"]
+            f"{op}: GtBoxes' LoD holds {off.size - 1} images, ImInfo {info.shape[0]}; give "
+            f"one LoD sequence of boxes per image")
     parts = {k: [] for k in ("loc", "score", "bbox", "label", "weight")}
+    fg_counts = []
     for i in range(info.shape[0]):
         height, width, scale = info[i]
+        t = straddle
         if t >= 0:
             inside = np.nonzero((anchors[:, 0] >= -t) & (anchors[:, 1] >= -t)
                                 & (anchors[:, 2] < width + t) & (anchors[:, 3] < height + t))[0]
         else:
             inside = np.arange(anchors.shape[0])
-        gt = gts[off[i]:off[i + 1]][crowd[off[i]:off[i + 1]] == 0] * scale
+        keep = crowd[off[i]:off[i + 1]] == 0
+        gt = gts[off[i]:off[i + 1]][keep] * scale
         if gt.shape[0] == 0 or inside.size == 0:
             raise InvalidArgumentError(
-                f"rpn_target_assign: image {i} has {gt.shape[0]} non-crowd ground-truth boxes "
-                f"and {inside.size} anchors inside it; each image needs at least one of both")
+                f"{op}: image {i} has {gt.shape[0]} non-crowd ground-truth boxes and "
+                f"{inside.size} anchors inside it; each image needs at least one of both")
         ov = overlaps(anchors[inside], gt)
         loc, weight, score, label = _rpn_labels(ov, attrs, rng)
-        matched = gt[ov.argmax(axis=1)[loc]]
-        parts["bbox"].append(box_to_delta(anchors[inside][loc], matched))
+        best = ov.argmax(axis=1)
+        if labels is not None:
+            classes = labels[off[i]:off[i + 1]][keep]
+            label = np.where(label > 0, classes[best[score]], 0)
+        parts["bbox"].append(box_to_delta(anchors[inside][loc], gt[best[loc]]))
         parts["loc"].append(inside[loc] + i * anchors.shape[0])
         parts["score"].append(inside[score] + i * anchors.shape[0])
         parts["label"].append(label)
         parts["weight"].append(np.repeat(weight[:, None], 4, axis=1))
+        fg_counts.append(int(weight.sum()))
     loc_lod = make_lod([[0, *np.cumsum([p.size for p in parts["loc"]]).tolist()]])
     score_lod = make_lod([[0, *np.cumsum([p.size for p in parts["score"]]).tolist()]])
-    dtype = ins["Anchor"].dtype
     cat = {k: np.concatenate(v) for k, v in parts.items()}
+    xp_dtype = ins["Anchor"].dtype
+    return cat, loc_lod, score_lod, fg_counts, xp_dtype
+
+
+def _target_outputs(xp, cat, loc_lod, score_lod, dtype) -> dict:
     return {"LocationIndex": xp.asarray(cat["loc"].astype(np.int32)),
             "ScoreIndex": xp.asarray(cat["score"].astype(np.int32)),
             "TargetBBox": xp.asarray(cat["bbox"].reshape(-1, 4), dtype=dtype),
@@ -296,6 +308,31 @@ def rpn_target_assign(xp, ins, attrs, want, ctx):
             "LocationIndex@LOD": loc_lod, "TargetBBox@LOD": loc_lod,
             "BBoxInsideWeight@LOD": loc_lod, "ScoreIndex@LOD": score_lod,
             "TargetLabel@LOD": score_lod}
+
+
+@kernel("rpn_target_assign", context=True)
+def rpn_target_assign(xp, ins, attrs, want, ctx):
+    rng = ctx.rng if attrs["use_random"] else None
+    cat, loc_lod, score_lod, _, dtype = _anchor_targets(
+        ins, attrs, "rpn_target_assign", attrs["rpn_straddle_thresh"], rng)
+    return _target_outputs(xp, cat, loc_lod, score_lod, dtype)
+
+
+@kernel("retinanet_target_assign")
+def retinanet_target_assign(xp, ins, attrs, want):
+    """rpn_target_assign's assignment with every anchor, none sampled away, the foreground
+    labelled with its box's class; ForegroundNumber: each image's foreground count + 1 (as
+    fluid 1.8, which keeps the focal loss' normalizer above 0)."""
+    score_attrs = {"rpn_batch_size_per_im": 0, "rpn_fg_fraction": 0.0,
+                   "rpn_positive_overlap": attrs["positive_overlap"],
+                   "rpn_negative_overlap": attrs["negative_overlap"]}
+    labels = host(ins["GtLabels"]).reshape(-1).astype(np.int64)
+    cat, loc_lod, score_lod, fg, dtype = _anchor_targets(
+        ins, score_attrs, "retinanet_target_assign", -1.0, None, labels)
+    res = _target_outputs(xp, cat, loc_lod, score_lod, dtype)
+    res["ForegroundNumber"] = xp.asarray(np.array(fg, dtype=np.int32).reshape(-1, 1) + 1)
+    res["ForegroundNumber@LOD"] = make_lod([list(range(len(fg) + 1))])
+    return res
 
 
 def _sample(inds: list, mapped: list | None, num: int, rng):

@@ -29,11 +29,13 @@ MODULES = {
         "BasicDecoder", "DecodeHelper", "GreedyEmbeddingHelper", "SampleEmbeddingHelper",
         "TrainingHelper",
     ),
+    "detection_proposals": (
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
+        "generate_proposals", "retinanet_target_assign", "rpn_target_assign",
+    ),
     "detection_roi": (
-        "anchor_generator", "box_decoder_and_assign", "collect_fpn_proposals",
-        "distribute_fpn_proposals", "generate_proposal_labels", "generate_proposals",
-        "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool",
-        "rpn_target_assign", "yolo_box", "yolov3_loss",
+        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
+        "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss",
     ),
     "detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_output",

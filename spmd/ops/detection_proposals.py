@@ -126,3 +126,17 @@ def _generate_proposal_labels(ctx):
     for slot in ("Rois", "LabelsInt32", "BboxTargets", "BboxInsideWeights",
                  "BboxOutsideWeights"):
         ctx.set_lod_level(slot, 1)
+
+
+@define_op("retinanet_target_assign",
+           inputs=["Anchor", "GtBoxes", "GtLabels", "IsCrowd", "ImInfo"],
+           outputs=["LocationIndex", "ScoreIndex", "TargetBBox", "TargetLabel",
+                    "BBoxInsideWeight", "ForegroundNumber"], grad=None,
+           lod_inputs=("GtBoxes", "GtLabels", "IsCrowd"),
+           lod_outputs=("LocationIndex", "ScoreIndex", "TargetBBox", "TargetLabel",
+                        "BBoxInsideWeight", "ForegroundNumber"),
+           attrs={"positive_overlap": ("float", 0.5), "negative_overlap": ("float", 0.4)})
+def _retinanet_target_assign(ctx):
+    _rpn_target_assign(ctx)
+    ctx.set_output("ForegroundNumber", (-1, 1), "int32")
+    ctx.set_lod_level("ForegroundNumber", 1)

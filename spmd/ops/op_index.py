@@ -55,7 +55,7 @@ MODULES = {
     ),
     "spmd.ops.detection_proposals": (
         "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-        "generate_proposals", "rpn_target_assign",
+        "generate_proposals", "retinanet_target_assign", "rpn_target_assign",
     ),
     "spmd.ops.detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",

@@ -280,6 +280,12 @@ def proposal_cases():
             rpn = dict(rpn, ImInfo=[np.array([[60, 60, 1.5], [50, 64, 1.0]], "float32")])
         cases[name] = {"op": "rpn_target_assign", "inputs": rpn, "lod": rpn_lod,
                        "attrs": attrs, "outputs": rpn_out}
+    retina = dict(rpn, GtLabels=[np.array([[1], [3], [2], [2], [1]], "int32")])
+    cases["retinanet_target_assign"] = {
+        "op": "retinanet_target_assign", "inputs": retina,
+        "lod": dict(rpn_lod, GtLabels=[[[3, 2]]]),
+        "attrs": {"positive_overlap": 0.5, "negative_overlap": 0.4},
+        "outputs": dict(rpn_out, ForegroundNumber=1)}
     # Fast R-CNN sampling: proposals (in the scaled image) around the ground truth, and others
     jitter = np.concatenate([gt + R.uniform(-4, 4, gt.shape), gt + R.uniform(-9, 9, gt.shape),
                              _boxes(6, 6, 30)]).astype("float32")

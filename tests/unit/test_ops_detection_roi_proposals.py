@@ -297,3 +297,43 @@ def test_generate_proposal_labels_samples_and_targets():
         np.testing.assert_array_equal(cols, np.arange(4 * label, 4 * label + 4))
         back = decode(box[None], targets[row:row + 1, cols], np.array([[0.1, 0.1, 0.2, 0.2]]))
         np.testing.assert_allclose(back[0], gt[j], atol=1e-3)
+
+
+def test_retinanet_target_assign_labels_anchors_with_their_boxes_class():
+    anchors = np.array([[x, y, x + s - 1, y + s - 1] for y in range(0, 40, 8)
+                        for x in range(0, 40, 8) for s in (8.0, 16.0)], "float32")
+    gt = np.array([[3, 4, 18, 20], [20, 18, 36, 38]], "float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        logits = fluid.data("logits", [None, len(anchors) * 3])
+        deltas = fluid.data("deltas", [None, len(anchors) * 4])
+        a = fluid.data("anchors", [len(anchors), 4])
+        boxes = fluid.data("gt", [None, 4], lod_level=1)
+        labels = fluid.data("labels", [None, 1], dtype="int32", lod_level=1)
+        crowd = fluid.data("crowd", [None, 1], dtype="int32", lod_level=1)
+        info = fluid.data("info", [None, 3])
+        outs = fluid.layers.retinanet_target_assign(deltas, logits, a, a, boxes, labels, crowd,
+                                                    info, num_classes=3)
+    place = fluid.CPUPlace()
+    lod = [[2]]
+    feed = {"logits": RNG.uniform(-1, 1, (1, len(anchors) * 3)).astype("float32"),
+            "deltas": RNG.uniform(-1, 1, (1, len(anchors) * 4)).astype("float32"),
+            "anchors": anchors, "info": np.array([[40, 40, 1.0]], "float32"),
+            "gt": fluid.create_lod_tensor(gt, lod, place),
+            "labels": fluid.create_lod_tensor(np.array([[2], [3]], "int32"), lod, place),
+            "crowd": fluid.create_lod_tensor(np.zeros((2, 1), "int32"), lod, place)}
+    score, loc, label, target, weight, fg_num = (np.array(t) for t in fluid.Executor(
+        place).run(main, feed=feed, fetch_list=list(outs)))
+    from spmd.kernels.detection_proposals import overlaps
+
+    ov = overlaps(anchors.astype(np.float64), gt.astype(np.float64))
+    state = np.full(len(anchors), -1)
+    state[(np.abs(ov - ov.max(axis=0)) < 1e-5).any(axis=1) | (ov.max(axis=1) >= 0.5)] = 1
+    state[ov.max(axis=1) < 0.4] = 0  # background wins over a box's best anchor, as in fluid
+    fg, bg = np.nonzero(state == 1)[0], np.nonzero(state == 0)[0]
+    assert score.shape == (len(fg) + len(bg), 3) and len(fg) >= 2
+    want = np.concatenate([np.array([2, 3])[ov[fg].argmax(axis=1)], np.zeros(len(bg), int)])
+    np.testing.assert_array_equal(label[:, 0], want)
+    np.testing.assert_array_equal(score, feed["logits"].reshape(-1, 3)[np.concatenate([fg, bg])])
+    assert fg_num.tolist() == [[len(fg) + 1]] and target.shape == weight.shape
+    assert loc.shape == (len(target), 4) and weight.sum() == 4 * len(fg)

@@ -29,3 +29,14 @@ def test_a_name_of_the_wrong_kind_is_not_counted_as_working():
     assert fluid_coverage.check_name(module, "m", "g", "class") == ("missing", "")
     module.C = type("C", (), {})
     assert fluid_coverage.check_name(module, "m", "C", "class") == ("working", "")
+
+
+def test_every_module_imports_and_every_gap_has_a_reason():
+    data = fluid_coverage.surface()
+    rows = fluid_coverage.module_rows(data)
+    broken = [r["module"] for r in rows if not r["group"] and r["import_error"]]
+    assert not broken, f"do not import as spmd.fluid.<path>: {broken}"
+    rows += fluid_coverage.member_rows(data)
+    unexplained = [(r.get("path", r.get("owner")), n) for r in rows for n, st, _ in r["names"]
+                   if st not in ("working", "out", "later", "not planned")]
+    assert not unexplained, f"neither working nor given a reason: {unexplained}"

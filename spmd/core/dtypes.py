@@ -32,10 +32,11 @@ class VarType(enum.IntEnum):
     READER = 15
     RAW = 17
 
-    # spmd's dtypes are names: `var.dtype == VarType.FP32`, as fluid programs write it, holds
+    # spmd's dtypes and variable kinds are names: `var.dtype == VarType.FP32` and
+    # `var.type == VarType.LOD_TENSOR`, as fluid programs write them, hold
     def __eq__(self, other):
         if isinstance(other, str):
-            return _VARTYPE_TO_NAME.get(self) == other
+            return _VARTYPE_TO_NAME.get(self, self.name) == other
         return int.__eq__(self, other)
 
     def __ne__(self, other):

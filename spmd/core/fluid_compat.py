@@ -18,7 +18,8 @@ __all__ = ["BlockCompat", "OperatorCompat", "ProgramCompat", "VariableCompat"]
 # the distributed attributes fluid's Program has (framework.py), with their defaults
 _DIST_ATTRS = {"_is_distributed": False, "_is_chief": False, "_endpoints": list,
                "_ps_endpoint": None, "_trainers_endpoints": list,
-               "_distributed_lookup_table": None, "_fleet_opt": None}
+               "_distributed_lookup_table": None, "_fleet_opt": None,
+               "_parameters_on_pservers": None}
 
 
 def _live_ops(block, targets, feeds=()):

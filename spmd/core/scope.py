@@ -85,6 +85,13 @@ class ScopeVar:
     def is_initialized(self) -> bool:
         return self._name in self._scope._arrays
 
+    def get_lod_tensor_array(self) -> list:
+        """The list of LoDTensors this variable holds (fluid's LoDTensorArray / fetch list;
+        core.set_feed_variable and get_fetch_variable use the same lists)."""
+        return self._scope.tensor_list(self._name)
+
+    get_fetch_list = get_lod_tensor_array
+
 
 class Scope:
     """A name -> array map; kid scopes see their parent's names."""
@@ -127,6 +134,11 @@ class Scope:
             owner._lods.pop(name, None)
         else:
             owner._lods[name] = lod
+
+    def tensor_list(self, name: str) -> list:
+        """The list of tensors held under `name` (feed / fetch holders, tensor arrays)."""
+        lists = self.__dict__.setdefault("_tensor_lists", {})
+        return lists.setdefault(name, [])
 
     def new_scope(self) -> Scope:
         kid = Scope(self)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 import os
-import weakref
 from collections.abc import MutableMapping
 
 from ..core import CPUPlace, CUDAPinnedPlace, CUDAPlace, Scope, is_compiled_with_cuda
@@ -162,25 +161,21 @@ def set_num_threads(num: int) -> None:
 
 
 def get_fetch_variable(scope, var_name: str, index: int):
-    """The `index`-th tensor of the holder list `var_name` in `scope` (fluid's feed / fetch
-    holders, which set_feed_variable fills)."""
-    holder = _HOLDERS.get(scope, {}).get(var_name)
-    if holder is None or not 0 <= index < len(holder):
+    """The `index`-th tensor of the list `var_name` holds in `scope` (fluid's feed / fetch
+    holders: scope.var(name).get_fetch_list(), set_feed_variable)."""
+    holder = scope.tensor_list(var_name)
+    if not 0 <= index < len(holder):
         raise IndexError(f"get_fetch_variable: {var_name!r} in this scope holds "
-                         f"{len(holder or [])} values, there is no index {index}")
+                         f"{len(holder)} values, there is no index {index}")
     return holder[index]
 
 
 def set_feed_variable(scope, value, var_name: str, index: int) -> None:
-    """Put `value` (a LoDTensor or an array) at `index` of the holder list `var_name`."""
-    holder = _HOLDERS.setdefault(scope, {}).setdefault(var_name, [])
+    """Put `value` (a LoDTensor or an array) at `index` of the list `var_name` holds."""
+    holder = scope.tensor_list(var_name)
     while len(holder) <= index:
         holder.append(None)
     holder[index] = value if isinstance(value, LoDTensor) else LoDTensor(value)
-
-
-# scope -> holder name -> list of tensors; a scope's holders go with the scope
-_HOLDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _Globals(MutableMapping):

@@ -181,3 +181,22 @@ def test_wait_server_ready_returns_once_listening():
         wait_server_ready([f"127.0.0.1:{server.getsockname()[1]}"])
     with pytest.raises(TypeError):
         wait_server_ready("127.0.0.1:1")
+
+
+def test_parameters_on_pservers_cover_each_parameter():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 1000], "float32")
+        y = fluid.layers.fc(x, 1000, param_attr=fluid.ParamAttr(name="fc_w"),
+                            bias_attr=fluid.ParamAttr(name="fc_b"))
+        fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(y))
+    t = fluid.DistributeTranspiler()
+    eps = ["127.0.0.1:6174", "127.0.0.1:6175"]
+    t.transpile(0, program=main, pservers=",".join(eps), trainers=2, startup_program=startup)
+    assert t.has_distributed_lookup_table is False
+    pserver, _ = t.get_pserver_programs(eps[0])
+    overview = pserver._parameters_on_pservers
+    pieces = [v for ep in eps for v in overview.get_distributed_vars_by_ep(ep)
+              if v.origin.name == "fc_w"]
+    assert sum(int(np.prod(v.slice.shape)) for v in pieces) == 1000 * 1000
+    assert all(v.is_slice for v in pieces) and len(pieces) == 2

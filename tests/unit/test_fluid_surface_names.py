@@ -212,3 +212,26 @@ def test_a_dtype_compares_with_vartype_as_in_fluid():
     vt = core.VarDesc.VarType
     assert x.dtype == vt.FP32 and not x.dtype != vt.FP32 and x.dtype != vt.INT64
     assert {vt.FP32: "f"}[5] == "f"
+
+
+def test_variable_kinds_compare_with_var_type():
+    _, _, x, _, _ = _program()
+    vt = core.VarDesc.VarType
+    assert x.type == vt.LOD_TENSOR and x.type != vt.SELECTED_ROWS
+    from spmd.fluid.layers.device import get_places
+
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        assert get_places(device_count=1).type == vt.PLACE_LIST
+
+
+def test_fetch_list_and_tensor_array_of_a_scope_variable():
+    scope = core.Scope()
+    t = core.LoDTensor()
+    t.set(np.ones((2, 2), "float32"), fluid.CPUPlace())
+    t.set_recursive_sequence_lengths([[1, 1]])
+    scope.var("fetch").get_fetch_list().append(t)
+    assert core.get_fetch_variable(scope, "fetch", 0).recursive_sequence_lengths() == [[1, 1]]
+    array = scope.var("arr").get_lod_tensor_array()
+    assert len(array) == 0
+    array.append(t)
+    assert len(scope.var("arr").get_lod_tensor_array()) == 1

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from ...core.program import default_main_program
 from ...ps import slicing
 from ...ps.transpiler import DistributeTranspiler as _Transpiler
@@ -91,6 +93,25 @@ class DistributeTranspiler(_Transpiler):
         program._ps_endpoint = current_endpoint
         program._is_chief = trainer_id == 0
         program._distributed_lookup_table = tables[0] if tables else None
+        self.has_distributed_lookup_table = bool(tables)
+        program._parameters_on_pservers = self._overview(program)
+
+    def _overview(self, program):
+        """fluid's VarsDistributed of the parameters: each block of each parameter, on its
+        pserver."""
+        from .details.vars_distributed import VarsDistributed, VarStruct
+
+        overview = VarsDistributed()
+        for name, blocks in sorted(self.param_blocks().items()):
+            param = program.global_block().var(name)
+            row = int(np.prod(param.shape[1:])) if len(param.shape) > 1 else 1
+            for index, (block, start, end, endpoint) in enumerate(blocks):
+                piece = VarStruct(block, (end - start, *param.shape[1:]), param.dtype,
+                                  param.type, param.lod_level, param.persistable)
+                overview.add_distributed_var(param, piece, is_slice=len(blocks) > 1,
+                                             block_id=index, offset=start * row,
+                                             vtype="Param", endpoint=endpoint)
+        return overview
 
     def get_trainer_program(self, wait_port=True):
         trainer = super().get_trainer_program(wait_port)

@@ -109,6 +109,12 @@ class Flags:
     """SPMD_JOIN_TIMEOUT: seconds trainers started with PADDLE_* variables only (no MPI
     launcher) wait for each other at trainer 0's endpoint before the job fails, naming the
     trainers that never came. See spmd/comm/join.py; SPMD_JOB_TOKEN is the secret they share."""
+    job_token: str | None = None
+    """SPMD_JOB_TOKEN: the secret every trainer of an env-only job gets; trainer 0's join
+    point admits only hellos made with it (spmd/comm/join_point.py)."""
+    env_start: bool = True
+    """SPMD_ENV_START: trainers with PADDLE_* variables only and no MPI launcher join one world
+    (default on; 0 refuses them as before)."""
 
 
 _revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at
@@ -151,4 +157,6 @@ def flags(env=None) -> Flags:
         ps_idle_timeout_s=_read_float(env, "SPMD_PS_IDLE_TIMEOUT", 1800.0),
         node_size=_read_int(env, "SPMD_NODE_SIZE", 0, minimum=0),
         join_timeout_s=_read_float(env, "SPMD_JOIN_TIMEOUT", 300.0),
+        job_token=env.get("SPMD_JOB_TOKEN") or None,
+        env_start=_read_bool(env, "SPMD_ENV_START", True),
     )

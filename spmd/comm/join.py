@@ -47,10 +47,11 @@ def env_only_start(env=None) -> bool:
     """Whether this process carries fluid's collective trainer variables for a job of more than
     one trainer and no MPI launcher started it (a pserver job's trainers are not one: they
     never meet in collectives)."""
+    from ..flags import flags
     from .topology import launched_by_mpi
 
     env = os.environ if env is None else env
-    if launched_by_mpi(env) or env.get(MARK) or env.get("SPMD_ENV_START", "1") == "0":
+    if launched_by_mpi(env) or env.get(MARK) or not flags(env).env_start:
         return False
     if env.get("PADDLE_PSERVERS_IP_PORT_LIST") or env.get("PADDLE_PSERVER_ENDPOINTS") or \
             env.get("PADDLE_TRAINING_ROLE", "TRAINER").upper() == "PSERVER":

@@ -34,7 +34,9 @@ HERE = 0  # the hello's state: this trainer is here to join
 
 def job_key(env) -> tuple[bytes, bool]:
     """(the HMAC key, whether it came from a secret the user set)."""
-    token = env.get("SPMD_JOB_TOKEN") or ""
+    from ..flags import flags
+
+    token = flags(env).job_token
     if token:
         return hashlib.sha256(b"spmd job token\0" + token.encode()).digest(), True
     layout = f"{env.get('PADDLE_TRAINER_ENDPOINTS', '')}|{env.get('PADDLE_TRAINERS_NUM', '')}"

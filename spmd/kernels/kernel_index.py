@@ -52,11 +52,14 @@ MODULES = {
     "spmd.kernels.deform": (
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
+    "spmd.kernels.detection_deform": (
+        "deformable_psroi_pooling", "deformable_psroi_pooling_grad",
+    ),
     "spmd.kernels.detection_map": (
         "detection_map",
     ),
     "spmd.kernels.detection_nms": (
-        "multiclass_nms", "multiclass_nms2",
+        "matrix_nms", "multiclass_nms", "multiclass_nms2",
     ),
     "spmd.kernels.detection_proposals": (
         "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",

@@ -1,7 +1,7 @@
 """fluid.layers' YOLO, ROI-pooling and box layers (fluid 1.8's layers/detection.py and the ROI
 layers of nn.py): yolo_box, yolov3_loss, roi_align, roi_pool, psroi_pool, prroi_pool,
-anchor_generator, box_decoder_and_assign, polygon_box_transform. The ops are in
-spmd/ops/detection_roi.py; the region-proposal layers are in detection_proposals.py.
+deformable_roi_pooling, anchor_generator, box_decoder_and_assign, polygon_box_transform.
+The ops are in spmd/ops/detection_roi.py; the region-proposal layers in detection_proposals.py.
 
 ROIs are [R, 4] (x1, y1, x2, y2) Variables with lod_level=1: their LoD says how many ROIs
 belong to each image, as in fluid.
@@ -18,8 +18,9 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
 
-__all__ = ["anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
-           "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss"]
+__all__ = ["anchor_generator", "box_decoder_and_assign", "deformable_roi_pooling",
+           "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool",
+           "yolo_box", "yolov3_loss"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -249,3 +250,44 @@ def polygon_box_transform(input, name=None):
     helper.append_op(where, {"Input": [input]}, {"Output": [out]}, {})
     return out
 
+
+
+def _pair(value, arg: str, where: str) -> list[int]:
+    pair = [value, value] if isinstance(value, numbers.Integral) else list(value)
+    if len(pair) != 2 or not all(isinstance(v, numbers.Integral) and v > 0 for v in pair):
+        raise InvalidArgumentError(f"{where}: {arg} must be an int or 2 positive ints, got "
+                                   f"{value!r}")
+    return [int(v) for v in pair]
+
+
+def deformable_roi_pooling(input, rois, trans, no_trans=False, spatial_scale=1.0,
+                           group_size=(1, 1), pooled_height=1, pooled_width=1, part_size=None,
+                           sample_per_part=1, trans_std=0.1, position_sensitive=False,
+                           name=None):
+    """Deformable (PS)ROI pooling: each bin, moved by its part's offset in trans [R, 2 *
+    classes, part_h, part_w] (times trans_std and the ROI's size; none when no_trans),
+    averages sample_per_part^2 bilinear samples; position_sensitive reads channel groups as
+    psroi_pool. Returns [R, C or C / (ph * pw), ph, pw].
+
+    >>> # deformable_roi_pooling(x [N, C, H, W], rois (lod_level=1), trans, pooled_height=7,
+    >>> #                        pooled_width=7, sample_per_part=4)
+    """
+    where = "deformable_roi_pooling"
+    _roi_inputs(input, rois, where)
+    check_variable(trans, "trans", where, _FLOATS)
+    inputs = {"Input": [input], "ROIs": [rois], "Trans": [trans]}
+    channels = input.shape[1]
+    output_dim = channels // pooled_height // pooled_width if position_sensitive else channels
+    part = [pooled_height, pooled_width] if part_size is None else _pair(part_size, "part_size",
+                                                                        where)
+    helper = LayerHelper(where, name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    count = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op("deformable_psroi_pooling", inputs, {"Output": [out], "TopCount": [count]},
+                     {"no_trans": bool(no_trans), "spatial_scale": float(spatial_scale),
+                      "output_dim": int(output_dim),
+                      "group_size": _pair(group_size, "group_size", where),
+                      "pooled_height": int(pooled_height), "pooled_width": int(pooled_width),
+                      "part_size": part, "sample_per_part": int(sample_per_part),
+                      "trans_std": float(trans_std)})
+    return out

@@ -34,13 +34,14 @@ MODULES = {
         "generate_proposals", "retinanet_target_assign", "rpn_target_assign",
     ),
     "detection_roi": (
-        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
-        "psroi_pool", "roi_align", "roi_pool", "yolo_box", "yolov3_loss",
+        "anchor_generator", "box_decoder_and_assign", "deformable_roi_pooling",
+        "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool", "yolo_box",
+        "yolov3_loss",
     ),
     "detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_output",
-        "iou_similarity", "multi_box_head", "multiclass_nms", "prior_box", "ssd_loss",
-        "target_assign",
+        "iou_similarity", "matrix_nms", "multi_box_head", "multiclass_nms", "prior_box",
+        "ssd_loss", "target_assign",
     ),
     "dynamic_rnn": (
         "DynamicRNN", "reorder_lod_tensor_by_rank",

@@ -58,14 +58,15 @@ MODULES = {
         "generate_proposals", "retinanet_target_assign", "rpn_target_assign",
     ),
     "spmd.ops.detection_roi": (
-        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "prroi_pool",
-        "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad",
-        "roi_pool", "roi_pool_grad", "yolo_box", "yolov3_loss", "yolov3_loss_grad",
+        "anchor_generator", "box_decoder_and_assign", "deformable_psroi_pooling",
+        "deformable_psroi_pooling_grad", "polygon_box_transform", "prroi_pool", "prroi_pool_grad",
+        "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad", "roi_pool",
+        "roi_pool_grad", "yolo_box", "yolov3_loss", "yolov3_loss_grad",
     ),
     "spmd.ops.detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_map",
-        "iou_similarity", "mine_hard_examples", "multiclass_nms", "multiclass_nms2", "prior_box",
-        "target_assign",
+        "iou_similarity", "matrix_nms", "mine_hard_examples", "multiclass_nms", "multiclass_nms2",
+        "prior_box", "target_assign",
     ),
     "spmd.ops.distributed": (
         "checkpoint_notify", "distributed_lookup_table", "fake_init", "fetch_barrier",

@@ -122,6 +122,27 @@ def roi_cases():
             "lod": {"ROIs": [[1, 2]]},
             "attrs": {"spatial_scale": scale, "pooled_height": 2, "pooled_width": 3},
             "outputs": ["Out"], "grad": ["X", "ROIs"], "grad_of": ["Out"]}
+    # deformable_psroi_pooling: plain (input channels = output) and position-sensitive
+    xd = R.uniform(-1, 1, (2, 8, 7, 7)).astype("float32")
+    drois = _rois([2, 1], 7, 7)
+    for name, extra in (
+            ("deformable_roi_pooling", {"output_dim": 8, "group_size": [1, 1],
+                                        "no_trans": False}),
+            ("deformable_roi_pooling_ps", {"output_dim": 2, "group_size": [2, 2],
+                                           "no_trans": False}),
+            ("deformable_roi_pooling_no_trans", {"output_dim": 8, "group_size": [1, 1],
+                                                 "no_trans": True})):
+        attrs = {"spatial_scale": 1.0, "pooled_height": 2, "pooled_width": 2,
+                 "part_size": [2, 2], "sample_per_part": 2, "trans_std": 0.1}
+        attrs.update(extra)
+        classes = 1 if extra["output_dim"] == 8 else 2
+        trans = R.uniform(-1, 1, (3, 2 * classes, 2, 2)).astype("float32")
+        cases[name] = {
+            "op": "deformable_psroi_pooling",
+            "inputs": {"Input": xd, "ROIs": drois, "Trans": trans}, "lod": {"ROIs": [[2, 1]]},
+            "attrs": attrs, "outputs": ["Output", "TopCount"],
+            "grad": ["Input"] if extra["no_trans"] else ["Input", "Trans"],
+            "grad_of": ["Output"]}
     return cases
 
 

@@ -251,3 +251,97 @@ def test_rois_lod_input_gives_the_images():
                                  "lod": np.array([0, 3, 4], "int64")}, fetch_list=[out])
     want = roi_align_ref(X1, ROIS1, 2, 2, 1.0, 2, LOD1)["Out"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def deformable_ref(Input, ROIs, Trans, no_trans, spatial_scale, output_dim, group_size,
+                   pooled_height, pooled_width, part_size, sample_per_part, trans_std, lod,
+                   **_):
+    """Bin by bin, sample by sample, as deformable R-FCN's pooling is described."""
+    h, w = Input.shape[2:]
+    out = np.zeros((len(ROIs), output_dim, pooled_height, pooled_width))
+    count = np.zeros(out.shape)
+    classes = 1 if no_trans else Trans.shape[1] // 2
+    for r, (b, roi) in enumerate(zip(batch_of(lod), ROIs)):
+        x1, y1 = c_round(roi[0]) * spatial_scale - 0.5, c_round(roi[1]) * spatial_scale - 0.5
+        x2 = (c_round(roi[2]) + 1) * spatial_scale - 0.5
+        y2 = (c_round(roi[3]) + 1) * spatial_scale - 0.5
+        rw, rh = max(x2 - x1, 0.1), max(y2 - y1, 0.1)
+        bw, bh = rw / pooled_width, rh / pooled_height
+        for c in range(output_dim):
+            for i in range(pooled_height):
+                for j in range(pooled_width):
+                    pi = math.floor(i / pooled_height * part_size[0])
+                    pj = math.floor(j / pooled_width * part_size[1])
+                    k = c // (output_dim // classes)
+                    tx = 0 if no_trans else Trans[r, 2 * k, pi, pj] * trans_std
+                    ty = 0 if no_trans else Trans[r, 2 * k + 1, pi, pj] * trans_std
+                    gy = min(max(math.floor(i * group_size[0] / pooled_height), 0),
+                             group_size[0] - 1)
+                    gx = min(max(math.floor(j * group_size[1] / pooled_width), 0),
+                             group_size[1] - 1)
+                    img = Input[b, (c * group_size[0] + gy) * group_size[1] + gx]
+                    vals = []
+                    for si in range(sample_per_part):
+                        for sj in range(sample_per_part):
+                            xx = j * bw + x1 + tx * rw + sj * bw / sample_per_part
+                            yy = i * bh + y1 + ty * rh + si * bh / sample_per_part
+                            if xx < -0.5 or xx > w - 0.5 or yy < -0.5 or yy > h - 0.5:
+                                continue
+                            vals.append(interpolant(img, np.clip(yy, 0, h - 1),
+                                                    np.clip(xx, 0, w - 1)))
+                    out[r, c, i, j] = np.mean(vals) if vals else 0.0
+                    count[r, c, i, j] = len(vals)
+    return {"Output": out, "TopCount": count}
+
+
+DEFORM_ATTRS = {"spatial_scale": 1.0, "pooled_height": 2, "pooled_width": 2,
+                "part_size": [2, 2], "sample_per_part": 2, "trans_std": 0.1}
+DEFORM_CASES = [
+    OpCase("deformable_psroi_pooling",
+           {"Input": rand(2, 3, 6, 6), "ROIs": make_rois(3, 6, 6), "Trans": rand(3, 2, 2, 2)},
+           deformable_ref, lod={"ROIs": [[2, 1]]}, grad_outputs=["Output"],
+           attrs={**DEFORM_ATTRS, "no_trans": False, "output_dim": 3, "group_size": [1, 1]},
+           name="deformable_roi_pooling"),
+    OpCase("deformable_psroi_pooling",
+           {"Input": rand(1, 8, 5, 6), "ROIs": make_rois(2, 5, 6) * 2,
+            "Trans": rand(2, 4, 2, 2)},
+           deformable_ref, lod={"ROIs": [[2]]}, grad_outputs=["Output"],
+           attrs={**DEFORM_ATTRS, "no_trans": False, "output_dim": 2, "group_size": [2, 2],
+                  "spatial_scale": 0.5, "sample_per_part": 3},
+           name="deformable_roi_pooling_position_sensitive"),
+]
+
+
+@pytest.mark.parametrize("case", DEFORM_CASES, ids=str)
+def test_deformable(case):
+    check_op(case)
+
+
+def test_deformable_roi_pooling_layer_moves_bins_with_trans():
+    """The layer, position_sensitive and not: zero offsets equal no_trans; offsets move the
+    bins (other numbers), and the output is [R, C / (ph * pw), ph, pw] when
+    position-sensitive."""
+    x = X1[:, :, :6, :6].astype("float32").repeat(4, axis=1)[:, :8]  # 8 channels
+    rois = fluid.create_lod_tensor(ROIS1[:3].astype("float32") * 0.8, [[2, 1]],
+                                   fluid.CPUPlace())
+    results = {}
+    for ps in (False, True):
+        for moved in (False, True):
+            main, startup = fluid.Program(), fluid.Program()
+            with fluid.program_guard(main, startup):
+                xv = fluid.data("x", [None, 8, 6, 6])
+                rv = fluid.data("rois", [None, 4], lod_level=1)
+                tv = fluid.data("trans", [None, 2, 2, 2])
+                out = fluid.layers.deformable_roi_pooling(
+                    xv, rv, tv, pooled_height=2, pooled_width=2, sample_per_part=2,
+                    position_sensitive=ps, group_size=[2, 2] if ps else [1, 1])
+                still = fluid.layers.deformable_roi_pooling(
+                    xv, rv, tv, no_trans=True, pooled_height=2, pooled_width=2,
+                    sample_per_part=2, position_sensitive=ps,
+                    group_size=[2, 2] if ps else [1, 1])
+            trans = RNG.uniform(-1, 1, (3, 2, 2, 2)).astype("float32") * moved
+            results[ps, moved] = fluid.Executor(fluid.CPUPlace()).run(
+                main, feed={"x": x, "rois": rois, "trans": trans}, fetch_list=[out, still])
+        assert results[ps, False][0].shape == ((3, 2, 2, 2) if ps else (3, 8, 2, 2))
+        np.testing.assert_allclose(results[ps, False][0], results[ps, False][1], rtol=1e-6)
+        assert not np.allclose(results[ps, True][0], results[ps, True][1])

@@ -45,7 +45,6 @@ TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and devi
 HDFS = "a client of the hadoop command line (HDFS/AFS): in no open issue"
 CONTRIB_OP = ("a contributed op with its own C++ kernel (PaddleRec / search: sequence "
               "matching, tree and TDM ops): in no open issue")
-DRAWING = "program drawing and pretty-printing through Graphviz: in no open issue"
 PROTO = "works on fluid's protobuf ProgramDesc files; spmd's programs serialize as JSON"
 FP16 = ("fluid's float16 rewrite; spmd trains in the program's own dtype "
         "(contrib.mixed_precision.decorate says so)")
@@ -110,7 +109,6 @@ DEFERRED: dict[str, str] = {
     **{f"incubate.fleet.utils.utils:{n}": PROTO for n in (
         "check_pruned_program_vars", "check_saved_vars_try_dump", "graphviz", "load_program",
         "parse_program", "program_type_trans", "save_program")},
-    **{f"{m}:*": DRAWING for m in ("debugger", "graphviz", "net_drawer")},
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"
        for n in ("GeneralRoleMaker", "MPISymetricRoleMaker")},

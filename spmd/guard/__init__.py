@@ -85,8 +85,9 @@ def install() -> None:
 
 
 def _reexec_env_only_trainer() -> None:
-    if os.environ.get(_SUPERVISED_ENV) or not _safe_to_fork():
-        return
+    if "PADDLE_TRAINERS_NUM" not in os.environ or os.environ.get(_SUPERVISED_ENV) or \
+            not _safe_to_fork():
+        return  # the common case costs one look-up: no join module loaded
     launcher = sys.modules.get("launch")  # paddle-launch itself reads spmd.flags: never it
     if launcher is not None and os.path.dirname(os.path.dirname(
             getattr(launcher, "__file__", "") or "")) == \

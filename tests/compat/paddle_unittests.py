@@ -206,19 +206,24 @@ def select(checkout: str | os.PathLike) -> Selection:
 
 
 def helpers(checkout: str | os.PathLike, files: list[str]) -> list[str]:
-    """The non-test .py files the given files import or name (dist_mnist.py), transitively."""
+    """The non-test files the given files import or name (dist_mnist.py), transitively: a
+    local module as `name.py`, a local package (op_test's `white_list`) as `name/`."""
     folder = unittests_folder(checkout)
-    local = {p.stem for p in folder.glob("*.py")}
+    local = {p.stem: p.name for p in folder.glob("*.py")}
+    local.update({p.name: p.name + "/" for p in folder.iterdir()
+                  if p.is_dir() and (p / "__init__.py").exists()})
     seen, todo = set(), list(files)
     while todo:
         name = todo.pop()
+        if name.endswith("/"):
+            continue
         text = (folder / name).read_text(encoding="utf-8", errors="replace")
         refs = set(re.findall(r"^\s*(?:from|import)\s+(\w+)", text, re.M))
         refs |= set(re.findall(r"['\"](\w+)\.py['\"]", text))
-        for ref in refs & local:
-            if ref + ".py" not in seen and ref + ".py" not in files:
-                seen.add(ref + ".py")
-                todo.append(ref + ".py")
+        for ref in refs & local.keys():
+            if local[ref] not in seen and local[ref] not in files:
+                seen.add(local[ref])
+                todo.append(local[ref])
     return sorted(seen)
 
 
@@ -359,9 +364,11 @@ def missing_name(record: dict) -> str | None:
 MESSAGE_RULES = (
     (r"not in the cache folder \S+/dataset/(\w+)", OUT_OF_SCOPE,
      "data set {0} not cached (no internet here; fluid would download it)"),
+    (r"Max retries exceeded with url: /([\w.-]+)", OUT_OF_SCOPE,
+     "downloads its data ({0}...; no internet here)"),
     (r"needs fluid's dygraph", OUT_OF_SCOPE, "dygraph (a test method the rule did not see)"),
     (r"module 'numpy' has no attribute '(\w+)'", OUT_OF_SCOPE,
-     "the test's own numpy 1.x call np.{0} (numpy 2 removed it)"),
+     "the test's own call np.{0}, which this numpy has not"),
     (r"'callableObj' is an invalid keyword", OUT_OF_SCOPE,
      "the test's own assertRaises(callableObj=...): Python >= 3.8 refuses it (3.7 warned)"),
     (r"^NotImplementedError: ([\w.]+)", MISSING, "{0} (spmd says it is not implemented)"),
@@ -470,7 +477,10 @@ def table(sel: Selection, outcomes: list[Outcome], oracle: dict[str, bool] | Non
         lines += [f"| {a} | {f} | {k} | {w.replace('|', '/')} |" for a, f, k, w in
                   sorted(failures)]
     if apart:
-        lines += ["", f"Counted apart ({len(apart)}): they do not pass on fluid 1.8.5 itself.", "",
+        kinds = Counter(str(why).split(":")[0] for _, why in apart)
+        lines += ["", f"Counted apart ({len(apart)}: " + ", ".join(
+            f"{n} {k}" for k, n in kinds.most_common()) + "): they do not pass on fluid 1.8.5 "
+                  "itself.", "",
                   "| file | on fluid 1.8.5 |", "|---|---|"]
         lines += [f"| {f} | {why} |" for f, why in sorted(apart)]
     return "\n".join(lines)
@@ -494,16 +504,23 @@ def _row(area: str, r: Counter) -> str:
         str(r[c]) for c in CLASSES) + " |"
 
 
+ENVIRONMENT = re.compile(r"no internet|not cached|timeout|Cannot use GPU|not been registered|"
+                         r"rc=-?\d+")
+
+
 def oracle_verdicts(outcomes: list[Outcome]) -> dict[str, bool | str]:
-    """True for a file that passes on fluid; else what it does there."""
+    """True for a file that passes on fluid; else what it does there, as GPU-only,
+    environment (no data, no network, the CPU build, a timeout) or fluid's own bug."""
     out: dict[str, bool | str] = {}
     for o in outcomes:
         if all_skipped(o):
-            out[o.file] = "every test skips on fluid's CPU build (GPU-only)"
+            out[o.file] = "GPU-only: every test skips on fluid's CPU build"
         elif passed(o):
             out[o.file] = True
         else:
-            out[o.file] = "fails on fluid: " + classify(o)[1]
+            what = classify(o)[1]
+            kind = "environment" if ENVIRONMENT.search(what) else FLUID_BUG
+            out[o.file] = f"{kind}: {what}"
     return out
 
 
@@ -525,8 +542,13 @@ def _save(path: str, sel: Selection, outcomes: list[Outcome]) -> None:
     pathlib.Path(path).write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
-def load_outcomes(path: str) -> list[Outcome]:
-    return [Outcome(**d) for d in json.loads(pathlib.Path(path).read_text())["outcomes"]]
+def load_outcomes(*paths: str) -> list[Outcome]:
+    """The outcomes stored by --json runs; a later file's outcome of a file wins (a rerun)."""
+    by_file: dict[str, Outcome] = {}
+    for path in paths:
+        for d in json.loads(pathlib.Path(path).read_text())["outcomes"]:
+            by_file[d["file"]] = Outcome(**d)
+    return [by_file[name] for name in sorted(by_file)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -541,9 +563,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="run just these chosen files")
     ap.add_argument("--list", action="store_true", help="print chosen files and helpers")
     ap.add_argument("--json", help="write the outcomes here")
-    ap.add_argument("--oracle", help="outcomes of the --no-alias run on fluid 1.8.5")
+    ap.add_argument("--oracle", action="append", default=[],
+                    help="outcomes of the --no-alias run on fluid 1.8.5 (again: a rerun's)")
     ap.add_argument("--names", action="store_true", help="also list the missing names")
-    ap.add_argument("--from-json", help="print the table of a stored run instead of running")
+    ap.add_argument("--from-json", action="append", default=[],
+                    help="print the table of a stored run instead of running (again: a rerun's)")
     args = ap.parse_args(argv)
     sel = select(args.checkout)
     if args.list:
@@ -551,13 +575,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     files = {f: sel.deselected.get(f, []) for f in sel.chosen if not args.only or f in args.only}
     if args.from_json:
-        outcomes = load_outcomes(args.from_json)
+        outcomes = load_outcomes(*args.from_json)
     else:
         outcomes = run_files(args.checkout, files, args.python, not args.no_alias,
                              args.timeout, args.jobs, args.extra_path)
     if args.json:
         _save(args.json, sel, outcomes)
-    oracle = oracle_verdicts(load_outcomes(args.oracle)) if args.oracle else None
+    oracle = oracle_verdicts(load_outcomes(*args.oracle)) if args.oracle else None
     print(left_out_text(sel))
     print()
     print(table(sel, outcomes, oracle))

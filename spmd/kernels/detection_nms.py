@@ -1,4 +1,5 @@
-"""Kernels: multiclass_nms and multiclass_nms2 (ops in spmd/ops/detection_ssd.py).
+"""Kernels: multiclass_nms, multiclass_nms2 and matrix_nms (ops in
+spmd/ops/detection_ssd.py).
 
 Per image and class: the boxes scoring above score_threshold, best first (a stable sort, as
 fluid's), at most nms_top_k of them, each kept unless it overlaps a kept one by more than the
@@ -126,3 +127,64 @@ def multiclass_nms(xp, ins, attrs, want):
 @kernel("multiclass_nms2")
 def multiclass_nms2(xp, ins, attrs, want):
     return _nms(xp, ins, attrs, with_index=True)
+
+
+def _matrix_one_class(boxes, scores, attrs):
+    """Matrix NMS of one class (SOLOv2): each candidate's score decays by its overlap with
+    every better-scoring candidate, relative to how much that one was itself covered;
+    returns (indices, decayed scores) above post_threshold, best first."""
+    dtype = scores.dtype.type
+    cand = np.flatnonzero(scores > dtype(attrs["score_threshold"]))
+    order = cand[np.argsort(-scores[cand], kind="stable")]
+    if attrs["nms_top_k"] > -1:
+        order = order[:attrs["nms_top_k"]]
+    n = order.size
+    iou = np.zeros((n, n), dtype=scores.dtype)
+    for i in range(1, n):
+        for j in range(i):
+            iou[i, j] = jaccard(boxes[order[i]], boxes[order[j]], attrs["normalized"])
+    covered = iou.max(axis=1) if n else np.zeros(0, iou.dtype)  # by better-scoring ones
+    post, sigma = dtype(attrs["post_threshold"]), dtype(attrs["gaussian_sigma"])
+    kept, decayed = [], []
+    for i in range(n):
+        decay = dtype(1.0)
+        for j in range(i):
+            if attrs["use_gaussian"]:
+                d = np.exp((covered[j] * covered[j] - iou[i, j] * iou[i, j]) * sigma)
+            else:
+                d = (dtype(1.0) - iou[i, j]) / (dtype(1.0) - covered[j])
+            decay = min(decay, d)
+        score = decay * scores[order[i]]
+        if score > post:
+            kept.append(int(order[i]))
+            decayed.append(score)
+    return kept, decayed
+
+
+@kernel("matrix_nms")
+def matrix_nms(xp, ins, attrs, want):
+    boxes, scores = host(ins["BBoxes"]), host(ins["Scores"])
+    rows, index, starts, counts = [], [], [0], []
+    for i in range(scores.shape[0]):
+        found = []  # (decayed score, class, box index), classes in order
+        for c in range(scores.shape[1]):
+            if c == attrs["background_label"]:
+                continue
+            kept, decayed = _matrix_one_class(boxes[i], scores[i, c], attrs)
+            found += [(s, c, k) for k, s in zip(kept, decayed)]
+        order = sorted(range(len(found)), key=lambda k: -found[k][0])  # stable
+        if attrs["keep_top_k"] > -1:
+            order = order[:attrs["keep_top_k"]]
+        for k in order:
+            score, c, b = found[k]
+            rows.append(np.concatenate([[c, score], boxes[i, b]]))
+            index.append(i * scores.shape[2] + b)
+        starts.append(len(rows))
+        counts.append(len(order))
+    out = np.asarray(rows, dtype=scores.dtype).reshape(-1, boxes.shape[2] + 2)
+    res = {"Out": xp.asarray(out), "Out@LOD": make_lod([starts]),
+           "Index": xp.asarray(np.asarray(index, dtype=np.int32).reshape(-1, 1)),
+           "Index@LOD": make_lod([starts])}
+    if "RoisNum" in want:
+        res["RoisNum"] = xp.asarray(np.asarray(counts, dtype=np.int32))
+    return res

@@ -63,7 +63,8 @@ MODULES = {
     ),
     "spmd.kernels.detection_proposals": (
         "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-        "generate_proposals", "retinanet_target_assign", "rpn_target_assign",
+        "generate_proposals", "retinanet_detection_output", "retinanet_target_assign",
+        "rpn_target_assign",
     ),
     "spmd.kernels.detection_roi": (
         "prroi_pool", "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align",

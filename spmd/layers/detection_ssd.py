@@ -24,7 +24,7 @@ from .helper import LayerHelper, check_variable
 # detection_map is fluid.layers.detection.detection_map only (fluid 1.8 keeps it out of
 # fluid.layers; fluid.metrics.DetectionMAP builds it)
 __all__ = ["bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_output",
-           "iou_similarity", "multi_box_head", "multiclass_nms",
+           "iou_similarity", "matrix_nms", "multi_box_head", "multiclass_nms",
            "prior_box", "ssd_loss", "target_assign"]
 
 _FLOATS = {"float32", "float64"}
@@ -352,6 +352,40 @@ def multiclass_nms(bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_t
                       "nms_top_k": nms_top_k, "nms_threshold": nms_threshold,
                       "nms_eta": nms_eta, "keep_top_k": keep_top_k, "normalized": normalized})
     return out
+
+
+def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k,
+               use_gaussian=False, gaussian_sigma=2.0, background_label=0, normalized=True,
+               return_index=False, name=None):
+    """Matrix NMS (SOLOv2) of a batch: scores decayed by overlap instead of boxes dropped;
+    a LoD [No, 6] of [label, decayed score, box] rows per image, best first (and the boxes'
+    indices across the batch with return_index).
+
+    >>> # out = matrix_nms(boxes [N, M, 4], scores [N, C, M], 0.1, 0.05, 100, 20)
+    """
+    where = "matrix_nms"
+    check_variable(bboxes, "bboxes", where, dtypes=_FLOATS)
+    check_variable(scores, "scores", where, dtypes=_FLOATS)
+    for arg, value, kind in (("score_threshold", score_threshold, float),
+                             ("post_threshold", post_threshold, float),
+                             ("nms_top_k", nms_top_k, int), ("keep_top_k", keep_top_k, int),
+                             ("normalized", normalized, bool),
+                             ("use_gaussian", use_gaussian, bool),
+                             ("gaussian_sigma", gaussian_sigma, float),
+                             ("background_label", background_label, int)):
+        if not isinstance(value, kind):
+            raise InvalidArgumentError(
+                f"{where}: {arg} must be a {kind.__name__}, got {type(value).__name__} "
+                f"{value!r}")
+    helper = LayerHelper(where, name=name)
+    out, index = _out(helper, bboxes.dtype, True), _out(helper, "int32", True)
+    helper.append_op(where, {"BBoxes": [bboxes], "Scores": [scores]},
+                     {"Out": [out], "Index": [index]},
+                     {"background_label": background_label, "score_threshold": score_threshold,
+                      "post_threshold": post_threshold, "nms_top_k": nms_top_k,
+                      "gaussian_sigma": gaussian_sigma, "use_gaussian": use_gaussian,
+                      "keep_top_k": keep_top_k, "normalized": normalized})
+    return (out, index) if return_index else out
 
 
 def detection_output(loc, scores, prior_box, prior_box_var, background_label=0,

@@ -1,7 +1,7 @@
 """Op definitions: fluid 1.8's SSD-family detection ops: prior_box, density_prior_box,
 box_coder, iou_similarity, bipartite_match, target_assign, mine_hard_examples, box_clip,
-multiclass_nms / multiclass_nms2 and detection_map (kernels in spmd/kernels/detection_ssd.py
-and detection_nms.py).
+multiclass_nms / multiclass_nms2, matrix_nms and detection_map (kernels in
+spmd/kernels/detection_ssd.py, detection_nms.py and detection_map.py).
 
 None has a gradient in fluid (they make anchors, targets and detections, all stop_gradient);
 an SSD's loss differentiates through the dense ops around them (spmd/layers/detection_ssd.py).
@@ -243,6 +243,24 @@ define_op("multiclass_nms", inputs=["BBoxes", "Scores"], outputs=["Out"], grad=N
 define_op("multiclass_nms2", inputs=["BBoxes", "Scores"], outputs=["Out", "Index"], grad=None,
           lod_inputs=("BBoxes", "Scores"), lod_outputs=("Out", "Index"),
           attrs=dict(_NMS_ATTRS))(_nms_infer)
+
+
+@define_op("matrix_nms", inputs=["BBoxes", "Scores"], outputs=["Out", "Index", "RoisNum?"],
+           grad=None, lod_outputs=("Out", "Index"),
+           attrs={"background_label": ("int", 0), "score_threshold": "float",
+                  "post_threshold": ("float", 0.0), "nms_top_k": "int", "keep_top_k": "int",
+                  "normalized": ("bool", True), "use_gaussian": ("bool", False),
+                  "gaussian_sigma": ("float", 2.0)})
+def _matrix_nms(ctx):
+    boxes, scores = _float_input(ctx, "BBoxes"), _float_input(ctx, "Scores")
+    ctx.check(len(boxes.shape) == 3 and boxes.shape[2] in (4, -1),
+              f"BBoxes must be [N, M, 4], got {list(boxes.shape)}")
+    ctx.check(len(scores.shape) == 3, f"Scores must be [N, C, M], got {list(scores.shape)}")
+    ctx.set_output("Out", (-1, 6), boxes.dtype)
+    ctx.set_output("Index", (-1, 1), "int32")
+    ctx.set_output("RoisNum", (-1,), "int32")
+    ctx.set_lod_level("Out", 1)
+    ctx.set_lod_level("Index", 1)
 
 
 @define_op("detection_map",

@@ -364,3 +364,38 @@ def test_errors_name_the_fix():
                       attrs={"score_threshold": 0.1, "nms_top_k": 3, "keep_top_k": 3},
                       outputs={"Out": 1})
         run_forward(case)
+
+
+def matrix_nms_ref(bbox, score, thr, post, top_k, keep, gaussian=False, sigma=2.0):
+    """SOLOv2's matrix NMS per class: decay_i = min_j<i f(iou_ij) / f(max_k<j iou_jk)."""
+    found = []
+    for c in range(1, score.shape[0]):
+        order = [i for i in np.argsort(-score[c], kind="stable") if score[c, i] > thr][:top_k]
+        iou = np.array([[iou_ref(bbox[[a]], bbox[[b]])["Out"][0, 0] if j < i else 0.0
+                         for j, b in enumerate(order)] for i, a in enumerate(order)])
+        iou = iou.reshape(len(order), len(order))
+        covered = [max([0.0] + [iou[j, k] for k in range(j)]) for j in range(len(order))]
+        for i, a in enumerate(order):
+            decays = [math.exp((covered[j] ** 2 - iou[i, j] ** 2) * sigma) if gaussian
+                      else (1 - iou[i, j]) / (1 - covered[j]) for j in range(i)]
+            s = min([1.0] + decays) * score[c, a]
+            if s > post:
+                found.append([c, s, *bbox[a]])
+    return sorted(found, key=lambda r: -r[1])[:keep]
+
+
+@pytest.mark.parametrize("gaussian", [False, True])
+def test_matrix_nms(gaussian):
+    bbox = np.stack([boxes(9), boxes(9)])
+    score = R.uniform(size=(2, 3, 9))
+    attrs = {"score_threshold": 0.2, "post_threshold": 0.15, "nms_top_k": 7, "keep_top_k": 6,
+             "use_gaussian": gaussian, "gaussian_sigma": 2.5}
+    case = OpCase("matrix_nms", {"BBoxes": bbox, "Scores": score}, None, attrs=attrs,
+                  outputs={"Out": 1, "Index": 1})
+    got = run_forward(case, with_lod=True)
+    want = [matrix_nms_ref(bbox[n], score[n], 0.2, 0.15, 7, 6, gaussian, 2.5) for n in range(2)]
+    out = got["Out"][0]
+    assert out.recursive_sequence_lengths() == [[len(w) for w in want]]
+    np.testing.assert_allclose(np.array(out), np.array(want[0] + want[1]), rtol=1e-12)
+    index = np.array(got["Index"][0]).ravel()
+    np.testing.assert_allclose(np.array(out)[:, 2:], bbox.reshape(-1, 4)[index])

@@ -20,6 +20,9 @@ def test_matches_fluid(name):
     want = ORACLE[name]
     assert len(got) == len(want), f"{name}: {len(got)} outputs, fluid has {len(want)}"
     for i, ((value, lod), w) in enumerate(zip(got, want)):
+        if w["value"].size == 0:  # fluid fetches an empty result as a bare float64 [0]
+            assert value.size == 0 and lod == w["lod"], f"{name}[{i}]: {value.shape} {lod}"
+            continue
         assert value.shape == w["value"].shape, \
             f"{name}[{i}]: shape {value.shape} != fluid's {w['value'].shape}"
         assert value.dtype == w["value"].dtype, \

@@ -22,11 +22,15 @@ def box_area(boxes):
     return np.where((w < 0) | (h < 0), 0.0, (w + 1) * (h + 1))
 
 
-def nms(boxes, scores, thresh: float, eta: float = 1.0) -> list[int]:
-    """Greedy NMS as fluid's: highest score first (equal scores: the later index first), a box
+def nms(boxes, scores, thresh: float, eta: float = 1.0, first_on_ties: bool = False):
+    """Greedy NMS as fluid's: highest score first (equal scores: the later index first, as
+    generate_proposals; the earlier with first_on_ties, as retinanet_detection_output), a box
     kept while its overlap (pixel areas, +1) with every kept one is <= the threshold, which
-    shrinks by eta after each kept box while above 0.5."""
-    order = np.argsort(scores, kind="stable")[::-1]
+    shrinks by eta after each kept box while above 0.5. Returns the kept indices in order."""
+    if first_on_ties:
+        order = np.argsort(-np.asarray(scores), kind="stable")
+    else:
+        order = np.argsort(scores, kind="stable")[::-1]
     area = box_area(boxes)
     kept: list[int] = []
     limit = thresh
@@ -418,3 +422,57 @@ def generate_proposal_labels(xp, ins, attrs, want, ctx):
            "BboxOutsideWeights": xp.asarray(cat[3].reshape(-1, width), dtype=dtype)}
     res.update({slot + "@LOD": lod for slot in list(res)})
     return res
+
+
+def _retina_level(boxes, scores, anchors, threshold, top_k, info):
+    """One level of one image: (class, [x1, y1, x2, y2, score]) of its top_k (anchor, class)
+    scores above threshold, decoded against the anchors and clipped to the original image."""
+    flat = scores.reshape(-1)
+    idx = np.nonzero(flat > threshold)[0]
+    idx = idx[np.argsort(-flat[idx], kind="stable")]
+    if top_k > -1:
+        idx = idx[:top_k]
+    classes = scores.shape[1]
+    a, c = idx // classes, idx % classes
+    an, d = anchors[a], boxes[a]
+    aw, ah = an[:, 2] - an[:, 0] + 1, an[:, 3] - an[:, 1] + 1
+    cx, cy = d[:, 0] * aw + an[:, 0] + aw / 2, d[:, 1] * ah + an[:, 1] + ah / 2
+    w, h = np.exp(d[:, 2]) * aw, np.exp(d[:, 3]) * ah
+    height, width, scale = info
+    height, width = np.round(height / scale), np.round(width / scale)
+    box = np.stack([cx - w / 2, cy - h / 2, cx + w / 2 - 1, cy + h / 2 - 1], axis=1) / scale
+    box[:, 0::2] = np.clip(box[:, 0::2], 0.0, width - 1)  # fluid: min with the edge, then 0
+    box[:, 1::2] = np.clip(box[:, 1::2], 0.0, height - 1)
+    return c, np.concatenate([box, flat[idx, None]], axis=1)
+
+
+@kernel("retinanet_detection_output")
+def retinanet_detection_output(xp, ins, attrs, want):
+    """Per image: every level's best (anchor, class) scores (the last level's over 0, the
+    others' over score_threshold) decoded, greedy NMS per class, the keep_top_k best over
+    all classes; rows (label = class + 1, score, x1, y1, x2, y2), LoD by image."""
+    levels = list(zip(*(list(map(host, ins[k])) for k in ("BBoxes", "Scores", "Anchors"))))
+    info = host(ins["ImInfo"]).astype(np.float64).reshape(-1, 3)
+    out, counts = [], []
+    for i in range(info.shape[0]):
+        per_class: dict[int, list] = {}
+        for lv, (b, s, a) in enumerate(levels):
+            threshold = attrs["score_threshold"] if lv < len(levels) - 1 else 0.0
+            cls, dets = _retina_level(b[i].astype(np.float64), s[i].astype(np.float64),
+                                      a.astype(np.float64).reshape(-1, 4), threshold,
+                                      attrs["nms_top_k"], info[i])
+            for c, det in zip(cls, dets):
+                per_class.setdefault(int(c), []).append(det)
+        picked = []
+        for c in sorted(per_class):
+            dets = np.array(per_class[c])
+            for k in nms(dets[:, :4], dets[:, 4], attrs["nms_threshold"], attrs["nms_eta"],
+                         first_on_ties=True):
+                picked.append((dets[k, 4], c, dets[k]))
+        picked.sort(key=lambda p: -p[0])  # stable: ties keep class, then NMS order
+        picked = picked[:attrs["keep_top_k"]]
+        out += [[c + 1, det[4], *det[:4]] for _, c, det in picked]
+        counts.append(len(picked))
+    rows = np.array(out, dtype=np.float64).reshape(-1, 6)
+    return {"Out": xp.asarray(rows, dtype=ins["Scores"][0].dtype),
+            "Out@LOD": make_lod([[0, *np.cumsum(counts).tolist()]])}

@@ -1,6 +1,7 @@
 """fluid.layers' region-proposal layers of Faster R-CNN, FPN and RetinaNet (fluid 1.8's
 layers/detection.py): generate_proposals, distribute_fpn_proposals, collect_fpn_proposals,
-rpn_target_assign, retinanet_target_assign, generate_proposal_labels. The ops are in
+rpn_target_assign, retinanet_target_assign, retinanet_detection_output,
+generate_proposal_labels. The ops are in
 spmd/ops/detection_proposals.py. Boxes of a batch carry LoD (boxes per image), as in fluid;
 use_random samples from spmd's generator (fluid's own engine cannot be reproduced;
 use_random=False gives fluid's samples).
@@ -18,7 +19,8 @@ from . import tensor
 from .helper import LayerHelper, check_variable
 
 __all__ = ["collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-           "generate_proposals", "retinanet_target_assign", "rpn_target_assign"]
+           "generate_proposals", "retinanet_detection_output", "retinanet_target_assign",
+           "rpn_target_assign"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -204,3 +206,34 @@ def retinanet_target_assign(bbox_pred, cls_logits, anchor_box, anchor_var, gt_bo
     locations = tensor.gather(tensor.reshape(bbox_pred, (-1, 4)), outs["LocationIndex"])
     return (scores, locations, outs["TargetLabel"], outs["TargetBBox"],
             outs["BBoxInsideWeight"], outs["ForegroundNumber"])
+
+
+def retinanet_detection_output(bboxes, scores, anchors, im_info, score_threshold=0.05,
+                               nms_top_k=1000, keep_top_k=100, nms_threshold=0.3,
+                               nms_eta=1.0):
+    """RetinaNet inference over FPN levels (lists of bboxes [N, Mi, 4] deltas, scores
+    [N, Mi, C] probabilities, anchors [Mi, 4]): per level the nms_top_k best scores over
+    score_threshold (the last level's over 0) decoded and clipped to the original image,
+    NMS per class, the keep_top_k best per image. Rows (label 1..C, score, x1, y1, x2, y2)
+    with LoD (rows per image).
+
+    >>> # dets = retinanet_detection_output([b3, b4], [s3, s4], [a3, a4], im_info)
+    """
+    where = "retinanet_detection_output"
+    bboxes, scores, anchors = list(bboxes), list(scores), list(anchors)
+    if not bboxes or not len(bboxes) == len(scores) == len(anchors):
+        raise InvalidArgumentError(
+            f"{where}: give one bboxes, scores and anchors Variable per FPN level, got "
+            f"{len(bboxes)}, {len(scores)} and {len(anchors)}")
+    for arg, group in (("bboxes", bboxes), ("scores", scores), ("anchors", anchors)):
+        for i, v in enumerate(group):
+            check_variable(v, f"{arg}[{i}]", where, _FLOATS)
+    check_variable(im_info, "im_info", where, _FLOATS)
+    helper = LayerHelper(where)
+    out = helper.create_variable_for_type_inference(bboxes[0].dtype, stop_gradient=True)
+    helper.append_op(where, {"BBoxes": bboxes, "Scores": scores, "Anchors": anchors,
+                             "ImInfo": [im_info]}, {"Out": [out]},
+                     {"score_threshold": float(score_threshold), "nms_top_k": int(nms_top_k),
+                      "keep_top_k": int(keep_top_k), "nms_threshold": float(nms_threshold),
+                      "nms_eta": float(nms_eta)})
+    return out

@@ -140,3 +140,22 @@ def _retinanet_target_assign(ctx):
     _rpn_target_assign(ctx)
     ctx.set_output("ForegroundNumber", (-1, 1), "int32")
     ctx.set_lod_level("ForegroundNumber", 1)
+
+
+@define_op("retinanet_detection_output", inputs=["BBoxes*", "Scores*", "Anchors*", "ImInfo"],
+           outputs=["Out"], grad=None, lod_outputs=("Out",),
+           attrs={"score_threshold": ("float", 0.05), "nms_top_k": ("int", 1000),
+                  "keep_top_k": ("int", 100), "nms_threshold": ("float", 0.3),
+                  "nms_eta": ("float", 1.0)})
+def _retinanet_detection_output(ctx):
+    boxes, scores = ctx.inputs("BBoxes"), ctx.inputs("Scores")
+    anchors = ctx.inputs("Anchors")
+    ctx.check(boxes and len(boxes) == len(scores) == len(anchors),
+              f"give one BBoxes, Scores and Anchors per FPN level, got {len(boxes)}, "
+              f"{len(scores)} and {len(anchors)}")
+    for i, (b, s) in enumerate(zip(boxes, scores)):
+        ctx.check(len(b.shape) == 3 and len(s.shape) == 3,
+                  f"level {i}: BBoxes must be [N, M, 4] and Scores [N, M, classes], got "
+                  f"{list(b.shape)} and {list(s.shape)}")
+    ctx.set_output("Out", (-1, 6), boxes[0].dtype)
+    ctx.set_lod_level("Out", 1)

@@ -307,6 +307,18 @@ def proposal_cases():
         "lod": dict(rpn_lod, GtLabels=[[[3, 2]]]),
         "attrs": {"positive_overlap": 0.5, "negative_overlap": 0.4},
         "outputs": dict(rpn_out, ForegroundNumber=1)}
+    # RetinaNet inference over 2 levels: decode, per-class NMS, keep_top_k per image
+    sizes = (8, 4)
+    ret_anchors = [_boxes(m, 6, s * 4.0) * 0.2 for m, s in zip(sizes, (3, 6))]
+    cases["retinanet_detection_output"] = {
+        "op": "retinanet_detection_output",
+        "inputs": {"BBoxes": [R.uniform(-0.3, 0.3, (2, m, 4)).astype("float32") for m in sizes],
+                   "Scores": [R.uniform(0, 1, (2, m, 3)).astype("float32") for m in sizes],
+                   "Anchors": ret_anchors,
+                   "ImInfo": [np.array([[64, 64, 1.0], [96, 80, 1.5]], "float32")]},
+        "attrs": {"score_threshold": 0.3, "nms_top_k": 10, "keep_top_k": 9,
+                  "nms_threshold": 0.4, "nms_eta": 1.0},
+        "outputs": {"Out": 1}}
     # Fast R-CNN sampling: proposals (in the scaled image) around the ground truth, and others
     jitter = np.concatenate([gt + R.uniform(-4, 4, gt.shape), gt + R.uniform(-9, 9, gt.shape),
                              _boxes(6, 6, 30)]).astype("float32")

@@ -337,3 +337,42 @@ def test_retinanet_target_assign_labels_anchors_with_their_boxes_class():
     np.testing.assert_array_equal(score, feed["logits"].reshape(-1, 3)[np.concatenate([fg, bg])])
     assert fg_num.tolist() == [[len(fg) + 1]] and target.shape == weight.shape
     assert loc.shape == (len(target), 4) and weight.sum() == 4 * len(fg)
+
+
+def test_retinanet_detection_output_rows_per_image():
+    """Two levels through the layer: per image at most keep_top_k rows, by score, labels
+    1..C, boxes inside the original image (im_info's size / scale), and no two of one class
+    overlapping more than nms_threshold."""
+    n, c, sizes = 2, 3, (12, 5)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        b = [fluid.data(f"b{i}", [None, m, 4]) for i, m in enumerate(sizes)]
+        s = [fluid.data(f"s{i}", [None, m, c]) for i, m in enumerate(sizes)]
+        a = [fluid.data(f"a{i}", [m, 4]) for i, m in enumerate(sizes)]
+        info = fluid.data("info", [None, 3])
+        out = fluid.layers.retinanet_detection_output(b, s, a, info, score_threshold=0.2,
+                                                      nms_top_k=20, keep_top_k=7,
+                                                      nms_threshold=0.3)
+    feed = {"info": np.array([[64, 64, 1.0], [80, 60, 2.0]], "float32")}
+    for i, m in enumerate(sizes):
+        xy = RNG.uniform(0, 50, (m, 2))
+        feed[f"a{i}"] = np.concatenate([xy, xy + RNG.uniform(8, 20, (m, 2))], 1).astype(
+            "float32")
+        feed[f"b{i}"] = RNG.uniform(-0.2, 0.2, (n, m, 4)).astype("float32")
+        feed[f"s{i}"] = RNG.uniform(0, 1, (n, m, c)).astype("float32")
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[out],
+                                                  return_numpy=False)
+    rows, start = np.array(got), 0
+    for i, count in enumerate(got.recursive_sequence_lengths()[0]):
+        dets = rows[start:start + count]
+        start += count
+        assert 1 <= count <= 7
+        assert np.all(np.diff(dets[:, 1]) <= 0) and set(dets[:, 0]) <= {1.0, 2.0, 3.0}
+        h, w, scale = feed["info"][i]
+        assert dets[:, 2:].min() >= 0 and dets[:, [2, 4]].max() <= round(w / scale) - 1
+        assert dets[:, [3, 5]].max() <= round(h / scale) - 1
+        for label in set(dets[:, 0]):
+            same = dets[dets[:, 0] == label, 2:]
+            for p in range(len(same)):
+                for q in range(p):
+                    assert iou_pixels(same[p], same[q]) <= 0.3 + 1e-6

@@ -90,6 +90,9 @@ def test_matches_fluid_with_lod(name):
             lod = case["expected"][slot + "@LOD"][i]
             assert (g.recursive_sequence_lengths() or None) == lod, f"{name} {slot}[{i}] LoD"
             g = np.asarray(g)
+            if want.size == 0:  # fluid hands an empty level back as a bare (0,) tensor
+                assert g.size == 0, f"{name} {slot}[{i}]: {g.shape}, fluid's is empty"
+                continue
             assert g.shape == want.shape and g.dtype == want.dtype, \
                 f"{name} {slot}[{i}]: {g.shape} {g.dtype} != fluid's {want.shape} {want.dtype}"
             np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-4,

@@ -252,6 +252,11 @@ def _set_fuse_parameter_group_size(size: int) -> None:
     (FLAGS_fuse_parameter_memory_size), so the group size changes nothing here."""
 
 
+def __unittest_throw_exception__():  # noqa: N807 - fluid's name
+    """Raise EnforceNotMet, as fluid's binding does for its exception test."""
+    raise EnforceNotMet("this is a test of exception (fluid.core.__unittest_throw_exception__)")
+
+
 def is_profiler_enabled() -> bool:
     """Whether the profiler is recording."""
     from ..profiler import active

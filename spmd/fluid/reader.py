@@ -38,3 +38,17 @@ class DataLoaderBase(abc.ABC):
 
 DataLoaderBase.register(GeneratorLoader)
 DataLoaderBase.register(PyReader)
+
+_KEEP_ORDER = [True]
+
+
+def keep_data_loader_order(*args):
+    """fluid's switch for whether a multi-place DataLoader feeds the places in order:
+    `keep_data_loader_order()` reads it, `keep_data_loader_order(False)` sets it. spmd's loaders
+    always deal batches to the places in order, so False is kept and changes nothing."""
+    if not args:
+        return _KEEP_ORDER[0]
+    if len(args) != 1 or not isinstance(args[0], bool):
+        raise TypeError(f"keep_data_loader_order takes one bool, got {args!r}")
+    _KEEP_ORDER[0] = args[0]
+    return None

@@ -277,3 +277,38 @@ def test_collective_op_based_optimizer_passes_through():
     assert len(params_grads) == 2 and [op.type for op in ops] == ["sgd", "sgd"]
     with pytest.raises(TypeError, match="DistributedStrategy"):
         CollectiveOpBasedOptimizer(fluid.optimizer.SGD(0.1))
+
+
+def test_control_flow_building_blocks():
+    from spmd.fluid.layers import control_flow as cf
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [None, 2], "float32")
+        mask = fluid.data("mask", [None, 1], "bool")
+        yes, no = cf.split_lod_tensor(x, mask)
+        back = cf.merge_lod_tensor(yes, no, x, mask)
+    xv = np.arange(8, dtype="float32").reshape(4, 2)
+    mv = np.array([[True], [False], [True], [False]])
+    got = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": xv, "mask": mv},
+                                               fetch_list=[yes, no, back])
+    np.testing.assert_array_equal(got[0], xv[[0, 2]])
+    np.testing.assert_array_equal(got[1], xv[[1, 3]])
+    np.testing.assert_array_equal(got[2], xv)
+    assert cf.ConditionalBlock is not None and callable(cf.select_input)
+
+
+def test_small_fluid_switches():
+    from spmd.fluid.reader import keep_data_loader_order
+
+    assert keep_data_loader_order() is True
+    keep_data_loader_order(False)
+    assert keep_data_loader_order() is False
+    keep_data_loader_order(True)
+    with pytest.raises(TypeError):
+        keep_data_loader_order(1)
+    with pytest.raises(fluid.core.EnforceNotMet):
+        getattr(fluid.core, "__unittest_throw_exception__")()
+    from spmd.fluid.optimizer import append_regularization_ops
+
+    assert callable(append_regularization_ops)

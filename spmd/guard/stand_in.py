@@ -53,19 +53,38 @@ def block(tag: str, code: int, sig: int, error: str) -> str:
             f"{tag}   fix: {fix}\n")
 
 
+_record = None  # (code, first line) -> None: paddle-launch's status file, before an abort
+
+
 def _say(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
+    """To the rank's log: the worker log paddle-launch gave it (the program's output goes
+    there; this process's stderr is the process manager's), else stderr."""
+    from ..flags import flags
+
+    log = flags().worker_log
+    if log:
+        with open(log, "a") as f:
+            f.write(text)
+    else:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    if _record is not None and "FAILED" in text:
+        _record(text.splitlines()[0])
 
 
 def stand_in(rank: int, size: int, code: int, sig: int, error: str,
-             timeout_s: float, joined: bool) -> int:
+             timeout_s: float, joined: bool, record=None) -> int:
     """Take the program's place in the job's start; the exit code this process should end
-    with (it may also end by MPI_Abort)."""
+    with (it may also end by MPI_Abort). `record(text)` gets the cause's line as soon as it
+    is printed (the process may be aborted before it exits)."""
+    global _record
+    _record = record
     tag = f"[rank {rank}/{size}]"
     failed = bool(code or sig)
     if failed and error:  # the program printed its block (spmd.guard.report_failure)
         _say(f"{tag} it ended before the job's first collective: ending the job\n")
+        if record is not None:
+            record(error)
     elif failed:
         _say(block(tag, code, sig, error))
     if joined:

@@ -184,7 +184,13 @@ class _Parent:
         settings = flags()
         joined = joined_start()
         timeout = settings.join_timeout_s if joined else settings.collective_timeout_s
-        return stand_in(self.rank, self.size, code, sig, self.shared.error(), timeout, joined)
+        record = None
+        if self.on_end is not None:  # paddle-launch's status file: said before any abort
+            def record(text: str) -> None:
+                self.on_end(code or 1, sig, text)
+
+        return stand_in(self.rank, self.size, code, sig, self.shared.error(), timeout, joined,
+                        record)
 
     def _hold_until_all_done(self, clean: bool) -> None:
         """The program ended with 0: hold on until every rank has left, or the launcher ends

@@ -7,6 +7,7 @@ once, naming that trainer. Every process ends (the `token` fixture checks none i
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import time
@@ -74,7 +75,8 @@ class Trainers:
 
 
 def results_lines(text: str) -> list[str]:
-    return sorted(line for line in text.splitlines() if line.startswith("rank "))
+    # found anywhere, not per line: mpiexec's merged output may join two ranks' lines
+    return sorted(re.findall(r"rank \d+/\d+ (?:step \d+ loss|checksum) -?\d+\.\d{6}", text))
 
 
 def mpiexec_lines(n: int, args: list[str], token: str) -> list[str]:

@@ -34,7 +34,8 @@ def _list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _out(helper, dtype, stop_gradient=False):
+def _out(helper, dtype, stop_gradient=True):
+    """An output of one of these ops: none has a gradient, so none is opened to one."""
     return helper.create_variable_for_type_inference(dtype, stop_gradient=stop_gradient)
 
 
@@ -179,8 +180,10 @@ def target_assign(input, matched_indices, negative_indices=None, mismatch_value=
     return out, weight
 
 
-def _to_2d(x):
-    return tensor.flatten(x, axis=2)
+def _to_2d(x, stop_gradient=False):
+    out = tensor.flatten(x, axis=2)
+    out.stop_gradient = stop_gradient or out.stop_gradient
+    return out
 
 
 def ssd_loss(location, confidence, gt_box, gt_label, prior_box, prior_box_var=None,
@@ -209,8 +212,7 @@ def ssd_loss(location, confidence, gt_box, gt_label, prior_box, prior_box_var=No
     gt_label.stop_gradient = True
     target_label, _ = target_assign(gt_label, matched, mismatch_value=background_label)
     confidence = _to_2d(confidence)
-    target_label = _to_2d(tensor.cast(target_label, "int64"))
-    target_label.stop_gradient = True
+    target_label = _to_2d(tensor.cast(target_label, "int64"), stop_gradient=True)
     conf_loss = loss.softmax_with_cross_entropy(confidence, target_label)
     actual_shape = tensor.slice(conf_shape, axes=[0], starts=[0], ends=[2])
     actual_shape.stop_gradient = True
@@ -232,18 +234,15 @@ def ssd_loss(location, confidence, gt_box, gt_label, prior_box, prior_box_var=No
                                                    mismatch_value=background_label)
     target_label, target_conf_weight = target_assign(
         gt_label, updated, negative_indices=neg_indices, mismatch_value=background_label)
-    target_label = tensor.cast(_to_2d(target_label), "int64")
+    target_label = tensor.cast(_to_2d(target_label, stop_gradient=True), "int64")
     target_label.stop_gradient = True
     conf_loss = loss.softmax_with_cross_entropy(confidence, target_label)
-    target_conf_weight = _to_2d(target_conf_weight)
-    target_conf_weight.stop_gradient = True
+    target_conf_weight = _to_2d(target_conf_weight, stop_gradient=True)
     conf_loss = conf_loss * target_conf_weight
     location = _to_2d(location)
-    target_bbox = _to_2d(target_bbox)
-    target_bbox.stop_gradient = True
+    target_bbox = _to_2d(target_bbox, stop_gradient=True)
     loc_loss = nn.smooth_l1(location, target_bbox)
-    target_loc_weight = _to_2d(target_loc_weight)
-    target_loc_weight.stop_gradient = True
+    target_loc_weight = _to_2d(target_loc_weight, stop_gradient=True)
     loc_loss = loc_loss * target_loc_weight
     total = conf_loss * float(conf_loss_weight) + loc_loss * float(loc_loss_weight)
     total = tensor.reshape(total, shape=[-1, 0], actual_shape=actual_shape)

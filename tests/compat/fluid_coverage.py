@@ -69,9 +69,6 @@ DEFERRED: dict[str, str] = {
                  "tdm_sampler")},
     **{f"{m}:multiclass_nms2": DETECTION for m in ("contrib", "contrib.layers",
                                                    "contrib.layers.nn")},
-    **{f"{m}:ctr_metric_bundle": "PaddleRec's CTR metric bundle (sums of squared and absolute "
-       "errors, predictions, positives): in no open issue"
-       for m in ("contrib", "contrib.layers", "contrib.layers.metric_op")},
     **{f"{m}:{n}": "the old contrib beam-search decoder (StateCell, TrainingDecoder, "
        "BeamSearchDecoder over While); fluid.layers' BeamSearchDecoder and dynamic_decode, "
        "which spmd has, replace it: in no open issue"

@@ -110,3 +110,18 @@ def test_fused_functor_errors():
             contrib.fused_elemwise_activation(x, x, ["relu"])
         with pytest.raises(ValueError, match="elementwise_add or elementwise_mul"):
             contrib.fused_elemwise_activation(x, x, ["relu", "tanh"])
+
+
+def test_ctr_metric_bundle_totals_equal_fluid():
+    stored = load("ctr_metric")  # tests/oracle/make_ctr_metric.py, run in fluid 1.8.5
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        p = fluid.data("p", [None, 1], "float32")
+        y = fluid.data("y", [None, 1], "float32")
+        totals = contrib.ctr_metric_bundle(p, y)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    for batch, want in zip(stored["batches"], stored["after"]):
+        got = exe.run(main, feed=batch, fetch_list=list(totals))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g).reshape(-1), w.reshape(-1), rtol=1e-5)

@@ -1,6 +1,7 @@
 """fluid.layers' YOLO, ROI-pooling and box layers (fluid 1.8's layers/detection.py and the ROI
 layers of nn.py): yolo_box, yolov3_loss, roi_align, roi_pool, psroi_pool, prroi_pool,
-deformable_roi_pooling, anchor_generator, box_decoder_and_assign, polygon_box_transform.
+deformable_roi_pooling, roi_perspective_transform, anchor_generator, box_decoder_and_assign,
+polygon_box_transform.
 The ops are in spmd/ops/detection_roi.py; the region-proposal layers in detection_proposals.py.
 
 ROIs are [R, 4] (x1, y1, x2, y2) Variables with lod_level=1: their LoD says how many ROIs
@@ -20,7 +21,7 @@ from .helper import LayerHelper, check_variable
 
 __all__ = ["anchor_generator", "box_decoder_and_assign", "deformable_roi_pooling",
            "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool",
-           "yolo_box", "yolov3_loss"]
+           "roi_perspective_transform", "yolo_box", "yolov3_loss"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -291,3 +292,30 @@ def deformable_roi_pooling(input, rois, trans, no_trans=False, spatial_scale=1.0
                       "part_size": part, "sample_per_part": int(sample_per_part),
                       "trans_std": float(trans_std)})
     return out
+
+
+def roi_perspective_transform(input, rois, transformed_height, transformed_width,
+                              spatial_scale=1.0, name=None):
+    """Warp each quadrilateral ROI (rois [R, 8]: x0, y0, ..., x3, y3 clockwise from the top
+    left, lod_level=1) onto a transformed_height x transformed_width grid by a perspective
+    transform, sampling bilinearly. Returns (out [R, C, th, tw], mask [R, 1, th, tw] int32:
+    1 where the source lies in the quad and the map, transform_matrix [R, 9]).
+
+    >>> # out, mask, matrix = roi_perspective_transform(feat, quads, 8, 32, 0.25)
+    """
+    where = "roi_perspective_transform"
+    check_variable(input, "input", where, _FLOATS)
+    check_variable(rois, "rois", where, _FLOATS)
+    helper = LayerHelper(where, name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    mask = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    matrix = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    idx = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    weights = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(where, {"X": [input], "ROIs": [rois]},
+                     {"Out": [out], "Mask": [mask], "TransformMatrix": [matrix],
+                      "Out2InIdx": [idx], "Out2InWeights": [weights]},
+                     {"transformed_height": int(transformed_height),
+                      "transformed_width": int(transformed_width),
+                      "spatial_scale": float(spatial_scale)})
+    return out, mask, matrix

@@ -36,8 +36,8 @@ MODULES = {
     ),
     "detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "deformable_roi_pooling",
-        "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align", "roi_pool", "yolo_box",
-        "yolov3_loss",
+        "polygon_box_transform", "prroi_pool", "psroi_pool", "roi_align",
+        "roi_perspective_transform", "roi_pool", "yolo_box", "yolov3_loss",
     ),
     "detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_output",

@@ -61,8 +61,9 @@ MODULES = {
     "spmd.ops.detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "deformable_psroi_pooling",
         "deformable_psroi_pooling_grad", "polygon_box_transform", "prroi_pool", "prroi_pool_grad",
-        "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad", "roi_pool",
-        "roi_pool_grad", "yolo_box", "yolov3_loss", "yolov3_loss_grad",
+        "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad",
+        "roi_perspective_transform", "roi_perspective_transform_grad", "roi_pool", "roi_pool_grad",
+        "yolo_box", "yolov3_loss", "yolov3_loss_grad",
     ),
     "spmd.ops.detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_map",

@@ -35,8 +35,6 @@ DEFERRED = {
     "locality_aware_nms": "EAST's locality-aware NMS over text polygons, not built in issue 22",
     "generate_mask_labels": "Mask R-CNN's mask targets from polygon segmentations, not built "
                             "in issue 22",
-    "roi_perspective_transform": "OCR's perspective warp of quadrilateral ROIs, not built in "
-                                 "issue 22",
 }
 
 # names spmd does not plan to provide, and why

@@ -143,6 +143,19 @@ def roi_cases():
             "attrs": attrs, "outputs": ["Output", "TopCount"],
             "grad": ["Input"] if extra["no_trans"] else ["Input", "Trans"],
             "grad_of": ["Output"]}
+    # roi_perspective_transform: quadrilaterals (x0, y0, ..., x3, y3), one reaching past the map
+    quads = np.array([[1.0, 1.2, 6.3, 0.8, 6.8, 4.9, 0.6, 5.3],
+                      [2.2, 0.5, 8.5, 2.0, 7.9, 6.6, 1.4, 5.1],
+                      [-1.5, 3.0, 5.0, 2.0, 9.5, 7.5, 0.5, 8.0]], "float32")
+    for name, scale in (("roi_perspective_transform", 1.0),
+                        ("roi_perspective_transform_scaled", 0.5)):
+        cases[name] = {
+            "op": "roi_perspective_transform",
+            "inputs": {"X": R.uniform(-1, 1, (2, 2, 7, 8)).astype("float32"),
+                       "ROIs": quads / scale}, "lod": {"ROIs": [[2, 1]]},
+            "attrs": {"transformed_height": 4, "transformed_width": 5, "spatial_scale": scale},
+            "outputs": ["Out", "Mask", "TransformMatrix", "Out2InIdx", "Out2InWeights"],
+            "grad": ["X"], "grad_of": ["Out"]}
     return cases
 
 
@@ -208,7 +221,7 @@ def run_case(fluid, case):
     exe.run(startup)
     if weights:
         shapes = [np.array(t).shape for t in exe.run(forward, feed=feed, fetch_list=[
-            "out_" + s for s in case["outputs"]])]
+            "out_" + s for s in case["outputs"]], return_numpy=False)]
         for s, w in weights.items():
             shp = shapes[case["outputs"].index(s)]
             case.setdefault("weights", {})[s] = R.uniform(0.5, 1.5, shp).astype("float32")

@@ -345,3 +345,80 @@ def test_deformable_roi_pooling_layer_moves_bins_with_trans():
         assert results[ps, False][0].shape == ((3, 2, 2, 2) if ps else (3, 8, 2, 2))
         np.testing.assert_allclose(results[ps, False][0], results[ps, False][1], rtol=1e-6)
         assert not np.allclose(results[ps, True][0], results[ps, True][1])
+
+
+def on_edge(q, x, y, tol=1e-6):
+    """Whether (x, y) lies on the quad's boundary (the grid's border maps onto it)."""
+    for i in range(4):
+        a, b = q[i], q[(i + 1) % 4]
+        t = np.clip(np.dot([x - a[0], y - a[1]], b - a) / np.dot(b - a, b - a), 0, 1)
+        if np.hypot(*(a + t * (b - a) - [x, y])) < tol:
+            return True
+    return False
+
+
+def perspective_ref(X, ROIs, transformed_height, transformed_width, spatial_scale, lod, **_):
+    """The output grid mapped by the homography that sends its corners (0, 0), (W' - 1, 0),
+    (W' - 1, H - 1), (0, H - 1) to the quad's (W' the width fluid normalizes to the quad's
+    aspect), solved here as a linear system; pixels whose source is in the quad and the map
+    sample it bilinearly."""
+    th, tw = transformed_height, transformed_width
+    out = np.zeros((len(ROIs), X.shape[1], th, tw))
+    mask = np.zeros((len(ROIs), 1, th, tw), dtype=np.int32)
+    h, w = X.shape[2:]
+    for r, (b, roi) in enumerate(zip(batch_of(lod), ROIs)):
+        q = roi.reshape(4, 2) * spatial_scale
+        side = [np.hypot(*(q[i] - q[(i + 1) % 4])) for i in range(4)]
+        nh = max(2, th)
+        nw = max(2, min(math.floor((side[0] + side[2]) / 2 * (nh - 1)
+                                   / ((side[1] + side[3]) / 2) + 0.5) + 1, tw))
+        src = [(0, 0), (nw - 1, 0), (nw - 1, nh - 1), (0, nh - 1)]
+        a, rhs = [], []
+        for (u, v), (x, y) in zip(src, q):
+            a.append([u, v, 1, 0, 0, 0, -u * x, -v * x])
+            a.append([0, 0, 0, u, v, 1, -u * y, -v * y])
+            rhs += [x, y]
+        m = np.append(np.linalg.solve(np.array(a, float), np.array(rhs)), 1.0)
+        for oh in range(th):
+            for ow in range(tw):
+                d = m[6] * ow + m[7] * oh + 1
+                sx, sy = (m[0] * ow + m[1] * oh + m[2]) / d, (m[3] * ow + m[4] * oh + m[5]) / d
+                inside = on_edge(q, sx, sy) or sum(
+                    ((q[i, 1] > sy) != (q[(i + 1) % 4, 1] > sy)) and sx < (
+                        q[(i + 1) % 4, 0] - q[i, 0]) * (sy - q[i, 1]) / (
+                        q[(i + 1) % 4, 1] - q[i, 1]) + q[i, 0] for i in range(4)) % 2 == 1
+                if inside and -0.5 < sx < w - 0.5 and -0.5 < sy < h - 0.5:
+                    mask[r, 0, oh, ow] = 1
+                    out[r, :, oh, ow] = interpolant(X[b], np.clip(sy, 0, h - 1),
+                                                    np.clip(sx, 0, w - 1))
+    return {"Out": out, "Mask": mask}
+
+
+PERSPECTIVE_CASE = OpCase(
+    "roi_perspective_transform",
+    {"X": rand(2, 2, 6, 7), "ROIs": np.array([[1.1, 1.3, 5.2, 0.7, 5.9, 4.1, 0.6, 4.6],
+                                               [0.4, 0.9, 6.1, 1.7, 5.5, 5.2, 1.3, 4.8],
+                                               [-1.2, 2.1, 4.4, 1.6, 7.9, 5.7, 0.3, 6.2]])},
+    perspective_ref, lod={"ROIs": [[2, 1]]}, grad_outputs=["Out"],
+    outputs={"Out": 1, "Mask": 1, "TransformMatrix": 1, "Out2InIdx": 1, "Out2InWeights": 1},
+    attrs={"transformed_height": 4, "transformed_width": 5, "spatial_scale": 1.0},
+    rtol=1e-5, atol=1e-5, name="roi_perspective_transform")
+
+
+def test_roi_perspective_transform():
+    check_op(PERSPECTIVE_CASE)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2, 6, 7])
+        rois = fluid.data("rois", [None, 8], lod_level=1)
+        out, mask, matrix = fluid.layers.roi_perspective_transform(x, rois, 4, 5)
+    quads = fluid.create_lod_tensor(PERSPECTIVE_CASE.inputs["ROIs"].astype("float32"),
+                                    [[2, 1]], fluid.CPUPlace())
+    got = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": PERSPECTIVE_CASE.inputs["X"].astype("float32"), "rois": quads},
+        fetch_list=[out, mask, matrix])
+    want = perspective_ref(**PERSPECTIVE_CASE.inputs, **PERSPECTIVE_CASE.attrs,
+                           lod=PERSPECTIVE_CASE.lod)
+    np.testing.assert_allclose(got[0], want["Out"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(got[1], want["Mask"])
+    assert got[2].shape == (3, 9)

@@ -54,6 +54,8 @@ def test_matches_fluid(name):
         if key.endswith("@LOD"):
             continue
         g = np.asarray(got[key])
+        if want.size == 0:  # an output fluid's CPU kernel leaves unset (Out2InIdx)
+            continue
         assert g.shape == want.shape, f"{name} {key}: shape {g.shape} != fluid's {want.shape}"
         assert g.dtype == want.dtype, f"{name} {key}: dtype {g.dtype} != fluid's {want.dtype}"
         np.testing.assert_allclose(g, want, rtol=1e-4, atol=2e-5, err_msg=f"{name} {key}")

@@ -50,3 +50,17 @@ def _as_lodtensor(data, place, dtype=None) -> LoDTensor:
     tensor = LoDTensor()
     tensor.set(array, place)
     return tensor
+
+
+def _fetch_var(name, scope=None, return_numpy=True):
+    """The value of variable `name` in `scope` (the global scope by default): an array, or
+    the scope's tensor with return_numpy=False. fluid's programs read parameters so."""
+    if not isinstance(name, str):
+        name = getattr(name, "name", name)
+    scope = global_scope() if scope is None else scope
+    found = scope.find_var(name)
+    if found is None:
+        raise KeyError(f"Cannot find {name} in scope. Perhaps you need to make the variable "
+                       f"persistable by using var.persistable = True in your program.")
+    tensor = found.get_tensor()
+    return np.array(tensor) if return_numpy else tensor

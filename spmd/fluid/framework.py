@@ -127,3 +127,29 @@ def convert_np_dtype_to_dtype_(np_dtype):
 
     name = convert_dtype(np_dtype)
     return next(v for v in VarType if v == name)
+
+
+def _get_var(name: str, program=None):
+    """The variable `name` of `program`'s global block (the default main program's)."""
+    program = default_main_program() if program is None else program
+    return program.global_block().var(name)
+
+
+def _current_expected_place():
+    """The place ops run on by default: the first GPU where spmd sees one, else the CPU."""
+    from ..core.places import CPUPlace, CUDAPlace
+
+    return CUDAPlace(0) if is_compiled_with_cuda() else CPUPlace()
+
+
+def dygraph_only(func):
+    """fluid's decorator of dygraph-only methods: in spmd's static programs calling one is
+    refused, naming it."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        raise PreconditionError(f"{func.__name__} works only in dygraph mode, which spmd does "
+                                f"not run; write the model as a static program")
+
+    return wrapper

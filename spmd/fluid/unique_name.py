@@ -9,3 +9,7 @@
 from ..core.unique_name import UniqueNameGenerator, generate, guard, switch
 
 __all__ = ["UniqueNameGenerator", "generate", "guard", "switch"]
+
+# fluid keeps a second generator for names a program's structure may ignore (dygraph's
+# parameter names); spmd names everything with one
+generate_with_ignorable_key = generate

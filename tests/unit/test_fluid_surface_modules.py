@@ -308,7 +308,40 @@ def test_small_fluid_switches():
     with pytest.raises(TypeError):
         keep_data_loader_order(1)
     with pytest.raises(fluid.core.EnforceNotMet):
-        getattr(fluid.core, "__unittest_throw_exception__")()
+        fluid.core.__unittest_throw_exception__()
     from spmd.fluid.optimizer import append_regularization_ops
 
     assert callable(append_regularization_ops)
+
+
+def test_names_programs_use_beyond_all():
+    from spmd.fluid import data_feeder, framework, io, unique_name
+    from spmd.fluid.executor import _fetch_var
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2], "float32")
+        fluid.layers.fc(x, 1, param_attr=fluid.ParamAttr(
+            name="w", initializer=fluid.initializer.Constant(0.5)))
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        fluid.Executor(fluid.CPUPlace()).run(startup)
+        np.testing.assert_array_equal(_fetch_var("w"), np.full((2, 1), 0.5, "float32"))
+        assert _fetch_var("w", return_numpy=False).shape() == [2, 1]
+        with pytest.raises(KeyError, match="persistable"):
+            _fetch_var("nothing")
+    assert framework._get_var("w", main).shape == (2, 1)
+    assert isinstance(framework._current_expected_place(), (fluid.CPUPlace, fluid.CUDAPlace))
+    with pytest.raises(RuntimeError, match="dygraph"):
+        framework.dygraph_only(lambda: 1)()
+    assert io._get_valid_program(main) is main
+    assert io._get_valid_program(fluid.CompiledProgram(main)) is main
+    with pytest.raises(TypeError):
+        io._get_valid_program("main")
+    data_feeder.check_variable_and_dtype(x, "x", ["float32"], "layer")
+    with pytest.raises(TypeError, match="must be"):
+        data_feeder.check_dtype("int64", "x", ["float32"], "layer")
+    with pytest.raises(TypeError):
+        data_feeder.check_type(1, "x", fluid.Variable, "layer")
+    with unique_name.guard():
+        assert unique_name.generate_with_ignorable_key("a") == "a_0"

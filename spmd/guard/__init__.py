@@ -411,6 +411,9 @@ def departure_message(op: str, tag: str) -> str | None:
     where = (f"after collective #{gone['collectives']} (in its Executor.run "
              f"#{gone['steps']})" if gone["collectives"] >= 0 else "at an unknown point")
     steps = int(_shared.slots[st.STEPS])
+    if gone["how"] == st.FAILED:  # its own message is the job's cause: this one is short
+        return (f"{tag} stopped: rank {gone['rank']} failed {where} ({ended}), while this rank "
+                f"waits in {op}, collective #{mine}")
     return (f"{tag} rank {gone['rank']} left the job {where}, {ended} "
             f"{st.HOW[gone['how']]}, while this rank waits in {op}, collective #{mine} "
             f"(in its Executor.run #{steps}): every rank must run the same collectives. Give "

@@ -75,9 +75,6 @@ DEFERRED: dict[str, str] = {
        for m in ("contrib", "contrib.decoder", "contrib.decoder.beam_search_decoder")
        for n in ("BeamSearchDecoder", "InitState", "StateCell", "TrainingDecoder")},
     "contrib.model_stat:summary": "the per-layer parameter and FLOP table: in no open issue",
-    **{f"{m}:{n}": HDFS for m in ("contrib", "contrib.utils", "contrib.utils.hdfs_utils")
-       for n in ("HDFSClient", "multi_download", "multi_upload")},
-    "incubate.fleet.utils.hdfs:HDFSClient": HDFS,
     "incubate.fleet.utils.fleet_barrier_util:check_all_trainers_ready": HDFS,
     "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
     "helpers of pslib jobs: in no open issue",

@@ -1,10 +1,10 @@
-"""fluid.contrib.utils: fluid 1.8's HDFS client wrappers and the distributed lookup table's
-program helpers. The names spmd lacks are listed with the reason in docs/fluid_coverage.md.
-"""
+"""fluid.contrib.utils: the HDFS client (hdfs_utils) and the distributed lookup table's
+program helpers (lookup_table_utils)."""
 from ..._pending import missing_names
+from . import hdfs_utils, lookup_table_utils  # noqa: F401 - fluid's submodules
+from .hdfs_utils import HDFSClient, multi_download, multi_upload
 
-__all__: list[str] = []
+__all__ = ["HDFSClient", "multi_download", "multi_upload"]
 
-missing_names(globals(), [
-    "HDFSClient", "convert_dist_to_sparse_program", "load_persistables_for_increment",
-    "load_persistables_for_inference", "multi_download", "multi_upload"])
+missing_names(globals(), ["convert_dist_to_sparse_program", "load_persistables_for_increment",
+                          "load_persistables_for_inference"])

@@ -10,6 +10,12 @@ class InvalidArgumentError(SpmdError, ValueError):
     """A value a user passed is wrong: a shape, a dtype, an attribute, a name."""
 
 
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type (a list where a Variable goes, an int dtype where a float
+    one goes): fluid 1.8 raises TypeError there, so both `except TypeError` and
+    `except InvalidArgumentError` catch it."""
+
+
 class NotFoundError(SpmdError, KeyError):
     """A named thing (variable, op type, kernel) does not exist."""
 

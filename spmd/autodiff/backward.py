@@ -376,12 +376,16 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
 
 
+_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
 def _fed_leaves(block) -> set[str]:
-    """Fed variables a user opened to gradients (`x.stop_gradient = False` on a data var):
-    fluid gives them an `x@GRAD` too, which programs fetch (adversarial examples, saliency)."""
-    written = {n for op in block.ops for n in op.output_arg_names}
+    """Variables a user opened to gradients: fed ones (`x.stop_gradient = False` on a data
+    var; adversarial examples, saliency) and any other float one not stop_gradient
+    (`a = fill_constant(...)`, `a = 2.0 * i`): fluid 1.8.5 gives every variable on the loss's
+    path that is not stop_gradient an `a@GRAD`, which programs fetch (its test_cond does)."""
     return {n for n, v in block.vars.items()
-            if not v.stop_gradient and not v.persistable and n not in written
+            if not v.stop_gradient and not v.persistable and v.dtype in _FLOAT_DTYPES
             and not isinstance(v, Parameter)}
 
 

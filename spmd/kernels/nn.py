@@ -234,8 +234,19 @@ def batch_norm_grad(xp, ins, attrs, want):
     else:  # with batch statistics, X's gradient flows through the mean and variance too
         mean, inv_std = ins["SavedMean"], ins["SavedVariance"]
         through_stats = True
+        if x.size == scale.size:  # the forward passed X through (one value per channel)
+            return _bn_passed_through_grad(xp, dy, scale, want)
     return bn_core.backward(xp, x, dy, scale, mean, inv_std, want, through_stats,
                             attrs["data_layout"])
+
+
+def _bn_passed_through_grad(xp, dy, scale, want) -> dict:
+    """fluid 1.8.5's gradient where Y = X (a single value per channel): dX = dY, and Scale's and
+    Bias's gradients are zero."""
+    res = {k: xp.zeros_like(scale) for k in ("Scale@GRAD", "Bias@GRAD") if k in want}
+    if "X@GRAD" in want:
+        res["X@GRAD"] = dy.copy()
+    return res
 
 
 def _ln_rows(x, attrs):

@@ -19,7 +19,7 @@ from ..core import unique_name
 from ..core.dtypes import convert_dtype
 from ..core.program import default_main_program, default_startup_program
 from ..core.variable import Parameter, Variable
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..ops.registry import get_op_def
 from .initializer import ConstantInitializer, Initializer, XavierInitializer
 from .param_attr import ParamAttr
@@ -30,11 +30,11 @@ __all__ = ["LayerHelper", "check_variable"]
 
 def check_variable(value, arg: str, where: str, dtypes=None) -> Variable:
     """`value` if it is a Variable (of one of `dtypes`, when given), else a clear error."""
-    if not isinstance(value, Variable):
-        raise InvalidArgumentError(
+    if not isinstance(value, Variable):  # a TypeError too, as fluid's check_variable_and_dtype
+        raise ArgumentTypeError(
             f"{where}: argument '{arg}' must be a Variable, got {type(value).__name__}: {value!r}")
     if dtypes is not None and value.dtype not in dtypes:
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"{where}: argument '{arg}' ({value.name}) must have dtype in {sorted(dtypes)}, "
             f"got {value.dtype}")
     return value

@@ -21,8 +21,13 @@ number gives:
 - `//`, `%` and comparisons: a [1] tensor of the number in the Variable's dtype (fill_constant
   truncates 2.5 to 2 for an integer dtype, as fluid) and the elementwise / compare op.
 
-Comparisons give bool Variables. `==` and `!=` keep Python's identity meaning (fluid 1.8 makes
-them ops, which would break `var in list`); use layers.equal / not_equal.
+Comparisons give bool Variables, `==` and `!=` too (an `equal` / `not_equal` op, as fluid 1.8.5:
+`cond(i % 2 == 0, ...)`). A Python bool counts as a number there (`flag == True`, as fluid). Against
+anything else (None, a str, a list) `==` answers NotImplemented, so Python's identity meaning
+applies (fluid 1.8.5 fails in float() there). Hashing stays by identity: Variables remain dict keys
+and set members. As in fluid, `var in some_list` compares with `==`, which appends an op and is
+always true for a Variable not in the list; spmd's own code compares Variables by identity
+(`is`, names, id()) for that reason.
 
 Installed by importing spmd.layers (`monkey_patch_variable()`).
 
@@ -210,6 +215,21 @@ def _tensor_binary(op_type: str, symbol: str, compare: bool = False):
     return method
 
 
+def _equality(op_type: str, symbol: str):
+    """`==` / `!=`: a compare op against a Variable or a number (a bool included, as fluid);
+    NotImplemented otherwise, so `var == None` is False instead of fluid's float() error."""
+    compare = _tensor_binary(op_type, symbol, True)
+
+    def method(self, other):
+        if isinstance(other, bool):
+            other = int(other)
+        if isinstance(other, Variable) or _is_scalar(other):
+            return compare(self, other)
+        return NotImplemented
+
+    return method
+
+
 def _neg(self):
     return _scale(self, -1.0, 0.0)
 
@@ -240,6 +260,8 @@ _METHODS = {
     "__le__": _tensor_binary("less_equal", "<=", True),
     "__gt__": _tensor_binary("greater_than", ">", True),
     "__ge__": _tensor_binary("greater_equal", ">=", True),
+    "__eq__": _equality("equal", "=="),
+    "__ne__": _equality("not_equal", "!="),
 }
 
 
@@ -247,3 +269,5 @@ def monkey_patch_variable():
     """Install the operators on spmd.core.Variable (idempotent)."""
     for name, method in _METHODS.items():
         setattr(Variable, name, method)
+    # defining __eq__ on a class drops its hash; Variables stay hashable by identity, as fluid's
+    Variable.__hash__ = object.__hash__

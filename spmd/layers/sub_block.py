@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from ..core.program import Program
 from ..core.variable import Variable
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["BlockGuard", "ControlFlowTypeError", "block_io", "body_interface"]
 
 
-class ControlFlowTypeError(InvalidArgumentError, TypeError):
+class ControlFlowTypeError(ArgumentTypeError):
     """A control-flow layer got an argument of the wrong type (a TypeError, as in fluid)."""
 
 

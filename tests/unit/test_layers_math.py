@@ -9,6 +9,7 @@ from oracle.make_math import CASES, FEEDS
 from oracle_io import load
 
 import spmd.fluid as fluid
+from spmd.core.variable import Variable
 from spmd.errors import InvalidArgumentError
 
 ORACLE = load("math")
@@ -95,8 +96,13 @@ def test_builder_errors(build, match):
             build(fluid.layers, x)
 
 
-def test_variable_eq_keeps_identity():
-    with fluid.program_guard(fluid.Program(), fluid.Program()):
+def test_variable_eq_is_an_op_and_hash_stays_identity():
+    # fluid 1.8.5's math_op_patch: `==` / `!=` build equal / not_equal; hashing is by identity
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
         x = fluid.data("x", [2, 3], "float32")
         y = fluid.data("y", [2, 3], "float32")
-    assert x in [y, x] and (x == x) is True and (x == y) is False
+        eq, ne = x == y, x != 0
+    assert isinstance(eq, Variable) and isinstance(ne, Variable) and eq.dtype == "bool"
+    assert [op.type for op in main.global_block().ops] == ["equal", "fill_constant", "not_equal"]
+    assert {x: 1, y: 2}[x] == 1 and len({x, y, x}) == 2 and (x == None) is False  # noqa: E711

@@ -1,10 +1,27 @@
-"""fluid.contrib.slim.nas.lock: fluid 1.8's model compression framework (slim: Compressor and its
-config-driven pruning, distillation, quantization and light-NAS strategies). spmd does not
-provide its names; docs/fluid_coverage.md says why for each.
+"""fluid.contrib.slim.nas.lock: lock / unlock an open file (an exclusive fcntl lock), as
+slim's NAS search agents share their controller's state file.
+
+>>> import tempfile
+>>> with tempfile.TemporaryFile() as f:
+...     lock(f); unlock(f)
 """
-from ...._pending import missing_names
+from __future__ import annotations
 
-__all__: list[str] = []
+import os
 
-missing_names(globals(), [
-    "lock", "unlock"])
+__all__ = ["lock", "unlock"]
+
+if os.name != "posix":
+    raise RuntimeError("fluid.contrib.slim.nas.lock supports POSIX platforms (fcntl) only")
+
+from fcntl import LOCK_EX, LOCK_UN, flock  # noqa: E402 - POSIX only, checked above
+
+
+def lock(file) -> None:
+    """Take the exclusive lock of the open `file` (waits for other holders)."""
+    flock(file.fileno(), LOCK_EX)
+
+
+def unlock(file) -> None:
+    """Release it."""
+    flock(file.fileno(), LOCK_UN)

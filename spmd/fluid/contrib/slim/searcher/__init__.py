@@ -1,10 +1,5 @@
-"""fluid.contrib.slim.searcher: fluid 1.8's model compression framework (slim: Compressor and its
-config-driven pruning, distillation, quantization and light-NAS strategies). spmd does not
-provide its names; docs/fluid_coverage.md says why for each.
-"""
-from ...._pending import missing_names
+"""fluid.contrib.slim.searcher: EvolutionaryController and SAController (controller)."""
+from . import controller  # noqa: F401 - fluid's submodule
+from .controller import EvolutionaryController, SAController
 
-__all__: list[str] = []
-
-missing_names(globals(), [
-    "EvolutionaryController", "SAController"])
+__all__ = ["EvolutionaryController", "SAController"]

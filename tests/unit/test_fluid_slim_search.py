@@ -54,3 +54,21 @@ def test_lock_excludes_another_holder(tmp_path):
         unlock(first)
         t.join(5)
     assert order == ["first", "second"]
+
+
+def test_structure_pruner_equals_fluid():
+    from spmd.fluid.contrib.slim.prune import Pruner, StructurePruner
+
+    p = StructurePruner({"*": 1}, {"*": "l1_norm"})
+    w = np.arange(24, dtype="float32").reshape(2, 3, 4) * np.array([1, -3, 0.5, 2])
+    idx = p.cal_pruned_idx("w", w, 0.5)
+    # fluid 1.8.5's StructurePruner on the same input (run once by hand in PaddlePaddle 1.8.5)
+    assert idx.tolist() == [0, 1]
+    assert p.prune_tensor(w, idx, 2).tolist() == [
+        [[1.0, 6.0], [3.0, 14.0], [5.0, 22.0]], [[7.0, 30.0], [9.0, 38.0], [11.0, 46.0]]]
+    lazy = p.prune_tensor(w, idx, 2, lazy=True)
+    assert lazy.shape == w.shape and (lazy[..., :2] == 0).all()
+    assert (lazy[..., 2:] == w[..., 2:]).all()
+    assert Pruner().prune(w) is w
+    with pytest.raises(ValueError, match="l1_norm"):
+        StructurePruner({"*": 0}, {"*": "l2"}).cal_pruned_idx("w", w, 0.5)

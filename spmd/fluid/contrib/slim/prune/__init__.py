@@ -1,11 +1,10 @@
-"""fluid.contrib.slim.prune: fluid 1.8's model compression framework (slim: Compressor and its
-config-driven pruning, distillation, quantization and light-NAS strategies). spmd does not
-provide its names; docs/fluid_coverage.md says why for each.
-"""
+"""fluid.contrib.slim.prune: the pruners (Pruner, StructurePruner); the Compressor's prune
+strategies are named in docs/fluid_coverage.md with the reason."""
 from ...._pending import missing_names
+from . import pruner  # noqa: F401 - fluid's submodule
+from .pruner import Pruner, StructurePruner
 
-__all__: list[str] = []
+__all__ = ["Pruner", "StructurePruner"]
 
-missing_names(globals(), [
-    "AutoPruneStrategy", "PruneStrategy", "Pruner", "SensitivePruneStrategy", "StructurePruner",
-    "UniformPruneStrategy"])
+missing_names(globals(), ["AutoPruneStrategy", "PruneStrategy", "SensitivePruneStrategy",
+                          "UniformPruneStrategy"])

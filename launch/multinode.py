@@ -23,10 +23,11 @@ import sys
 import threading
 import time
 
+from .collective import CollectiveJob, command
 from .config import LaunchConfig
 from .env import without_proxies
-from .job import _die_with_launcher, _Job, _kill, command
 from .rendezvous import JoinError, RendezvousServer, fetch_part, rendezvous_token
+from .supervisor import POLL_S, die_with_launcher, escalate, kill, killpg
 
 PROXY = "hydra_pmi_proxy"
 PROXY_LIST_WAIT_S = 60.0  # mpiexec prints the proxies' commands at once; this bounds a hang
@@ -64,7 +65,7 @@ def _with_control_host(args: list[str], host: str) -> list[str]:
     return out
 
 
-class NodeZeroJob(_Job):
+class NodeZeroJob(CollectiveJob):
     """Node 0's paddle-launch: the job of every node, started here."""
 
     def __init__(self, config: LaunchConfig):
@@ -76,13 +77,13 @@ class NodeZeroJob(_Job):
     def _start_process_manager(self, env: dict) -> subprocess.Popen:
         proc = subprocess.Popen(
             command(self.config), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_launcher)
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_launcher)
         proxies: dict[int, list[str]] = {}
         listed = threading.Event()
         threading.Thread(target=self._read_mpiexec, args=(proc, proxies, listed),
                          daemon=True).start()
         if not listed.wait(PROXY_LIST_WAIT_S) or len(proxies) != len(self.config.cluster_node_ips):
-            _kill(proc.pid, signal.SIGKILL)
+            kill(proc.pid, signal.SIGKILL)
             raise JoinError(f"mpiexec did not list one proxy per node (got {sorted(proxies)}); "
                             f"see {self.mpi_log}")
         host = self.config.node_ip
@@ -90,7 +91,7 @@ class NodeZeroJob(_Job):
             self.proxy = subprocess.Popen(
                 _with_control_host(proxies[0], host), env=env, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_die_with_launcher)
+                preexec_fn=die_with_launcher)
         n = self.config.nproc_per_node
         parts = {k: {"proxy": _with_control_host(proxies[k], host),
                      "log_dir": self.config.log_dir, "ranks": list(range(k * n, (k + 1) * n))}
@@ -137,21 +138,10 @@ class NodeZeroJob(_Job):
         self._stop_proxy()
 
     def _stop_proxy(self) -> None:
-        if self.proxy is None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if self.proxy.poll() is not None:
-                break
-            try:
-                os.killpg(self.proxy.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                self.proxy.wait(3.0)
-            except subprocess.TimeoutExpired:
-                pass
+        if self.proxy is not None:
+            escalate(lambda sig: killpg(self.proxy.pid, sig), lambda: self.proxy.poll() is None)
 
-    def _close(self) -> None:
+    def close(self) -> None:
         if self.server is not None:
             self.server.close()
             self.server = None
@@ -201,21 +191,12 @@ def join_job(config: LaunchConfig) -> int:
         with open(_proxy_log(config, config.node_index), "wb") as out:
             child = subprocess.Popen(proxy, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=_die_with_launcher)
+                                     preexec_fn=die_with_launcher)
         while child.poll() is None:
             if stop:
-                for sig in (signal.SIGTERM, signal.SIGKILL):
-                    try:
-                        os.killpg(child.pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                    try:
-                        child.wait(3.0)
-                        break
-                    except subprocess.TimeoutExpired:
-                        continue
+                escalate(lambda sig: killpg(child.pid, sig), lambda: child.poll() is None)
                 return 128 + stop[0]
-            time.sleep(0.1)
+            time.sleep(POLL_S)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

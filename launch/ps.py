@@ -14,9 +14,7 @@ the end of its log. Each process leads its own process group, and dies with the 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
@@ -24,10 +22,9 @@ from .config import LaunchConfig
 from .env import PSERVER, TOKEN_ENV, TRAINER, fresh_token, ps_role_env, without_proxies
 from .report import signal_name, tail
 from .scheduler import free_ports
+from .supervisor import TERM_WAIT_S, Supervisor, die_with_launcher, escalate, killpg
 
-POLL_S = 0.05
 SERVER_GRACE_S = 10.0  # after the last trainer, how long the pservers get to end by themselves
-TERM_WAIT_S = 3.0  # SIGTERM, then SIGKILL after this
 
 
 @dataclass
@@ -47,16 +44,6 @@ class _Proc:
         if rc is None:
             return "running"
         return f"killed by {signal_name(-rc)}" if rc < 0 else f"exit code {rc}"
-
-
-def _die_with_launcher() -> None:
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def format_ps_config(config: LaunchConfig) -> str:
@@ -95,30 +82,21 @@ def role_envs(config: LaunchConfig, base_env) -> list[tuple[str, int, dict]]:
     return out
 
 
-class PSJob:
+class PSJob(Supervisor):
+    """A parameter-server job on this machine: every pserver and trainer a process of its
+    own, each leading its process group."""
+
     def __init__(self, config: LaunchConfig):
+        super().__init__(config.log_dir, config.role_log(TRAINER, 0))
         self.config = config
         self.procs: list[_Proc] = []
-        self.signal: int | None = None
+        self.done_at: float | None = None
 
-    def run(self) -> int:
+    def start(self) -> None:
         os.makedirs(self.config.log_dir, exist_ok=True)
-        report = os.path.join(self.config.log_dir, "failure_report.txt")
-        if os.path.exists(report):
-            os.remove(report)
-        previous = {s: signal.signal(s, self._on_signal)
-                    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            for role, index, env in role_envs(self.config, os.environ):
-                self._start(role, index, env)
-            return self._watch()
-        finally:
-            self._stop([p for p in self.procs if p.popen.poll() is None])
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-
-    def _on_signal(self, signum, frame) -> None:
-        self.signal = signum
+        self.remove_report()
+        for role, index, env in role_envs(self.config, os.environ):
+            self._start(role, index, env)
 
     def _start(self, role: str, index: int, env: dict) -> None:
         log = self.config.role_log(role, index)
@@ -126,45 +104,39 @@ class PSJob:
                *self.config.training_script_args]
         with open(log, "wb") as out:
             popen = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_launcher)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=die_with_launcher)
         self.procs.append(_Proc(role, index, log, popen))
 
-    def _watch(self) -> int:
-        from .job import _Follower
-
-        console = _Follower(self.config.role_log(TRAINER, 0), sys.stdout.buffer)
+    def poll(self) -> int | None:
+        failed = [p for p in self.procs if p.popen.poll() not in (None, 0)]
+        if failed:
+            return self._fail(failed[0], "")
         trainers = [p for p in self.procs if p.role == TRAINER]
         servers = [p for p in self.procs if p.role == PSERVER]
-        done_at = None
-        while True:
-            console.pump()
-            failed = [p for p in self.procs if p.popen.poll() not in (None, 0)]
-            if failed:
-                return self._fail(failed[0], "")
-            if self.signal is not None:
-                name = signal.Signals(self.signal).name
-                return self._fail(None, f"paddle-launch got {name}", 128 + self.signal)
-            if all(p.popen.poll() == 0 for p in trainers):
-                done_at = done_at or time.monotonic()
-                if all(p.popen.poll() is not None for p in servers) or \
-                        time.monotonic() - done_at > SERVER_GRACE_S:
-                    console.pump()
-                    return 0  # run()'s finally stops the pservers still serving
-            time.sleep(POLL_S)
+        if all(p.popen.poll() == 0 for p in trainers):
+            self.done_at = self.done_at or time.monotonic()
+            if all(p.popen.poll() is not None for p in servers) or \
+                    time.monotonic() - self.done_at > SERVER_GRACE_S:
+                self.console.pump()
+                return 0  # close() stops the pservers still serving
+        return None
+
+    def fail_for_signal(self, reason: str, code: int) -> int:
+        return self._fail(None, reason, code)
+
+    def close(self) -> None:
+        self._stop([p for p in self.procs if p.popen.poll() is None])
 
     def _stop(self, procs: list[_Proc]) -> None:
         """SIGTERM the process group of each, then SIGKILL what is left."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        def send(sig: int) -> None:
             for p in procs:
                 if p.popen.poll() is None:
                     p.stopped = True
-                try:
-                    os.killpg(p.popen.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            deadline = time.monotonic() + TERM_WAIT_S
-            while time.monotonic() < deadline and any(p.popen.poll() is None for p in procs):
-                time.sleep(POLL_S)
+                killpg(p.popen.pid, sig)
+
+        escalate(send, lambda: any(p.popen.poll() is None for p in procs))
         for p in procs:
             try:
                 p.popen.wait(TERM_WAIT_S)
@@ -173,11 +145,7 @@ class PSJob:
 
     def _fail(self, root: _Proc | None, reason: str, code: int | None = None) -> int:
         self._stop([p for p in self.procs if p.popen.poll() is None])
-        text = format_ps_report(self.procs, root, reason, self.config.log_dir)
-        sys.stdout.flush()
-        print(text, file=sys.stderr, flush=True)
-        with open(os.path.join(self.config.log_dir, "failure_report.txt"), "w") as f:
-            f.write(text + "\n")
+        self.write_report(format_ps_report(self.procs, root, reason, self.config.log_dir))
         if code is not None:
             return code
         rc = root.popen.returncode

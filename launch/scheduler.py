@@ -1,5 +1,7 @@
 """Where paddle-launch runs: the scheduler (an MPI process manager, a SLURM allocation, or
-nothing), and the facts about this machine a launch needs: its addresses, its GPUs, free ports.
+nothing; each registers itself with register_scheduler; their variables are read in
+launch/process_manager.py), and the facts about this machine a launch needs: its addresses,
+its GPUs, free ports.
 
 >>> detect_scheduler({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]"})
 'slurm'
@@ -15,48 +17,56 @@ import socket
 import subprocess
 from collections.abc import Mapping
 
+from . import process_manager as pm
+
 LOCAL = "local"
 SLURM = "slurm"
 MPI = "mpi"
 
-# Set in every process an MPI process manager starts: MPICH/Hydra and srun's PMI/PMI2
-# (PMI_RANK), Open MPI (OMPI_COMM_WORLD_RANK), PMIx (PMIX_RANK).
-_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
-_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")
+_SCHEDULERS: list = []  # (priority, name, detects(env)), lowest priority first
+
+
+def register_scheduler(name: str, priority: int):
+    """Decorator: `detects(env) -> bool` says this scheduler runs paddle-launch; the one of
+    lowest `priority` that detects wins (nothing detected: LOCAL)."""
+    def register(detects):
+        _SCHEDULERS.append((priority, name, detects))
+        _SCHEDULERS.sort(key=lambda entry: entry[0])
+        return detects
+
+    return register
+
+
+@register_scheduler(MPI, priority=0)
+def _started_by_mpi(env: Mapping[str, str]) -> bool:
+    """An MPI process manager started this process: the launcher becomes the worker."""
+    return pm.launched_by_mpi(env)
+
+
+@register_scheduler(SLURM, priority=10)
+def _inside_slurm(env: Mapping[str, str]) -> bool:
+    """A SLURM allocation: its nodes and tasks per node shape the job."""
+    return bool(env.get("SLURM_JOB_ID") and env.get("SLURM_JOB_NODELIST"))
 
 
 def detect_scheduler(env: Mapping[str, str]) -> str:
     """'mpi' when this process was started by an MPI process manager (the launcher then becomes
-    the worker itself), 'slurm' inside a SLURM allocation, else 'local'."""
-    if any(v in env for v in _RANK_VARS):
-        return MPI
-    if env.get("SLURM_JOB_ID") and env.get("SLURM_JOB_NODELIST"):
-        return SLURM
-    return LOCAL
+    the worker itself), 'slurm' inside a SLURM allocation, else 'local' (the registered
+    schedulers, in priority order)."""
+    return next((name for _, name, detects in _SCHEDULERS if detects(env)), LOCAL)
 
 
 def mpi_rank_size(env: Mapping[str, str]) -> tuple[int, int]:
     """(rank, size) given by the process manager that started this process."""
-    rank = next((env[v] for v in _RANK_VARS if v in env), env.get("SLURM_PROCID", "0"))
-    size = next((env[v] for v in _SIZE_VARS if v in env),
-                env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS", "1"))
-    return int(rank), int(size)
+    found = pm.rank_size(env)
+    if found is not None:
+        return found
+    size = env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS", "1")
+    return int(env.get("SLURM_PROCID", "0")), int(size)
 
 
-def in_srun_step(env: Mapping[str, str]) -> bool:
-    """Whether this process is one task of an `srun` step (each task then is a rank, even
-    without an MPI plugin: SLURM_PROCID of SLURM_STEP_NUM_TASKS)."""
-    return bool(env.get("SLURM_JOB_ID") and env.get("SLURM_PROCID", "").isdigit()
-                and env.get("SLURM_STEP_ID", "").isdigit() and "SLURM_STEP_NUM_TASKS" in env)
-
-
-def mpi_local_rank(env: Mapping[str, str]) -> int | None:
-    """This process's rank among those on its node, when the process manager says it."""
-    for name in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
-                 "SLURM_LOCALID"):
-        if env.get(name, "").isdigit():
-            return int(env[name])
-    return None
+in_srun_step = pm.in_srun_step
+mpi_local_rank = pm.local_rank
 
 
 def expand_hostlist(hostlist: str) -> list[str]:
@@ -79,11 +89,10 @@ def expand_hostlist(hostlist: str) -> list[str]:
 def slurm_tasks_per_node(env: Mapping[str, str]) -> int | None:
     """Tasks per node of the allocation: SLURM_NTASKS_PER_NODE, else the first count of
     SLURM_TASKS_PER_NODE (`2(x3),1`), else None."""
-    for name in ("SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"):
-        match = re.match(r"\d+", env.get(name, ""))
-        if match:
-            return int(match.group())
-    return None
+    if env.get("SLURM_NTASKS_PER_NODE", "").isdigit():
+        return int(env["SLURM_NTASKS_PER_NODE"])
+    counts = pm.tasks_per_node(env.get("SLURM_TASKS_PER_NODE", ""))
+    return counts[0] if counts else None
 
 
 def local_addresses() -> set[str]:

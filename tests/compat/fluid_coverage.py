@@ -45,7 +45,8 @@ TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and devi
 HDFS = "a client of the hadoop command line (HDFS/AFS): in no open issue"
 CONTRIB_OP = ("a contributed op with its own C++ kernel (PaddleRec / search: sequence "
               "matching, tree and TDM ops): in no open issue")
-PROTO = "works on fluid's protobuf ProgramDesc files; spmd's programs serialize as JSON"
+PROTO = ("loads variables fluid dumped next to its protobuf ProgramDesc files; spmd's program "
+         "files are its own JSON: in no open issue")
 FP16 = ("fluid's float16 rewrite; spmd trains in the program's own dtype "
         "(contrib.mixed_precision.decorate says so)")
 
@@ -100,9 +101,7 @@ DEFERRED: dict[str, str] = {
        "(GradAllReduce) or local-SGD averaging (LocalSGD); spmd compiles data parallelism "
        "itself (CompiledProgram, fleet collective): LocalSGD is in no open issue"
        for n in ("GradAllReduce", "LocalSGD")},
-    **{f"incubate.fleet.utils.utils:{n}": PROTO for n in (
-        "check_pruned_program_vars", "check_saved_vars_try_dump", "graphviz", "load_program",
-        "parse_program", "program_type_trans", "save_program")},
+    "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"
        for n in ("GeneralRoleMaker", "MPISymetricRoleMaker")},

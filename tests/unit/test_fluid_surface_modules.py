@@ -345,3 +345,29 @@ def test_names_programs_use_beyond_all():
         data_feeder.check_type(1, "x", fluid.Variable, "layer")
     with unique_name.guard():
         assert unique_name.generate_with_ignorable_key("a") == "a_0"
+
+
+def test_fleet_program_file_helpers(tmp_path):
+    from spmd.fluid.incubate.fleet.utils import utils
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2], "float32")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 1, param_attr=fluid.ParamAttr(name="w")))
+    utils.save_program(main, str(tmp_path / "m.txt"), is_text=True)
+    out_fn = utils.program_type_trans(str(tmp_path), "m.txt", True)
+    assert out_fn == "m.txt.bin"
+    back = utils.load_program(str(tmp_path / out_fn))
+    assert [op.type for op in back.global_block().ops] == [
+        op.type for op in main.global_block().ops]
+    pruned = main._prune([loss])
+    assert utils.check_pruned_program_vars(main, pruned)
+    other = fluid.Program()
+    with fluid.program_guard(other, fluid.Program()):
+        x = fluid.data("x", [None, 3], "float32")
+        fluid.layers.fc(x, 1, param_attr=fluid.ParamAttr(name="w"))
+    assert not utils.check_pruned_program_vars(main, other)  # w has another shape there
+    utils.parse_program(main, str(tmp_path / "parsed"))
+    assert "w" in (tmp_path / "parsed" / "persistable_vars.txt").read_text()
+    utils.graphviz(main.global_block(), str(tmp_path), "g")
+    assert (tmp_path / "g.dot").read_text().startswith("digraph")

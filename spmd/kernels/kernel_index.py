@@ -64,6 +64,9 @@ MODULES = {
     "spmd.kernels.detection_perspective": (
         "roi_perspective_transform", "roi_perspective_transform_grad",
     ),
+    "spmd.kernels.detection_polygon": (
+        "locality_aware_nms",
+    ),
     "spmd.kernels.detection_proposals": (
         "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
         "generate_proposals", "retinanet_detection_output", "retinanet_target_assign",

@@ -1,7 +1,7 @@
 """fluid.layers' region-proposal layers of Faster R-CNN, FPN and RetinaNet (fluid 1.8's
 layers/detection.py): generate_proposals, distribute_fpn_proposals, collect_fpn_proposals,
 rpn_target_assign, retinanet_target_assign, retinanet_detection_output,
-generate_proposal_labels. The ops are in
+generate_proposal_labels, locality_aware_nms. The ops are in
 spmd/ops/detection_proposals.py. Boxes of a batch carry LoD (boxes per image), as in fluid;
 use_random samples from spmd's generator (fluid's own engine cannot be reproduced;
 use_random=False gives fluid's samples).
@@ -19,8 +19,8 @@ from . import tensor
 from .helper import LayerHelper, check_variable
 
 __all__ = ["collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-           "generate_proposals", "retinanet_detection_output", "retinanet_target_assign",
-           "rpn_target_assign"]
+           "generate_proposals", "locality_aware_nms", "retinanet_detection_output",
+           "retinanet_target_assign", "rpn_target_assign"]
 
 _FLOATS = {"float32", "float64"}
 
@@ -236,4 +236,27 @@ def retinanet_detection_output(bboxes, scores, anchors, im_info, score_threshold
                      {"score_threshold": float(score_threshold), "nms_top_k": int(nms_top_k),
                       "keep_top_k": int(keep_top_k), "nms_threshold": float(nms_threshold),
                       "nms_eta": float(nms_eta)})
+    return out
+
+
+def locality_aware_nms(bboxes, scores, score_threshold, nms_top_k, keep_top_k,
+                       nms_threshold=0.3, normalized=True, nms_eta=1.0, background_label=-1,
+                       name=None):
+    """EAST's locality-aware NMS: bboxes [N, M, 4 or 8 (a quadrilateral's points), ...],
+    scores [N, C, M]; per class consecutive boxes overlapping more than nms_threshold are
+    merged (score-weighted, scores added), then greedy NMS; keep_top_k per image. Rows
+    (label, score, coordinates) with LoD (rows per image); [[-1]] when none is kept.
+
+    >>> # out = locality_aware_nms(quads [N, M, 8], scores [N, 1, M], 0.5, 200, 100)
+    """
+    where = "locality_aware_nms"
+    check_variable(bboxes, "bboxes", where, _FLOATS)
+    check_variable(scores, "scores", where, _FLOATS)
+    helper = LayerHelper(where, name=name)
+    out = helper.create_variable_for_type_inference(bboxes.dtype, stop_gradient=True)
+    helper.append_op(where, {"BBoxes": [bboxes], "Scores": [scores]}, {"Out": [out]},
+                     {"background_label": int(background_label),
+                      "score_threshold": float(score_threshold), "nms_top_k": int(nms_top_k),
+                      "nms_threshold": float(nms_threshold), "nms_eta": float(nms_eta),
+                      "keep_top_k": int(keep_top_k), "normalized": bool(normalized)})
     return out

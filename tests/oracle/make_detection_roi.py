@@ -332,6 +332,24 @@ def proposal_cases():
         "attrs": {"score_threshold": 0.3, "nms_top_k": 10, "keep_top_k": 9,
                   "nms_threshold": 0.4, "nms_eta": 1.0},
         "outputs": {"Out": 1}}
+    # EAST's locality-aware NMS over quadrilaterals: neighbours merged, then NMS per class
+    quads = []
+    for _ in range(7):
+        cx, cy = R.uniform(10, 30, 2)
+        w, h = R.uniform(6, 14, 2)
+        quads.append([cx - w, cy - h, cx + w, cy - h + 1, cx + w - 1, cy + h, cx - w + 1, cy + h])
+    quads = np.array(quads, "float32")
+    quads = np.concatenate([quads, quads[[1, 3]] + R.uniform(-1, 1, (2, 8))]).astype("float32")
+    for name, extra in (("locality_aware_nms", {"background_label": -1, "keep_top_k": -1}),
+                        ("locality_aware_nms_keep", {"background_label": 0, "keep_top_k": 4})):
+        attrs = {"score_threshold": 0.2, "nms_top_k": 10, "nms_threshold": 0.3,
+                 "nms_eta": 1.0, "normalized": False}
+        attrs.update(extra)
+        cases[name] = {"op": "locality_aware_nms",
+                       "inputs": {"BBoxes": [np.stack([quads, quads[::-1]])],
+                                  "Scores": [R.uniform(0, 1, (2, 3, len(quads))).astype(
+                                      "float32")]},
+                       "attrs": attrs, "outputs": {"Out": 1}}
     # Fast R-CNN sampling: proposals (in the scaled image) around the ground truth, and others
     jitter = np.concatenate([gt + R.uniform(-4, 4, gt.shape), gt + R.uniform(-9, 9, gt.shape),
                              _boxes(6, 6, 30)]).astype("float32")

@@ -376,3 +376,40 @@ def test_retinanet_detection_output_rows_per_image():
             for p in range(len(same)):
                 for q in range(p):
                     assert iou_pixels(same[p], same[q]) <= 0.3 + 1e-6
+
+
+def test_polygon_iou_of_known_shapes():
+    from spmd.kernels.detection_polygon import polygon_iou
+
+    square = [0, 0, 2, 0, 2, 2, 0, 2]
+    np.testing.assert_allclose(polygon_iou(square, [1, 0, 3, 0, 3, 2, 1, 2]), 2 / 6)
+    np.testing.assert_allclose(polygon_iou(square, [0, 2, 2, 2, 2, 0, 0, 0]), 1.0)  # winding
+    diamond = [1, -1, 3, 1, 1, 3, -1, 1]  # area 8; overlaps the square in all of it
+    np.testing.assert_allclose(polygon_iou(square, diamond), 4 / 8)
+    assert polygon_iou(square, [5, 5, 6, 5, 6, 6, 5, 6]) == 0.0
+
+
+def test_locality_aware_nms_merges_neighbours_then_suppresses():
+    """Three overlapping quads in a row merge into one (scores added, coordinates weighted by
+    score); a far one stays; below score_threshold nothing survives ([[-1]])."""
+    quads = np.array([[[0, 0, 10, 0, 10, 10, 0, 10], [1, 0, 11, 0, 11, 10, 1, 10],
+                       [2, 0, 12, 0, 12, 10, 2, 10], [40, 40, 50, 40, 50, 50, 40, 50]]],
+                     "float32")
+    scores = np.array([[[0.5, 0.3, 0.2, 0.6]]], "float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        b = fluid.data("b", [None, 4, 8])
+        s = fluid.data("s", [None, 1, 4])
+        out = fluid.layers.locality_aware_nms(b, s, 0.1, 10, -1, nms_threshold=0.5,
+                                              normalized=False)
+        none = fluid.layers.locality_aware_nms(b, s, 5.0, 10, -1, normalized=False)
+    got, empty = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"b": quads, "s": scores}, fetch_list=[out, none], return_numpy=False)
+    rows = np.array(got)
+    assert got.recursive_sequence_lengths() == [[2]]
+    merged = rows[np.argmax(rows[:, 1])]
+    np.testing.assert_allclose(merged[1], 1.0, rtol=1e-6)  # 0.5 + 0.3 + 0.2
+    first = (quads[0, 0] * 0.5 + quads[0, 1] * 0.3) / 0.8
+    np.testing.assert_allclose(merged[2:], (first * 0.8 + quads[0, 2] * 0.2) / 1.0, rtol=1e-5)
+    np.testing.assert_allclose(rows[np.argmin(rows[:, 1]), 2:], quads[0, 3])
+    assert np.array(empty).tolist() == [[-1.0]]

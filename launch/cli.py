@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "other nodes' workers through ssh)")
     p.add_argument("--join_timeout", type=float, default=None,
                    help="seconds node 0 waits for the other nodes' paddle-launch to join, and "
-                        "they for node 0 (default: 300)")
+                        "they for node 0 (default: SPMD_JOIN_TIMEOUT, else 300)")
     p.add_argument("--server_num", type=int, default=None,
                    help="parameter-server mode: this many pservers (local: started here on "
                         "free ports, serverlog.N; under mpiexec/srun: the first N ranks serve)")

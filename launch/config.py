@@ -284,6 +284,14 @@ def resolve_config(training_script: str | None, training_script_args: list | Non
         raise UsageError(f"--started_port must be a TCP port (1-65535), got {started_port}")
     if bootstrap not in BOOTSTRAPS:
         raise UsageError(f"--bootstrap {bootstrap!r}: expected one of {', '.join(BOOTSTRAPS)}")
+    if join_timeout is None and env.get("SPMD_JOIN_TIMEOUT"):
+        # spmd.flags' variable, read here: importing spmd under an MPI process manager would
+        # arm its guard in the launcher
+        try:
+            join_timeout = float(env["SPMD_JOIN_TIMEOUT"])
+        except ValueError:
+            raise UsageError(f"SPMD_JOIN_TIMEOUT={env['SPMD_JOIN_TIMEOUT']!r} is not a number "
+                             f"of seconds; set it to e.g. 300") from None
     if join_timeout is not None and not join_timeout > 0:
         raise UsageError(f"--join_timeout must be a positive number of seconds, "
                          f"got {join_timeout:g}")

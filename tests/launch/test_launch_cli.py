@@ -25,7 +25,8 @@ def resolve(*argv, env=None, **kw):
         selected_gpus=args.selected_gpus, cluster_node_ips=args.cluster_node_ips,
         node_ip=args.node_ip, started_port=args.started_port, log_dir=args.log_dir,
         print_config=args.print_config, collective_timeout=args.collective_timeout,
-        env={} if env is None else env, find_mpi_fn=kw.get("find_mpi_fn", lambda: FAKE_MPI))
+        env={} if env is None else env, find_mpi_fn=kw.get("find_mpi_fn", lambda: FAKE_MPI),
+        bootstrap=args.bootstrap, join_timeout=args.join_timeout)
 
 
 def test_cpu_run_defaults():
@@ -55,6 +56,53 @@ def test_several_nodes():
     assert cfg.world_size == 4 and cfg.local_ranks == [2, 3]
     assert cfg.endpoints == ["10.0.0.1:6170", "10.0.0.1:6171", "10.0.0.2:6170",
                              "10.0.0.2:6171"]
+
+
+def test_several_nodes_join_by_rendezvous_unless_ssh_is_asked():
+    cfg = resolve("--cluster_node_ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.2",
+                  "--join_timeout", "30", SCRIPT)
+    assert cfg.joins_by_rendezvous and cfg.node_index == 1 and cfg.join_timeout == 30
+    assert cfg.rendezvous_address == ("10.0.0.1", 6170)
+    ssh = resolve("--cluster_node_ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.1",
+                  "--bootstrap", "ssh", SCRIPT)
+    assert not ssh.joins_by_rendezvous
+    env = {"SPMD_JOIN_TIMEOUT": "12"}
+    assert resolve("--cluster_node_ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.1",
+                   SCRIPT, env=env).join_timeout == 12
+    with pytest.raises(UsageError, match="--join_timeout must be a positive"):
+        resolve("--join_timeout", "0", SCRIPT)
+    openmpi = MPIInfo("Open MPI", "5.0", "openmpi", "/usr/bin/mpirun")
+    with pytest.raises(UsageError, match="--bootstrap ssh"):
+        resolve("--cluster_node_ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.1", SCRIPT,
+                find_mpi_fn=lambda: openmpi)
+
+
+PADDLECLOUD = {"PADDLE_TRAINERS": "10.1.0.5,10.1.0.6", "POD_IP": "10.1.0.6",
+               "PADDLE_TRAINER_ID": "1", "PADDLE_PORT": "7100", "TRAINER_PORTS_NUM": "2"}
+
+
+def test_paddlecloud_variables_shape_the_job():
+    cfg = resolve("--nproc_per_node", "2", SCRIPT, env=PADDLECLOUD)
+    assert cfg.cluster_node_ips == ["10.1.0.5", "10.1.0.6"] and cfg.node_ip == "10.1.0.6"
+    assert cfg.node_index == 1 and cfg.local_ranks == [2, 3] and cfg.joins_by_rendezvous
+    assert cfg.endpoints == ["10.1.0.5:7100", "10.1.0.5:7101", "10.1.0.6:7100",
+                             "10.1.0.6:7101"]
+    listed = dict(PADDLECLOUD, DISTRIBUTED_TRAINER_ENDPOINTS=(
+        "10.1.0.5:8000,10.1.0.5:8001,10.1.0.6:9000,10.1.0.6:9001"))
+    cfg = resolve(SCRIPT, env=listed)  # workers per node from the endpoint list
+    assert cfg.nproc_per_node == 2 and cfg.endpoints[2:] == ["10.1.0.6:9000", "10.1.0.6:9001"]
+    assert cfg.nodes_from.startswith("PaddleCloud")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"PADDLE_TRAINER_ID": "0"}, "PADDLE_TRAINER_ID=0 .* but POD_IP=10.1.0.6 is entry 1"),
+    ({"POD_IP": "10.9.9.9"}, "this node's POD_IP=10.9.9.9 among them"),
+    ({"DISTRIBUTED_TRAINER_ENDPOINTS": "10.1.0.5:1,10.1.0.6:1,10.1.0.6:2"},
+     "DISTRIBUTED_TRAINER_ENDPOINTS lists 3 endpoint"),
+])
+def test_paddlecloud_variables_that_disagree(change, message):
+    with pytest.raises(UsageError, match=message):
+        resolve(SCRIPT, env=dict(PADDLECLOUD, **change))
 
 
 def test_every_visible_gpu_by_default():

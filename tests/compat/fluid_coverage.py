@@ -75,7 +75,6 @@ DEFERRED: dict[str, str] = {
        "which spmd has, replace it: in no open issue"
        for m in ("contrib", "contrib.decoder", "contrib.decoder.beam_search_decoder")
        for n in ("BeamSearchDecoder", "InitState", "StateCell", "TrainingDecoder")},
-    "contrib.model_stat:summary": "the per-layer parameter and FLOP table: in no open issue",
     "incubate.fleet.utils.fleet_barrier_util:check_all_trainers_ready": HDFS,
     "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
     "helpers of pslib jobs: in no open issue",

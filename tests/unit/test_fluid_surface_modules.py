@@ -371,3 +371,25 @@ def test_fleet_program_file_helpers(tmp_path):
     assert "w" in (tmp_path / "parsed" / "persistable_vars.txt").read_text()
     utils.graphviz(main.global_block(), str(tmp_path), "g")
     assert (tmp_path / "g.dot").read_text().startswith("digraph")
+
+
+def test_model_stat_counts_as_fluid(capsys):
+    from spmd.fluid.contrib.model_stat import summary
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        img = fluid.data("img", [None, 3, 8, 8], "float32")
+        y = fluid.layers.conv2d(img, 4, 3, act="relu")
+        z = fluid.layers.pool2d(y, 2, pool_stride=2)
+        fluid.layers.fc(z, 5)
+        fluid.layers.batch_norm(y)
+    rows, totals = summary(main)
+    got = [(r["type"], r["input_shape"], r["out_shape"], r["PARAMs"], r["FLOPs"]) for r in rows]
+    # fluid 1.8.5's _summary_model on the same program (its relu FLOPs come out -144 there:
+    # it multiplies the batch's -1 in)
+    assert got == [("conv2d", (3, 8, 8), (4, 6, 6), 108, 7776),
+                   ("relu", (4, 6, 6), (4, 6, 6), 0, 144),
+                   ("pool2d", (4, 6, 6), (4, 3, 3), 0, 144),
+                   ("mul", (4, 3, 3), (5,), 181, 180),
+                   ("batch_norm", (4, 6, 6), (4, 6, 6), 8, 288)]
+    assert totals == (297, 8532) and "Total FLOPs: 8532" in capsys.readouterr().out

@@ -92,6 +92,10 @@ class ScopeVar:
 
     get_fetch_list = get_lod_tensor_array
 
+    def get_lod_rank_table(self):
+        """The LoDRankTable a lod_rank_table op left here (`.items()`, as fluid's)."""
+        return self._scope.get(self._name)
+
 
 class Scope:
     """A name -> array map; kid scopes see their parent's names."""

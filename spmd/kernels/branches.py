@@ -93,11 +93,14 @@ def select_input_grad(xp, ins, attrs, want):
     return {"X@GRAD": [ins["Out@GRAD"] if i == k else None for i in range(len(xs))]}
 
 
-@kernel("select_output")
-def select_output(xp, ins, attrs, want):
-    # the outputs after the chosen one are not written (fluid leaves them as they were)
+@kernel("select_output", context=True)
+def select_output(xp, ins, attrs, want, ctx):
+    # the other outputs hold no value (fluid leaves them unset): select_input, which reads
+    # them all, then finds each bound and takes only the chosen one
     k = scalar_int(ins["Mask"], "select_output's Mask")
-    return {"Out": [None] * k + [ins["X"]], "Out@LOD": [None] * k + [ins.get("X@LOD")]}
+    n = max(len(ctx.op.outputs.get("Out", ())) if ctx.op is not None else 0, k + 1)
+    return {"Out": [ins["X"] if i == k else None for i in range(n)],
+            "Out@LOD": [ins.get("X@LOD") if i == k else None for i in range(n)]}
 
 
 @kernel("select_output_grad")

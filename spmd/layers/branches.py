@@ -109,14 +109,62 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     return _pack(true_out, merged)
 
 
+def _check_list(value, what: str, where: str):
+    if not isinstance(value, (list, tuple)):
+        raise ControlFlowTypeError(
+            f"{where}: {what} must be a list or tuple of Variables, got {type(value).__name__}")
+
+
 def select_input(inputs, mask):
     """inputs[mask] (mask an int32 [1] Variable): which branch's value to use."""
+    _check_list(inputs, "inputs", "select_input")
     _check_var(mask, "mask", "select_input", {"int32"})
     helper = LayerHelper("select_input")
     first = inputs[0]
     out = helper.create_variable(generate("select_input.out"), dtype=first.dtype,
                                  shape=first.shape, type=first.type)
     helper.append_op("select_input", {"X": list(inputs), "Mask": [mask]}, {"Out": [out]})
+    return out
+
+
+def select_output(input, outputs, mask):
+    """Copy `input` to outputs[mask] (mask an int32 [1] Variable), as fluid's select_output;
+    returns `outputs`. Its gradient is select_input's over the outputs' gradients."""
+    _check_var(input, "input", "select_output")
+    _check_var(mask, "mask", "select_output", {"int32"})
+    _check_list(outputs, "outputs", "select_output")
+    LayerHelper("select_output").append_op(
+        "select_output", {"X": [input], "Mask": [mask]}, {"Out": list(outputs)})
+    return outputs
+
+
+def split_lod_tensor(input, mask, level=0):
+    """The rows of `input` where the [N, 1] bool `mask` holds, and the others (fluid's
+    split_lod_tensor, IfElse's input split): (out_true, out_false)."""
+    _check_var(input, "input", "fluid.layers.split_lod_tensor")
+    _check_var(mask, "mask", "fluid.layers.split_lod_tensor")
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise ControlFlowTypeError(
+            f"fluid.layers.split_lod_tensor: level must be an int, got {type(level).__name__}")
+    helper = LayerHelper("split_lod_tensor")
+    out_true = helper.create_variable_for_type_inference(input.dtype)
+    out_false = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("split_lod_tensor", {"X": [input], "Mask": [mask]},
+                     {"OutTrue": [out_true], "OutFalse": [out_false]}, {"level": level})
+    return out_true, out_false
+
+
+def merge_lod_tensor(in_true, in_false, x, mask, level=0):
+    """split_lod_tensor undone: rows of in_true where `mask` holds, of in_false elsewhere, in
+    x's row order (fluid's merge_lod_tensor, IfElse's output merge)."""
+    where = "fluid.layers.merge_lod_tensor"
+    for value, what in ((x, "x"), (mask, "mask"), (in_true, "in_true"), (in_false, "in_false")):
+        _check_var(value, what, where)
+    helper = LayerHelper("merge_lod_tensor")
+    out = helper.create_variable_for_type_inference(in_true.dtype)
+    helper.append_op("merge_lod_tensor",
+                     {"X": [x], "Mask": [mask], "InTrue": [in_true], "InFalse": [in_false]},
+                     {"Out": [out]}, {"level": level})
     return out
 
 

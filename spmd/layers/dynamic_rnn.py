@@ -29,6 +29,13 @@ from ..core.unique_name import generate
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from ..ops import lod_array as _ops  # noqa: F401 - defines the ops these layers append
+from .branches import (  # noqa: F401 - fluid.layers.control_flow's (CONTROL_FLOW_ONLY)
+    ConditionalBlock,
+    merge_lod_tensor,
+    select_input,
+    select_output,
+    split_lod_tensor,
+)
 from .helper import LayerHelper
 from .logic import less_than
 from .loops import While
@@ -40,7 +47,10 @@ from .tensor_array import array_read, array_write
 __all__ = ["DynamicRNN", "reorder_lod_tensor_by_rank"]
 # fluid.layers.control_flow only (fluid 1.8 leaves them out of fluid.layers)
 CONTROL_FLOW_ONLY = ["array_to_lod_tensor", "lod_rank_table", "lod_tensor_to_array",
-                     "max_sequence_len", "shrink_memory"]
+                     "max_sequence_len", "shrink_memory",
+                     # branches.py's, given here so fluid.layers.control_flow lists them
+                     "ConditionalBlock", "merge_lod_tensor", "select_input", "select_output",
+                     "split_lod_tensor"]
 
 RANK_TABLE, ARRAY = "LOD_RANK_TABLE", "LOD_TENSOR_ARRAY"
 
@@ -62,17 +72,37 @@ def _one(x, what: str, where: str):
     return _check_var(x, what, where)
 
 
+def _reads_fed_lod(x, levels: int) -> None:
+    """A fed variable declared without LoD (layers.data's default lod_level 0) whose LoD an op
+    reads: fluid reads whatever LoD the feed carries at run time, so spmd tracks the fed LoD
+    of `x` from here on (its lod_level raised to `levels`); a feed without that many levels
+    then fails in the op, naming the level, as in fluid."""
+    if x.is_data and x.lod_level < levels:
+        x.lod_level = levels
+
+
 def lod_rank_table(x, level=0):
     """The sequences of LoD level `level` of `x` as (index, length) items, longest first.
 
     >>> # table = fluid.layers.control_flow.lod_rank_table(x)   # x: a LoD tensor
     """
     x = _one(x, "x", "lod_rank_table")
+    if not isinstance(level, int) or isinstance(level, bool) or level < 0:
+        raise InvalidArgumentError(f"lod_rank_table: level must be an int >= 0, got {level!r}")
+    _reads_fed_lod(x, level + 1)
     helper = LayerHelper("lod_rank_table")
     table = helper.create_variable(generate("lod_rank_table"), dtype="int64", type=RANK_TABLE,
                                    stop_gradient=True)
     helper.append_op("lod_rank_table", {"X": [x]}, {"Out": [table]}, {"level": int(level)})
     return table
+
+
+def _table_level(table) -> int:
+    """The LoD level the rank table was made at (its lod_rank_table op's attribute)."""
+    for op in table.block.ops:
+        if op.type == "lod_rank_table" and table.name in op.output_arg_names:
+            return int(op.attr("level"))
+    return 0
 
 
 def max_sequence_len(rank_table):
@@ -95,6 +125,7 @@ def lod_tensor_to_array(x, table):
     """
     x = _one(x, "x", "lod_tensor_to_array")
     table = _check_table(table, "lod_tensor_to_array")
+    _reads_fed_lod(x, _table_level(table) + 1)
     helper = LayerHelper("lod_tensor_to_array")
     array = helper.create_variable(generate("lod_tensor_to_array"), dtype=x.dtype, type=ARRAY)
     helper.append_op("lod_tensor_to_array", {"X": [x], "RankTable": [table]},
@@ -108,10 +139,9 @@ def array_to_lod_tensor(x, table):
 
     >>> # y = fluid.layers.control_flow.array_to_lod_tensor(arr, table)
     """
+    # fluid 1.8.5 checks only that x is a Variable here (its test builds it on a LoD tensor);
+    # the op's run time says when x is not an array
     x = _one(x, "x", "array_to_lod_tensor")
-    if x.type != ARRAY:
-        raise ControlFlowTypeError(
-            f"array_to_lod_tensor: x '{x.name}' must be a tensor array, got {x.type}")
     table = _check_table(table, "array_to_lod_tensor")
     helper = LayerHelper("array_to_lod_tensor")
     out = helper.create_variable_for_type_inference(x.dtype)
@@ -141,6 +171,7 @@ def reorder_lod_tensor_by_rank(x, rank_table):
     >>> # y = fluid.layers.reorder_lod_tensor_by_rank(x, table)
     """
     _check_var(x, "x", "reorder_lod_tensor_by_rank")
+    _reads_fed_lod(x, 1)  # a fed x's sequences are reordered when the feed has LoD, as fluid
     if not isinstance(rank_table, Variable):
         raise ControlFlowTypeError("reorder_lod_tensor_by_rank: rank_table must be a Variable")
     if rank_table.type != RANK_TABLE:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import spmd.fluid as fluid
-from spmd.errors import ExecutionError, InvalidArgumentError
+from spmd.errors import ExecutionError
 from spmd.kernels.registry import run_kernel
 
 cf = fluid.layers.control_flow
@@ -242,14 +242,25 @@ def test_gradients_with_two_levels():
 
 # -- errors ------------------------------------------------------------------------------------
 
-def test_rank_table_of_a_dense_variable_is_refused_at_build_time():
-    with fluid.program_guard(fluid.Program(), fluid.Program()):
+def test_rank_table_of_a_variable_declared_without_lod_reads_the_fed_lod():
+    # fluid 1.8.5 (its test_lod_rank_table): x declared with lod_level 0 and fed a LoDTensor;
+    # the table is the fed LoD's; a feed without that level fails in the op, naming it
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
         x = fluid.data("x", [None, 2], "float32")
-        with pytest.raises(InvalidArgumentError, match="lod_level=1"):
-            cf.lod_rank_table(x)
-        x2 = fluid.data("x2", [None, 2], "float32", lod_level=1)
-        with pytest.raises(InvalidArgumentError, match="no LoD level 1"):
-            cf.lod_rank_table(x2, level=1)
+        table = cf.lod_rank_table(x, level=1)
+        table.persistable = True
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    fed = fluid.create_lod_tensor(np.ones((4, 2), "float32"), [[1, 2], [1, 1, 2]],
+                                  fluid.CPUPlace())
+    exe.run(main, feed={"x": fed}, scope=scope)
+    assert list(scope.find_var(table.name).get_lod_rank_table().items()) == [
+        (2, 2), (0, 1), (1, 1)]
+    one_level = fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[1, 2]], fluid.CPUPlace())
+    with pytest.raises(ExecutionError, match="level 1 is out of range"):
+        exe.run(main, feed={"x": one_level}, scope=scope)
+    with pytest.raises(ExecutionError, match="carries no LoD"):
+        exe.run(main, feed={"x": np.ones((3, 2), "float32")}, scope=scope)
 
 
 def test_table_arguments_must_be_rank_tables():
@@ -259,8 +270,14 @@ def test_table_arguments_must_be_rank_tables():
             L.reorder_lod_tensor_by_rank(x, x)
         with pytest.raises(TypeError, match="lod_rank_table"):
             cf.lod_tensor_to_array(x, x)
-        with pytest.raises(TypeError, match="tensor array"):
-            cf.array_to_lod_tensor(x, cf.lod_rank_table(x))
+        with pytest.raises(TypeError, match="rank table"):
+            cf.array_to_lod_tensor(x, x)
+        # fluid 1.8.5 builds array_to_lod_tensor on a LoD tensor; running it says what is wrong
+        out = cf.array_to_lod_tensor(x, cf.lod_rank_table(x))
+    fed = fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[1, 2]], fluid.CPUPlace())
+    with pytest.raises(ExecutionError, match="tensor array"):
+        fluid.Executor(fluid.CPUPlace()).run(out.block.program, feed={"x": fed},
+                                             fetch_list=[out], scope=fluid.Scope())
 
 
 def test_reordering_a_tensor_with_other_sequences_names_both_counts():

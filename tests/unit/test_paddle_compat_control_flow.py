@@ -111,3 +111,67 @@ def test_batch_norm_on_one_value_per_channel_passes_it_and_its_gradient_through(
     # fluid 1.8.5: Y = X, dX = dY, Scale and Bias gradients zero
     for g, want in zip(got, [feed, [[1, 2, 3, 4]], np.zeros(4), np.zeros(4)]):
         np.testing.assert_array_equal(g, np.asarray(want, "float32"))
+
+
+# -- select_input / select_output, split / merge --------------------------------------------
+
+def test_select_output_then_select_input_routes_a_value_and_its_gradient():
+    # fluid 1.8.5's test_select_input_output_op: y = x whichever branch, x@GRAD = 1 / numel
+    from spmd.layers.branches import select_input, select_output
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [1, 2], "float32")
+        x.stop_gradient = False
+        mask = fluid.data("mask", [1], "int32")
+        outs = [main.current_block().create_var(name=f"branch{k}", dtype="float32")
+                for k in range(3)]
+        select_output(x, outs, mask)
+        y = select_input(outs, mask)
+        fluid.backward.append_backward(L.mean(y))
+        with pytest.raises(TypeError):
+            select_input(x, mask)
+        with pytest.raises(TypeError):
+            select_output(x, outs[0], mask)
+        with pytest.raises(TypeError):
+            select_output(x, outs, L.cast(mask, "float32"))
+    feed_x = np.array([[1.3, -1.4]], "float32")
+    for k in range(3):
+        got_y, got_g = _run(main, {"x": feed_x, "mask": np.array([k], "int32")},
+                            [y, x.grad_name])
+        np.testing.assert_array_equal(got_y, feed_x)
+        np.testing.assert_array_equal(got_g, [[0.5, 0.5]])
+
+
+def test_split_and_merge_lod_tensor_rows():
+    from spmd.layers.branches import merge_lod_tensor, split_lod_tensor
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [None, 1], "float32")
+        m = fluid.data("m", [None, 1], "bool")
+        yes, no = split_lod_tensor(x, m)
+        back = merge_lod_tensor(yes, no, x, m)
+        with pytest.raises(TypeError):
+            split_lod_tensor(set(), m)
+    rows = np.arange(10, dtype="float32").reshape(10, 1)
+    mask = np.array([0, 0, 1, 1, 1, 1, 0, 0, 0, 0], bool).reshape(10, 1)
+    got = _run(main, {"x": rows, "m": mask}, [yes, no, back])
+    np.testing.assert_array_equal(got[0].ravel(), [2, 3, 4, 5])
+    np.testing.assert_array_equal(got[1].ravel(), [0, 1, 6, 7, 8, 9])
+    np.testing.assert_array_equal(got[2], rows)
+
+
+def test_reorder_lod_tensor_by_rank_reads_the_lod_fed_to_a_variable_declared_without():
+    cf = fluid.layers.control_flow
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = L.data("x", [1])  # lod_level 0, as fluid 1.8.5's test_reorder_lod_tensor
+        out = L.reorder_lod_tensor_by_rank(x, cf.lod_rank_table(x))
+    fed = fluid.create_lod_tensor(np.arange(6, dtype="float32").reshape(6, 1), [[1, 3, 2]],
+                                  fluid.CPUPlace())
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": fed}, fetch_list=[out],
+                                                return_numpy=False, scope=fluid.Scope())
+    # longest first: the 3-row sequence, then 2, then 1 (fluid 1.8.5's order and LoD)
+    np.testing.assert_array_equal(np.array(got).ravel(), [1, 2, 3, 4, 5, 0])
+    assert got.recursive_sequence_lengths() == [[3, 2, 1]]

@@ -96,10 +96,6 @@ DEFERRED: dict[str, str] = {
         "contrib.slim.prune.pruner", "contrib.slim.searcher",
         "contrib.slim.searcher.controller")},
     "contrib:Compressor": SLIM,
-    **{f"transpiler.collective:{n}": "fluid's collective transpilers insert c_allreduce ops "
-       "(GradAllReduce) or local-SGD averaging (LocalSGD); spmd compiles data parallelism "
-       "itself (CompiledProgram, fleet collective): LocalSGD is in no open issue"
-       for n in ("GradAllReduce", "LocalSGD")},
     "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"

@@ -66,6 +66,7 @@ class _Parent:
         self.stop_at: float | None = None  # when to stop the program after a peer failed
         self.stop_reason = ""
         self.terms_sent = 0
+        self.stopped_from_outside = False
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
         # Hydra tells surviving ranks of a failure with SIGUSR1 when it leaves cleanup to the
@@ -73,6 +74,8 @@ class _Parent:
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
     def _forward(self, signum, frame):
+        if frame is not None:  # from outside (the launcher stops the job), not our own stop
+            self.stopped_from_outside = True
         try:
             os.kill(self.child, signum)
         except ProcessLookupError:
@@ -174,7 +177,8 @@ class _Parent:
         """The program ended before it began to start MPI, in a job of several ranks: the
         others would wait for it in MPI start-up."""
         s = self.shared.slots
-        return self.channel is not None and s[st.CHANNEL] == 0 and not s[st.MPI_STARTED]
+        return self.channel is not None and s[st.CHANNEL] == 0 and not s[st.MPI_STARTED] \
+            and not self.stopped_from_outside  # a job being stopped needs no stand-in
 
     def _stand_in(self, code: int, sig: int) -> int:
         from ..comm.join import joined_start

@@ -68,9 +68,8 @@ MODULES = {
         "locality_aware_nms",
     ),
     "spmd.kernels.detection_proposals": (
-        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-        "generate_proposals", "retinanet_detection_output", "retinanet_target_assign",
-        "rpn_target_assign",
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposals",
+        "retinanet_detection_output",
     ),
     "spmd.kernels.detection_roi": (
         "prroi_pool", "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align",
@@ -79,6 +78,9 @@ MODULES = {
     "spmd.kernels.detection_ssd": (
         "bipartite_match", "box_clip", "box_coder", "density_prior_box", "iou_similarity",
         "mine_hard_examples", "prior_box", "target_assign",
+    ),
+    "spmd.kernels.detection_targets": (
+        "generate_proposal_labels", "retinanet_target_assign", "rpn_target_assign",
     ),
     "spmd.kernels.detection_yolo": (
         "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "yolo_box",

@@ -192,7 +192,8 @@ def test_rpn_target_assign_samples_labels_that_follow_the_overlaps():
     image at most batch * fg_fraction foreground anchors, each a ground truth's best or over
     the positive overlap, background ones under the negative overlap, location targets that
     decode each foreground anchor into its ground truth, and the gathered prediction rows."""
-    from spmd.kernels.detection_proposals import decode, overlaps
+    from spmd.kernels.detection_proposals import decode
+    from spmd.kernels.detection_targets import overlaps
 
     anchors = np.array([[x, y, x + s - 1, y + s - 1] for y in range(0, 48, 8)
                         for x in range(0, 48, 8) for s in (8.0, 16.0)], "float32")
@@ -253,7 +254,8 @@ def test_generate_proposal_labels_samples_and_targets():
     and, in that class's 4 columns only, the deltas (divided by bbox_reg_weights) that decode
     the row into the box; background rows overlap every box by < bg_thresh_hi and carry none.
     A crowd box is never a sample itself (a proposal may still match it, as in fluid)."""
-    from spmd.kernels.detection_proposals import decode, overlaps
+    from spmd.kernels.detection_proposals import decode
+    from spmd.kernels.detection_targets import overlaps
 
     gt = np.array([[2, 3, 20, 24], [30, 28, 56, 50], [8, 30, 40, 60]], "float32")
     classes = np.array([[1], [2], [3]], "int32")
@@ -324,7 +326,7 @@ def test_retinanet_target_assign_labels_anchors_with_their_boxes_class():
             "crowd": fluid.create_lod_tensor(np.zeros((2, 1), "int32"), lod, place)}
     score, loc, label, target, weight, fg_num = (np.array(t) for t in fluid.Executor(
         place).run(main, feed=feed, fetch_list=list(outs)))
-    from spmd.kernels.detection_proposals import overlaps
+    from spmd.kernels.detection_targets import overlaps
 
     ov = overlaps(anchors.astype(np.float64), gt.astype(np.float64))
     state = np.full(len(anchors), -1)

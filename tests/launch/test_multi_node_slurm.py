@@ -68,3 +68,18 @@ def test_srun_trainer_raising_on_node_1_ends_the_step(cluster, token):
                         "--token", token], _env(token, slurm), timeout=120, cwd=ROOT)
     assert res.returncode != 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "ZeroDivisionError: rank 3 failed on purpose" in res.stdout + res.stderr
+
+
+def test_paddle_launch_in_the_allocation_names_a_rank_failing_on_node_1(cluster, tmp_path,
+                                                                        token):
+    nodes, slurm = cluster
+    log, out = tmp_path / "log", tmp_path / "job.out"
+    script = (f"{PYTHON} -m launch --log_dir {log} {SCRIPTS / 'crash.py'} --mode raise "
+              f"--rank 3 --step 1 --token {token}")
+    res = nodes[0].run(["sbatch", "--wait", "-N", "2", "--ntasks", "4", "--output", str(out),
+                        "--wrap", script], _env(token, slurm), timeout=180, cwd=ROOT)
+    text = out.read_text() if out.exists() else "(no job output)"
+    assert res.returncode != 0, text
+    report = (log / "failure_report.txt").read_text()
+    assert re.search(rf"rank 3 on {nodes[1].host}: \[root cause\] exit code 1: "
+                     rf"ZeroDivisionError", report), report

@@ -168,5 +168,8 @@ def rnn_memory_helper(xp, ins, attrs, want):
 
 @kernel("rnn_memory_helper_grad")
 def rnn_memory_helper_grad(xp, ins, attrs, want):
-    return {"X@GRAD": ins["Out@GRAD"]}
+    dout = ins.get("Out@GRAD")
+    if dout is None:  # no gradient reached the memory: zeros like X, as fluid
+        return {"X@GRAD": xp.zeros(ins["X"].shape, dtype=ins["X"].dtype)}
+    return {"X@GRAD": dout}
 

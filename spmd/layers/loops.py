@@ -18,6 +18,7 @@ from .sub_block import (
     _check_scalar_bool,
     _check_var,
     _flatten,
+    _pack,
     _same_structure,
     body_interface,
 )
@@ -89,7 +90,10 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
     _check_scalar_bool(pre_cond, "the value cond returns", "while_loop")
     loop = While(pre_cond, is_test, name)
     with loop.block():
-        outputs = body(*loop_vars)
+        # a copy of the lists and dicts among loop_vars (the same Variables): a body that
+        # rebinds their items in place leaves loop_vars as they were, so the assigns below
+        # write the loop's own variables (fluid 1.8.5's copy_mutable_vars)
+        outputs = body(*_pack(list(loop_vars), _flatten(list(loop_vars))))
         if not isinstance(outputs, (list, tuple)):
             outputs = [outputs]
         if not _same_structure(list(outputs), list(loop_vars)):

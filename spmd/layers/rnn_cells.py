@@ -24,7 +24,7 @@ import warnings
 
 from ..core import unique_name
 from ..core.variable import Variable
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from . import rnn_nest as nest
 from .creation import fill_constant_batch_size_like, reverse
 from .creation import range as arange
@@ -43,24 +43,25 @@ _FLOATS = ("float32", "float64")
 
 
 def _check_float_var(value, arg: str, where: str):
+    # TypeErrors too, as fluid's check_variable_and_dtype
     if not isinstance(value, Variable):
-        raise InvalidArgumentError(
-            f"{where}: {arg} must be a Variable, got {type(value).__name__}: {value!r}")
+        raise ArgumentTypeError(
+            f"{where}: {arg} must be a Variable, got {type(value).__name__}")
     if value.dtype not in _FLOATS:
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"{where}: {arg} ({value.name}) must be float32 or float64, got {value.dtype}")
     return value
 
 
 def _hidden_size(value, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise InvalidArgumentError(f"{where}: hidden_size must be a positive int, got {value!r}")
+        raise ArgumentTypeError(f"{where}: hidden_size must be a positive int, got {value!r}")
     return int(value)
 
 
 def _float_dtype(dtype, where: str) -> str:
     if dtype not in _FLOATS:
-        raise InvalidArgumentError(f"{where}: dtype must be 'float32' or 'float64', got {dtype!r}")
+        raise ArgumentTypeError(f"{where}: dtype must be 'float32' or 'float64', got {dtype!r}")
     return dtype
 
 
@@ -89,7 +90,7 @@ class RNNCell:
         where = f"{type(self).__name__}.get_initial_states"
         ref = nest.flatten(batch_ref)[0]
         if not isinstance(ref, Variable):
-            raise InvalidArgumentError(f"{where}: batch_ref must be a Variable, got {ref!r}")
+            raise ArgumentTypeError(f"{where}: batch_ref must be a Variable, got {ref!r}")
         shapes = self.state_shape if shape is None else shape
         if dtype is None:
             dtype = getattr(self, "state_dtype", "float32")
@@ -202,7 +203,7 @@ class LSTMCell(RNNCell):
     def call(self, inputs, states):
         _check_float_var(inputs, "inputs", "LSTMCell")
         if not isinstance(states, list) or len(states) != 2:
-            raise InvalidArgumentError(
+            raise ArgumentTypeError(
                 f"LSTMCell: states must be a list [hidden, cell], got {states!r}")
         pre_hidden, pre_cell = (_check_float_var(s, f"states[{k}]", "LSTMCell")
                                 for k, s in enumerate(states))
@@ -245,7 +246,7 @@ def _transpose_batch_time(x):
 def _time_mask(sequence_length, time_major_input, dtype: str):
     """[time, batch] mask: 1 where t < sequence_length[b] (fluid's sequence_mask, transposed)."""
     if sequence_length.dtype not in ("int32", "int64"):
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"rnn: sequence_length ({sequence_length.name}) must be int32 or int64, got "
             f"{sequence_length.dtype}")
     steps = arange(0, _shape_dim(time_major_input, 0), 1, sequence_length.dtype)
@@ -279,11 +280,11 @@ def rnn(cell, inputs, initial_states=None, sequence_length=None, time_major=Fals
     >>> # out, h = fluid.layers.rnn(fluid.layers.GRUCell(32), emb, sequence_length=length)
     """
     if not isinstance(cell, RNNCell) and not callable(getattr(cell, "call", None)):
-        raise InvalidArgumentError(f"rnn: cell must be an RNNCell, got {type(cell).__name__}")
+        raise ArgumentTypeError(f"rnn: cell must be an RNNCell, got {type(cell).__name__}")
     for k, x in enumerate(nest.flatten(inputs)):
         _check_float_var(x, f"inputs[{k}]", "rnn")
     if sequence_length is not None and not isinstance(sequence_length, Variable):
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(
             f"rnn: sequence_length must be a Variable or None, got {sequence_length!r}")
     first = nest.flatten(inputs)[0]
     if initial_states is None:

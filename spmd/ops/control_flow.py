@@ -82,8 +82,10 @@ def _recurrent_grad(ctx):
         ctx.set_output_like(slot + "@GRAD", slot)
 
 
-@define_op("rnn_memory_helper", inputs=["X"], outputs=["Out"], grad_uses=(),
-           attrs={"dtype": ("any", None)})
+# fluid's rnn_memory_helper_grad reads X and Out (for their shapes only: X@GRAD is zeros like X
+# when Out@GRAD is absent) beside Out@GRAD, and Paddle's tests build it with all three
+@define_op("rnn_memory_helper", inputs=["X"], outputs=["Out"], grad_uses=("X", "Out"),
+           grad_no_need_buffer=("X", "Out"), attrs={"dtype": ("any", None)})
 def _rnn_memory_helper(ctx):
     ctx.set_output_like("Out", "X")
 

@@ -175,3 +175,57 @@ def test_reorder_lod_tensor_by_rank_reads_the_lod_fed_to_a_variable_declared_wit
     # longest first: the 3-row sequence, then 2, then 1 (fluid 1.8.5's order and LoD)
     np.testing.assert_array_equal(np.array(got).ravel(), [1, 2, 3, 4, 5, 0])
     assert got.recursive_sequence_lengths() == [[3, 2, 1]]
+
+
+# -- while_loop over lists and dicts; rnn_memory_helper_grad; RNN cells' type errors ---------
+
+def test_while_loop_body_rebinding_dict_and_list_items_in_place():
+    # fluid 1.8.5's test_while_loop_op.test_var_dict: 10, [[10], [10]], 10 after the loop
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        i = L.zeros([1], "int64")
+        ten = L.fill_constant([1], "int64", 10)
+        state = {"key": L.fill_constant([1], "int64", 0)}
+        rows = [L.fill_constant([1, 2], "int64", 0)]
+
+        def body(i, ten, state, rows):
+            state["key"] = i
+            state["key"] += 1
+            rows[0] = L.reshape(rows[0], [2, -1]) + 1
+            return [L.increment(i), ten, state, rows]
+
+        i, ten, state, rows = L.while_loop(lambda i, *_: L.less_than(i, ten), body,
+                                           [i, ten, state, rows])
+        with pytest.raises(ValueError, match="same structure"):  # a key the loop did not have
+            L.while_loop(lambda i, d: L.less_than(i, ten),
+                         lambda i, d: [L.increment(i), {**d, "extra": i}],
+                         [L.zeros([1], "int64"), {"k": L.zeros([1], "int64")}])
+    key, got_rows = _run(main, fetch=[state["key"], rows[0]])
+    np.testing.assert_array_equal(key, [10])
+    np.testing.assert_array_equal(got_rows, [[10], [10]])
+
+
+def test_rnn_memory_helper_grad_reads_x_out_and_their_gradient():
+    # fluid 1.8.5: X@GRAD = Out@GRAD, or zeros like X when no gradient reached Out
+    for with_grad in (True, False):
+        main = fluid.Program()
+        block = main.global_block()
+        names = ["X", "Out"] + (["Out@GRAD"] if with_grad else [])
+        ins = {n: block.create_var(name=n, shape=[2, 3], dtype="float32") for n in names}
+        dx = block.create_var(name="X@GRAD", shape=[2, 3], dtype="float32")
+        block.append_op("rnn_memory_helper_grad", ins, {"X@GRAD": dx})
+        feed = {n: np.random.RandomState(1).normal(size=(2, 3)).astype("float32")
+                for n in names}
+        got, = _run(main, feed, [dx])
+        np.testing.assert_array_equal(got, feed["Out@GRAD"] if with_grad else np.zeros((2, 3)))
+
+
+def test_rnn_cells_type_errors_are_type_errors():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        h = fluid.data("h", [None, 4], "float32")
+        for build in (lambda: L.GRUCell(4, dtype="int32"),
+                      lambda: L.LSTMCell(4)(np.ones((2, 4), "float32"), [h, h]),
+                      lambda: L.rnn(L.GRUCell(4), fluid.data("x", [None, 3, 4], "float32"),
+                                    sequence_length=np.ones(2, "float32"))):
+            with pytest.raises(TypeError):
+                build()

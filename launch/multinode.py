@@ -202,23 +202,28 @@ def join_job(config: LaunchConfig) -> int:
             signal.signal(s, handler)
     rc = child.returncode
     rc = rc if rc >= 0 else 128 - rc
-    failed = _failed_ranks(config, ranks, log_dir)
+    failed = _failed_ranks(ranks, log_dir)
     if failed and not rc:  # MPI's proxy ends with 0 when node 0 stopped its ranks
         rc = 1
     how = f"exit code {rc}" + (f"; rank(s) {', '.join(map(str, failed))} of this node did not "
-                               f"end cleanly (node 0 reports why)" if failed else "")
+                               f"end cleanly (node 0 reports the job)" if failed else "")
     print(f"{tag}: this node's part ended, {how}", file=sys.stderr if rc else sys.stdout,
           flush=True)
+    for rank, error in failed.items():  # what node 0 cannot read without a shared file system
+        if error:
+            print(f"{tag}: rank {rank}: {error} (log {log_dir}/workerlog.{rank})",
+                  file=sys.stderr, flush=True)
     return rc
 
 
-def _failed_ranks(config: LaunchConfig, ranks: list, log_dir: str) -> list[int]:
-    """This node's ranks whose status file says they failed (or never ended)."""
+def _failed_ranks(ranks: list, log_dir: str) -> dict[int, str]:
+    """This node's ranks whose status file says they failed (or never ended) -> the error
+    each recorded ('' if none)."""
     from spmd.status_file import read_status
 
-    out = []
+    out = {}
     for rank in ranks:
         status = read_status(os.path.join(log_dir, f"workerstatus.{rank}"))
         if status.failed or (status.started is not None and status.ended is None):
-            out.append(rank)
+            out[rank] = status.error or ""
     return out

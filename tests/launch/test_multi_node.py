@@ -89,6 +89,8 @@ def test_a_trainer_raising_on_node_1_ends_the_job(nodes, tmp_path, token):
     assert rc0 != 0 and rc1 != 0, out0[-4000:] + out1[-2000:]
     assert "ZeroDivisionError: rank 2 failed on purpose" in out0, out0[-4000:]
     assert re.search(r"rank 2 on node1-\w+: \[root cause\]", out0), out0[-4000:]
+    # node 1 names its own failed rank too (node 0 may not share its file system)
+    assert "rank 2: ZeroDivisionError: rank 2 failed on purpose" in out1, out1[-3000:]
 
 
 def test_a_node_that_never_starts_is_named(nodes, tmp_path, token):

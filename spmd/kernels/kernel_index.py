@@ -58,6 +58,9 @@ MODULES = {
     "spmd.kernels.detection_map": (
         "detection_map",
     ),
+    "spmd.kernels.detection_masks": (
+        "generate_mask_labels",
+    ),
     "spmd.kernels.detection_nms": (
         "matrix_nms", "multiclass_nms", "multiclass_nms2",
     ),

@@ -1,7 +1,7 @@
 """fluid.layers' region-proposal layers of Faster R-CNN, FPN and RetinaNet (fluid 1.8's
 layers/detection.py): generate_proposals, distribute_fpn_proposals, collect_fpn_proposals,
 rpn_target_assign, retinanet_target_assign, retinanet_detection_output,
-generate_proposal_labels, locality_aware_nms. The ops are in
+generate_proposal_labels, generate_mask_labels, locality_aware_nms. The ops are in
 spmd/ops/detection_proposals.py. Boxes of a batch carry LoD (boxes per image), as in fluid;
 use_random samples from spmd's generator (fluid's own engine cannot be reproduced;
 use_random=False gives fluid's samples).
@@ -18,7 +18,8 @@ from ..errors import InvalidArgumentError
 from . import tensor
 from .helper import LayerHelper, check_variable
 
-__all__ = ["collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
+__all__ = ["collect_fpn_proposals", "distribute_fpn_proposals", "generate_mask_labels",
+           "generate_proposal_labels",
            "generate_proposals", "locality_aware_nms", "retinanet_detection_output",
            "retinanet_target_assign", "rpn_target_assign"]
 
@@ -260,3 +261,35 @@ def locality_aware_nms(bboxes, scores, score_threshold, nms_top_k, keep_top_k,
                       "nms_threshold": float(nms_threshold), "nms_eta": float(nms_eta),
                       "keep_top_k": int(keep_top_k), "normalized": bool(normalized)})
     return out
+
+
+def generate_mask_labels(im_info, gt_classes, is_crowd, gt_segms, rois, labels_int32,
+                         num_classes, resolution):
+    """Mask R-CNN's mask targets: every foreground ROI of rois / labels_int32 (from
+    generate_proposal_labels) gets the polygons (gt_segms [points, 2], LoD: boxes per image,
+    polygons per box, points per polygon) of the box it overlaps most, rasterized on a
+    resolution x resolution grid over it, in its class's column (-1 elsewhere). Returns
+    (mask_rois, roi_has_mask_int32: each row's index among its image's ROIs, mask_int32
+    [P, num_classes * resolution ** 2]), with LoD; an image without foreground gives one
+    placeholder row of -1, as fluid.
+
+    >>> # mask_rois, has_mask, masks = generate_mask_labels(
+    >>> #     im_info, gt_classes, is_crowd, gt_segms, rois, labels, 81, 14)
+    """
+    where = "generate_mask_labels"
+    for arg, v in (("im_info", im_info), ("gt_segms", gt_segms), ("rois", rois)):
+        check_variable(v, arg, where, _FLOATS)
+    for arg, v in (("gt_classes", gt_classes), ("is_crowd", is_crowd),
+                   ("labels_int32", labels_int32)):
+        check_variable(v, arg, where, {"int32"})
+    helper = LayerHelper(where)
+    mask_rois = helper.create_variable_for_type_inference(rois.dtype, stop_gradient=True)
+    has_mask = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    masks = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op(where, {"ImInfo": [im_info], "GtClasses": [gt_classes],
+                             "IsCrowd": [is_crowd], "GtSegms": [gt_segms], "Rois": [rois],
+                             "LabelsInt32": [labels_int32]},
+                     {"MaskRois": [mask_rois], "RoiHasMaskInt32": [has_mask],
+                      "MaskInt32": [masks]},
+                     {"num_classes": int(num_classes), "resolution": int(resolution)})
+    return mask_rois, has_mask, masks

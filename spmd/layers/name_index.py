@@ -30,9 +30,9 @@ MODULES = {
         "TrainingHelper",
     ),
     "detection_proposals": (
-        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-        "generate_proposals", "locality_aware_nms", "retinanet_detection_output",
-        "retinanet_target_assign", "rpn_target_assign",
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_mask_labels",
+        "generate_proposal_labels", "generate_proposals", "locality_aware_nms",
+        "retinanet_detection_output", "retinanet_target_assign", "rpn_target_assign",
     ),
     "detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "deformable_roi_pooling",

@@ -54,9 +54,9 @@ MODULES = {
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
     "spmd.ops.detection_proposals": (
-        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposal_labels",
-        "generate_proposals", "locality_aware_nms", "retinanet_detection_output",
-        "retinanet_target_assign", "rpn_target_assign",
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_mask_labels",
+        "generate_proposal_labels", "generate_proposals", "locality_aware_nms",
+        "retinanet_detection_output", "retinanet_target_assign", "rpn_target_assign",
     ),
     "spmd.ops.detection_roi": (
         "anchor_generator", "box_decoder_and_assign", "deformable_psroi_pooling",

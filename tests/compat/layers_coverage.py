@@ -32,8 +32,6 @@ DETECTION = "detection: ops over LoD boxes and ROIs, in no open issue yet"
 DEFERRED = {
     "filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     # detection names issue 22 did not build (its SSD half and YOLO/ROI half built the rest)
-    "generate_mask_labels": "Mask R-CNN's mask targets from polygon segmentations, not built "
-                            "in issue 22",
 }
 
 # names spmd does not plan to provide, and why

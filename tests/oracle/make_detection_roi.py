@@ -350,6 +350,26 @@ def proposal_cases():
                                   "Scores": [R.uniform(0, 1, (2, 3, len(quads))).astype(
                                       "float32")]},
                        "attrs": attrs, "outputs": {"Out": 1}}
+    # Mask R-CNN targets: polygons per ground truth (one with two parts), rasterized in each
+    # foreground ROI; the second image has no foreground (fluid's placeholder row)
+    polys = [[[4, 4, 20, 5, 18, 22, 6, 18]], [[30, 30, 50, 28, 52, 46, 34, 50, 28, 40]],
+             [[8, 30, 16, 30, 16, 40], [18, 34, 24, 34, 24, 44, 18, 44]], [[2, 2, 12, 2, 7, 12]]]
+    points = np.array([v for g in polys for p in g for v in p], "float32").reshape(-1, 2)
+    segm_lod = [[3, 1], [len(g) for g in polys], [len(p) // 2 for g in polys for p in g]]
+    mask_rois = np.array([[3, 3, 21, 23], [28, 26, 54, 52], [6, 28, 26, 46], [1, 1, 30, 30],
+                          [0, 0, 15, 15], [3, 3, 13, 13]], "float32")
+    cases["generate_mask_labels"] = {
+        "op": "generate_mask_labels",
+        "inputs": {"ImInfo": [np.array([[64, 64, 1.0], [40, 40, 2.0]], "float32")],
+                   "GtClasses": [np.array([[1], [2], [3], [1]], "int32")],
+                   "IsCrowd": [np.array([[0], [0], [0], [0]], "int32")],
+                   "GtSegms": [points], "Rois": [mask_rois * np.array(
+                       [[1], [1], [1], [1], [2], [2]], "float32")],
+                   "LabelsInt32": [np.array([[1], [2], [3], [0], [0], [0]], "int32")]},
+        "lod": {"GtClasses": [[[3, 1]]], "IsCrowd": [[[3, 1]]], "GtSegms": [segm_lod],
+                "Rois": [[[4, 2]]], "LabelsInt32": [[[4, 2]]]},
+        "attrs": {"num_classes": 4, "resolution": 7},
+        "outputs": {"MaskRois": 1, "RoiHasMaskInt32": 1, "MaskInt32": 1}}
     # Fast R-CNN sampling: proposals (in the scaled image) around the ground truth, and others
     jitter = np.concatenate([gt + R.uniform(-4, 4, gt.shape), gt + R.uniform(-9, 9, gt.shape),
                              _boxes(6, 6, 30)]).astype("float32")

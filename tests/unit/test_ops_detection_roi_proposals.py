@@ -415,3 +415,47 @@ def test_locality_aware_nms_merges_neighbours_then_suppresses():
     np.testing.assert_allclose(merged[2:], (first * 0.8 + quads[0, 2] * 0.2) / 1.0, rtol=1e-5)
     np.testing.assert_allclose(rows[np.argmin(rows[:, 1]), 2:], quads[0, 3])
     assert np.array(empty).tolist() == [[-1.0]]
+
+
+def test_poly_to_mask_fills_the_polygon():
+    """COCO's rasterization: a pixel is in when its centre is inside (an axis-aligned
+    rectangle over pixel edges fills exactly its pixels); a triangle keeps to its half."""
+    from spmd.kernels.detection_masks import poly_to_mask
+
+    rect = poly_to_mask([1, 2, 5, 2, 5, 6, 1, 6], 8, 8)
+    want = np.zeros((8, 8), np.uint8)
+    want[2:6, 1:5] = 1
+    np.testing.assert_array_equal(rect, want)
+    tri = poly_to_mask([0, 0, 8, 0, 0, 8], 8, 8)
+    rows, cols = np.nonzero(tri)
+    assert tri.sum() in range(28, 38) and np.all(rows + cols <= 8)
+
+
+def test_generate_mask_labels_rasterizes_in_the_class_column():
+    """A foreground ROI equal to a square box's bounds gets an all-ones mask in its class's
+    column and -1 in the others; background ROIs get no row."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        info = fluid.data("info", [None, 3])
+        classes = fluid.data("classes", [None, 1], dtype="int32", lod_level=1)
+        crowd = fluid.data("crowd", [None, 1], dtype="int32", lod_level=1)
+        segms = fluid.data("segms", [None, 2], lod_level=3)
+        rois = fluid.data("rois", [None, 4], lod_level=1)
+        labels = fluid.data("labels", [None, 1], dtype="int32", lod_level=1)
+        outs = fluid.layers.generate_mask_labels(info, classes, crowd, segms, rois, labels,
+                                                 num_classes=3, resolution=4)
+    place = fluid.CPUPlace()
+    square = np.array([[8, 8], [24, 8], [24, 24], [8, 24]], "float32")
+    feed = {"info": np.array([[32, 32, 1.0]], "float32"),
+            "classes": fluid.create_lod_tensor(np.array([[2]], "int32"), [[1]], place),
+            "crowd": fluid.create_lod_tensor(np.array([[0]], "int32"), [[1]], place),
+            "segms": fluid.create_lod_tensor(square, [[1], [1], [4]], place),
+            "rois": fluid.create_lod_tensor(np.array([[8, 8, 24, 24], [0, 0, 5, 5]],
+                                                     "float32"), [[2]], place),
+            "labels": fluid.create_lod_tensor(np.array([[2], [0]], "int32"), [[2]], place)}
+    mask_rois, has_mask, masks = (np.array(t) for t in fluid.Executor(place).run(
+        main, feed=feed, fetch_list=list(outs)))
+    np.testing.assert_array_equal(mask_rois, [[8, 8, 24, 24]])
+    assert has_mask.tolist() == [[0]]
+    target = masks.reshape(3, 16)
+    assert np.all(target[2] == 1) and np.all(target[:2] == -1)

@@ -244,3 +244,72 @@ def loader_yields(fluid):
                             v.recursive_sequence_lengths(), list(np.array(v).shape)]
                            for k, v in items]}
     return out
+
+
+# -- parameter-server mode: the trainer program of dist_word2vec's net ------------------------
+
+PSERVER_OPS = ("lookup_table", "distributed_lookup_table", "split_byref", "split_selected_rows",
+               "send", "send_barrier", "recv", "fetch_barrier", "concat", "fake_init",
+               "fill_constant", "scale", "sgd")
+
+
+def _word2vec_net(fluid, dict_size):
+    words = [fluid.layers.data(name=n, shape=[1], dtype="int64")
+             for n in ("firstw", "secondw", "thirdw", "forthw", "nextw")]
+    const = fluid.initializer.Constant
+    embs = [fluid.layers.embedding(input=w, size=[dict_size, 32], is_sparse=True,
+                                   param_attr=fluid.ParamAttr(name="shared_w",
+                                                              initializer=const(0.1)))
+            for w in words[:4]]
+    hidden = fluid.layers.fc(fluid.layers.concat(embs, axis=1), 256, act="sigmoid",
+                             param_attr=fluid.ParamAttr(learning_rate=0.5))
+    predict = fluid.layers.fc(hidden, dict_size, act="softmax")
+    loss = fluid.layers.mean(fluid.layers.cross_entropy(predict, words[4]))
+    fluid.optimizer.SGD(0.001).minimize(loss)
+
+
+def pserver_programs(fluid):
+    """dist_word2vec's net (one table shared by four is_sparse lookups; fc_0.w_0 with
+    ParamAttr(learning_rate=0.5)) transpiled for 2 pservers and 2 trainers: the
+    communication, lookup and update ops of the trainer's main and startup programs and of
+    each pserver's optimize blocks, in order."""
+    eps = "127.0.0.1:6170,127.0.0.1:6171"
+
+    def transpiled():
+        # a fresh transpile per role, as each process makes its own: fluid 1.8.5's
+        # get_pserver_program after get_trainer_program reads freed op descs
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            _word2vec_net(fluid, 2074)
+        t = fluid.DistributeTranspiler()
+        t.transpile(0, program=main, pservers=eps, trainers=2, sync_mode=True,
+                    startup_program=startup)
+        return t, startup
+
+    t, startup = transpiled()
+    trainer = t.get_trainer_program(wait_port=False)
+
+    def ops(block):  # fluid and spmd order the gradients' splits differently: sorted
+        def named(n):  # fluid names its dependency markers __control_var@<random>
+            return "__control_var" if n.startswith("__control_var") else n
+
+        return sorted([op.type, sorted(named(n) for n in op.output_arg_names)]
+                      for op in block.ops
+                      if op.type in PSERVER_OPS and op.type not in ("send", "send_barrier"))
+
+    out = {"trainer": ops(trainer.global_block()),
+           "trainer_startup": ops(startup.global_block())}
+    for ep in eps.split(","):
+        prog = transpiled()[0].get_pserver_program(ep)
+        every = [op for b in prog.blocks[1:] for op in b.ops]
+        # fluid puts the scaled rate in a block of its own, spmd in the parameter's: where
+        # the scale runs is compared as "on this pserver"
+        out[ep] = {"sgd": sorted(sorted(op.input_arg_names) for op in every
+                                 if op.type == "sgd" and "learning_rate_0" in
+                                 op.input_arg_names),
+                   "sgd_scaled_rate": sorted(op.input("Param")[0] for op in every
+                                             if op.type == "sgd" and "learning_rate_0" not in
+                                             op.input_arg_names),
+                   "rate_scaled_here": any(op.type == "scale" and op.input_arg_names ==
+                                           ["learning_rate_0"] for op in every)}
+    return out

@@ -84,7 +84,9 @@ def _split_selected_rows(ctx):
 # pservers hold its values.
 define_op("fake_init", outputs=["Out"], grad=None, attrs={"shape": ("ints", [])})(_no_inference)
 
+# each output keeps its ids' LoD (a CTR model pools the prefetched rows per sequence)
 define_op("distributed_lookup_table", inputs=["Ids*", "W"], outputs=["Outputs*"], grad=None,
+          lod_inputs=("Ids",), lod_outputs=("Outputs",),
           attrs={"table_names": ("strs", []), "height_sections": ("ints", []),
                  "endpoints": ("strs", []), "trainer_id": ("int", 0),
                  "lookup_table_version": ("str", "lookup_table"),

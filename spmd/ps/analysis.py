@@ -69,6 +69,14 @@ def analyze(program) -> ProgramAnalysis:
             server_side.append(op)
             tainted |= set(op.output_arg_names) - params
     on_server = {id(op) for op in server_side}
+    # a parameter's own learning rate (ParamAttr(learning_rate=...): the global rate scaled)
+    # is computed where its update runs, on the pserver, as in fluid's optimize blocks
+    rates = {n for op in updaters for n in op.input("LearningRate")}
+    for op in reversed(opt_ops):
+        if id(op) not in on_server and set(op.output_arg_names) & rates:
+            on_server.add(id(op))
+            rates |= set(op.input_arg_names)
+    server_side = [op for op in opt_ops if id(op) in on_server]
     trainer_side = [op for op in opt_ops if id(op) not in on_server]
     updates = [_update_of(op, server_side, tainted) for op in updaters]
     seen = set()
@@ -94,6 +102,9 @@ def _update_of(updater, server_side, tainted) -> ParamUpdate:
             needed |= set(op.input_arg_names) - {param}
     # the gradient sent: what the chain reads that the trainer side produced
     lr = set(updater.input("LearningRate"))
+    for op in reversed(chain):  # and what a per-parameter rate is computed from
+        if set(op.output_arg_names) & lr:
+            lr |= set(op.input_arg_names)
     produced = {n for op in chain for n in op.output_arg_names}
     grad = updater.input("Grad")[0]
     if grad in produced:
@@ -108,13 +119,22 @@ def _update_of(updater, server_side, tainted) -> ParamUpdate:
     return ParamUpdate(param, grad, updater, chain)
 
 
-def is_sparse_grad(block, grad: str) -> bool:
-    """A SelectedRows gradient: declared so, or written by a sparse lookup's grad op."""
+def is_sparse_grad(block, grad: str, _depth: int = 0) -> bool:
+    """A SelectedRows gradient: declared so, written by a sparse lookup's grad op, or the sum
+    of such gradients (a table several lookups share, as word2vec's: fluid's sum of
+    SelectedRows is SelectedRows, so the table stays a remote-prefetch sparse one)."""
     var = block._find_var_recursive(grad)
     if var is not None and var.type == "SELECTED_ROWS":
         return True
-    return any(op.type in SPARSE_GRAD_MAKERS and op.attrs.get("is_sparse", False)
-               and grad in op.output_arg_names for op in block.ops)
+    for op in block.ops:
+        if grad not in op.output_arg_names:
+            continue
+        if op.type in SPARSE_GRAD_MAKERS and op.attrs.get("is_sparse", False):
+            return True
+        if op.type == "sum" and _depth < 8 and op.input("X") and all(
+                is_sparse_grad(block, x, _depth + 1) for x in op.input("X")):
+            return True
+    return False
 
 
 def remote_prefetch_tables(block) -> dict[str, list]:

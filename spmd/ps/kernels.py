@@ -244,7 +244,10 @@ def distributed_lookup_table(xp, ins, attrs, want, ctx):
         lead = tuple(orig.shape[:-1]) if v1 else tuple(orig.shape)
         out = rows_of[np.searchsorted(every, ids)]
         outs.append(xp.asarray(out.reshape(lead + tuple(width))))
-    return {"Outputs": outs}
+    lods = ins.get("Ids@LOD")  # given only in a program that carries LoD
+    if lods is None:
+        return {"Outputs": outs}
+    return {"Outputs": outs, "Outputs@LOD": list(lods)}
 
 
 @kernel("ref_by_trainer_id")

@@ -25,6 +25,7 @@ def main():
         "cross_entropy_rank_minus_one": cases.cross_entropy_rank_minus_one(fluid),
         "numpy_lods": cases.numpy_lods(fluid),
         "loader_yields": cases.loader_yields(fluid),
+        "pserver_programs": cases.pserver_programs(fluid),
     }
     save("behaviours", out, meta={"paddle": paddle.__version__})
 

@@ -94,3 +94,14 @@ def test_iterable_loaders_yield_lod_tensors_as_fluid():
     want = ORACLE["loader_yields"]
     assert _jsonish(got) == want
     assert want["DataLoader_return_list0"]["fields"][1][:2] == ["x", "LoDTensor"]
+
+
+def test_pserver_programs_of_word2vec_are_fluids():
+    # the shared is_sparse table is prefetched (distributed_lookup_table), its summed gradient
+    # split as SelectedRows, and it is neither received nor initialized on the trainer;
+    # ParamAttr(learning_rate=0.5)'s rate is scaled on the pserver that updates fc_0.w_0
+    got = _jsonish(cases.pserver_programs(fluid))
+    want = ORACLE["pserver_programs"]
+    assert got == want
+    assert ["fake_init", ["shared_w"]] in want["trainer_startup"]
+    assert any(op[0] == "distributed_lookup_table" for op in want["trainer"])

@@ -18,6 +18,7 @@ from ..errors import InvalidArgumentError, PreconditionError
 from .allocator import tune_allocator
 from .fetch import as_fetched
 from .inplace import MemoryOptions
+from .math_threads import apply_once as apply_fluid_math_threads
 from .plan import Plan
 from .plan_cache import PlanCache
 
@@ -137,6 +138,7 @@ class Executor:
                 f"got {self.place!r}"
             )
         tune_allocator()
+        apply_fluid_math_threads()  # fluid's one math thread per op (OMP_NUM_THREADS)
         self.plan_cache = PlanCache()  # every plan this executor compiled, data parallel too
         self._rngs: dict = {}
         self._closed = False

@@ -115,10 +115,14 @@ def join_for_transpile(trainer_id: int, endpoints: list, current_endpoint: str |
     if len(endpoints) < 2 or launched_by_mpi(env) or joined_start(env) or \
             "mpi4py.MPI" in sys.modules or "PADDLE_TRAINERS_NUM" in env:
         return
-    env.update(PADDLE_TRAINER_ID=str(trainer_id), PADDLE_TRAINERS_NUM=str(len(endpoints)),
-               PADDLE_TRAINER_ENDPOINTS=",".join(endpoints),
-               PADDLE_CURRENT_ENDPOINT=current_endpoint or endpoints[trainer_id])
-    if env_only_start(env):
+    trainer_vars = {"PADDLE_TRAINER_ID": str(trainer_id),
+                    "PADDLE_TRAINERS_NUM": str(len(endpoints)),
+                    "PADDLE_TRAINER_ENDPOINTS": ",".join(endpoints),
+                    "PADDLE_CURRENT_ENDPOINT": current_endpoint or endpoints[trainer_id]}
+    # the process's environment changes only when it re-executes: otherwise (SPMD_ENV_START=0)
+    # the caller's transpile reports the disagreeing world and later code sees no trainer vars
+    if env_only_start({**env, **trainer_vars}):
+        env.update(trainer_vars)
         reexec_under_mpiexec()
 
 

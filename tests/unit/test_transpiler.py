@@ -2,6 +2,8 @@
 disagree with the MPI world (here a world of one) are clear errors naming both."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import spmd.fluid as fluid
@@ -49,11 +51,16 @@ def test_appends_comm_init_to_the_startup_program(progs):
     ({"trainer_id": 0, "trainers": 2, "current_endpoint": "h:1"},
      r"trainer endpoints as 'ip:port,ip:port,...', got 2"),
 ])
-def test_endpoints_disagreeing_with_mpi(progs, kwargs, message):
+def test_endpoints_disagreeing_with_mpi(progs, kwargs, message, monkeypatch):
+    # SPMD_ENV_START=0: a plain process given several trainer endpoints would otherwise
+    # re-execute itself to join them (spmd.comm.join.join_for_transpile), here pytest itself
+    monkeypatch.setenv("SPMD_ENV_START", "0")
+    before = dict(os.environ)
     main, startup = progs
     with pytest.raises(InvalidArgumentError, match=message):
         nccl2().transpile(program=main, startup_program=startup, **kwargs)
     assert all(op.type != "c_comm_init" for op in startup.global_block().ops)
+    assert dict(os.environ) == before  # no trainer variables left behind for later code
 
 
 def test_workers_is_accepted_as_in_fluids_example(progs):

@@ -15,6 +15,98 @@ import contextlib
 
 __all__ = ["BlockCompat", "OperatorCompat", "ProgramCompat", "VariableCompat"]
 
+
+class ProgramDescView:
+    """What fluid programs call on `program.desc` (fluid's C++ ProgramDesc), answered from
+    spmd's IR: serialize_to_string (spmd's serialized program, which
+    Program.parse_from_string reads), num_blocks, block(i), flush."""
+
+    def __init__(self, program):
+        self._program = program
+
+    def serialize_to_string(self) -> bytes:
+        return self._program.serialize_to_string()
+
+    def num_blocks(self) -> int:
+        return self._program.num_blocks
+
+    def block(self, idx: int):
+        return BlockDescView(self._program.block(idx))
+
+    def flush(self) -> None:
+        """fluid writes its Python edits into the C++ descriptor; spmd has only the IR."""
+
+
+class BlockDescView:
+    """`block.desc`: id, parent, op_size, op(i), var(name), has_var, all var names."""
+
+    def __init__(self, block):
+        self._block = block
+
+    @property
+    def id(self) -> int:
+        return self._block.idx
+
+    @property
+    def parent(self) -> int:
+        return self._block.parent_idx
+
+    def op_size(self) -> int:
+        return len(self._block.ops)
+
+    def op(self, i: int):
+        return OpDescView(self._block.ops[i])
+
+    def has_var(self, name: str) -> bool:
+        return name in self._block.vars
+
+    def var(self, name: str):
+        return self._block.vars[name].desc
+
+    def all_vars(self) -> list:
+        return [v.desc for v in self._block.vars.values()]
+
+
+class OpDescView:
+    """`op.desc`: type, input / output (by slot), their names, attr, has_attr, attr_names,
+    set_attr."""
+
+    def __init__(self, op):
+        self._op = op
+
+    def type(self) -> str:
+        return self._op.type
+
+    def input(self, slot: str) -> list[str]:
+        return self._op.input(slot)
+
+    def output(self, slot: str) -> list[str]:
+        return self._op.output(slot)
+
+    def input_names(self) -> list[str]:
+        return self._op.input_names
+
+    def output_names(self) -> list[str]:
+        return self._op.output_names
+
+    def input_arg_names(self) -> list[str]:
+        return self._op.input_arg_names
+
+    def output_arg_names(self) -> list[str]:
+        return self._op.output_arg_names
+
+    def attr(self, name: str):
+        return self._op.attr(name)
+
+    def has_attr(self, name: str) -> bool:
+        return self._op.has_attr(name)
+
+    def attr_names(self) -> list[str]:
+        return self._op.attr_names
+
+    def set_attr(self, name: str, value) -> None:
+        self._op._set_attr(name, value)
+
 # the distributed attributes fluid's Program has (framework.py), with their defaults
 _DIST_ATTRS = {"_is_distributed": False, "_is_chief": False, "_endpoints": list,
                "_ps_endpoint": None, "_trainers_endpoints": list,
@@ -44,6 +136,11 @@ class ProgramCompat:
     def _init_fluid_attrs(self) -> None:
         for name, default in _DIST_ATTRS.items():
             setattr(self, name, default() if callable(default) else default)
+
+    @property
+    def desc(self) -> ProgramDescView:
+        """fluid's ProgramDesc handle, as far as programs use it (serialize_to_string, ...)."""
+        return ProgramDescView(self)
 
     @property
     def current_block_idx(self) -> int:
@@ -123,6 +220,10 @@ class BlockCompat:
     backward_block_idx = -1
 
     @property
+    def desc(self) -> BlockDescView:
+        return BlockDescView(self)
+
+    @property
     def removed_vars(self) -> dict:
         return self.__dict__.setdefault("_removed_vars", {})
 
@@ -188,6 +289,10 @@ class OperatorCompat:
     @property
     def attr_names(self) -> list[str]:
         return sorted(self.attrs)
+
+    @property
+    def desc(self) -> OpDescView:
+        return OpDescView(self)
 
     def _rename_input(self, old: str, new: str) -> None:
         self.inputs = {s: [new if n == old else n for n in ns] for s, ns in self.inputs.items()}

@@ -133,9 +133,6 @@ NOT_PLANNED: dict[str, str] = {
        for m in ("", "framework")},
     **{f"contrib.mixed_precision.fp16_utils:{n}": FP16 for n in (
         "rewrite_program", "update_loss_scaling", "update_role_var_grad")},
-    **{f"{o}:desc": "fluid's C++ descriptor (ProgramDesc / BlockDesc / OpDesc); spmd's IR is "
-       "the Python objects themselves (to_dict / to_json)" for o in (
-        "Program", "Block", "Operator")},
     "Operator:attr_type": "fluid's C++ AttrType codes; spmd's attributes are typed Python "
     "values checked against the op definition",
     "Program:_version": "spmd's Program._version is its mutation counter (an int, as plan "

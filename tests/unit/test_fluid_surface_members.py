@@ -200,3 +200,21 @@ def test_parameters_on_pservers_cover_each_parameter():
               if v.origin.name == "fc_w"]
     assert sum(int(np.prod(v.slice.shape)) for v in pieces) == 1000 * 1000
     assert all(v.is_slice for v in pieces) and len(pieces) == 2
+
+
+def test_desc_views_answer_what_programs_ask():
+    main, startup, x, h, y, z, loss = _net()
+    with fluid.program_guard(main, startup), fluid.name_scope("head"):
+        fluid.layers.relu(y)
+    desc = main.desc
+    restored = fluid.Program.parse_from_string(desc.serialize_to_string())
+    assert [op.type for op in restored.global_block().ops] == [
+        op.type for op in main.global_block().ops]
+    assert desc.num_blocks() == 1 and desc.block(0).op_size() == len(main.global_block().ops)
+    op_desc = main.global_block().ops[-1].desc
+    assert op_desc.type() == "relu" and op_desc.attr("op_namescope") == "/head/"
+    assert op_desc.input("X") == [y.name] and op_desc.has_attr("op_namescope")
+    block = main.global_block().desc
+    assert block.id == 0 and block.parent == -1 and block.has_var("x")
+    assert block.var("x").name() == "x" and block.op(0).type() == "mul"
+    desc.flush()

@@ -53,6 +53,7 @@ class CompiledProgram:
         self._places = None
         self._runner = None
         self._one_place = None  # (source version, the program a plain run runs)
+        self._bound = None  # (scope, place) of _compile
 
     @property
     def program(self) -> Program:
@@ -83,7 +84,30 @@ class CompiledProgram:
         if exec_strategy is not None:
             self._exec_strategy = _check_type(exec_strategy, ExecutionStrategy, "exec_strategy")
         self._share_vars_from = share_vars_from
-        self._places = places
+        # one place counts as a list of it, as fluid 1.8 (places=fluid.CPUPlace())
+        self._places = [places] if places is not None and not isinstance(
+            places, (list, tuple)) else places
+        return self
+
+    def _compile(self, scope, place) -> CompiledProgram:
+        """Bind the program to `scope` and `place` (fluid's CompiledProgram._compile, which
+        Executor.run calls): the first call binds, and for a data-parallel program makes its
+        runner on them; a later call with another scope or place is a ValueError, as fluid's
+        ("Cannot compile program with different scope."). Returns self."""
+        bound = self._bound
+        if bound is not None:
+            if scope is not None and scope is not bound[0]:
+                raise InvalidArgumentError(
+                    "Cannot compile program with different scope: this CompiledProgram was "
+                    "compiled for another scope; make one CompiledProgram per scope")
+            if place is not None and place != bound[1]:
+                raise InvalidArgumentError(
+                    f"Cannot compile program with different place: compiled for {bound[1]}, "
+                    f"got {place}; make one CompiledProgram per place")
+            return self
+        self._bound = (scope, place)
+        if self.distribution is not None:
+            self.runner(place, scope)
         return self
 
     def places_for(self, executor_place: Place) -> list[Place]:

@@ -44,7 +44,16 @@ class ParallelExecutor:
             self._compiled.places_for(self._place))
 
     def drop_local_exe_scopes(self):
-        """Accepted for fluid compatibility: temporaries are dropped after every step anyway."""
+        """Drop the per-place working state of the steps now (fluid drops its local execution
+        scopes; ExecutionStrategy.num_iteration_per_drop_scope): the compiled step plans, with
+        the buffers they keep between steps. The next run makes them again. Parameters and
+        other persistable values stay."""
+        self._executor.plan_cache.clear()
+
+    def _need_create_local_exe_scopes(self) -> bool:
+        """Whether the next run has to make the per-place working state again: before the
+        first run and after drop_local_exe_scopes (fluid's check that dropping works)."""
+        return len(self._executor.plan_cache) == 0
 
 
 def _gpu_place():

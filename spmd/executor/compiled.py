@@ -238,7 +238,10 @@ ONE_PLACE_FIELDS = ("fuse_elewise_add_act_ops", "fuse_bn_act_ops", "fuse_all_opt
 
 
 def _one_place_passes_asked(strategy: BuildStrategy) -> bool:
-    return any(getattr(strategy, name) for name in ONE_PLACE_FIELDS)
+    from ..passes.pass_builder import graphviz_paths  # (no pass module loads with it)
+
+    return any(getattr(strategy, name) for name in ONE_PLACE_FIELDS) or bool(
+        graphviz_paths(strategy))
 
 
 def _check_type(value, kind, name):

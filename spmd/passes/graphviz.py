@@ -15,6 +15,7 @@ import os
 
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
+from .pass_builder import graphviz_paths
 from .registry import register_pass
 
 __all__ = ["graphviz_pass", "program_to_dot", "write_graphviz"]
@@ -69,7 +70,12 @@ def write_graphviz(program, path: str) -> None:
 # last: it draws the finished program and changes nothing
 @register_pass("graphviz", order=100, fields=("debug_graphviz_path",),
                one_place=True,
-               when=lambda ctx: bool(ctx.strategy.debug_graphviz_path))
+               when=lambda ctx: bool(ctx.strategy.debug_graphviz_path
+                                     or graphviz_paths(ctx.strategy)))
 def graphviz_pass(ctx) -> None:
-    """BuildStrategy.debug_graphviz_path set: write_graphviz the compiled program there."""
-    write_graphviz(ctx.program, ctx.strategy.debug_graphviz_path)
+    """BuildStrategy.debug_graphviz_path set: write_graphviz the compiled program there; and
+    to the graph_viz_path of each graph_viz_pass of the strategy's PassBuilder
+    (_finalize_strategy_and_create_passes, then append_pass("graph_viz_pass").set(...))."""
+    for path in [ctx.strategy.debug_graphviz_path, *graphviz_paths(ctx.strategy)]:
+        if path:
+            write_graphviz(ctx.program, path)

@@ -83,6 +83,13 @@ class BuildStrategy(_Strict):
     ReduceStrategy = ReduceStrategy
     GradientScaleStrategy = GradientScaleStrategy
 
+    def _finalize_strategy_and_create_passes(self):
+        """fluid's PassBuilder of this strategy (passes/pass_builder.py), kept with it: a
+        graph_viz_pass appended there with a graph_viz_path writes the compiled program."""
+        from .pass_builder import finalize_strategy
+
+        return finalize_strategy(self)
+
 
 @dataclass
 class ExecutionStrategy(_Strict):

@@ -2,8 +2,9 @@
 EditDistance. Each keeps its running totals in persistable variables of the main program:
 `reset(exe)` zeroes them (call it before the first batch of a pass, as in fluid), every run of
 the main program adds the batch's counts, `eval(exe)` gives the pass's metrics. fluid warns
-that they are deprecated in favour of fluid.metrics; so does spmd. DetectionMAP needs the
-detection_map op (see docs/fluid_coverage.md).
+that they are deprecated in favour of fluid.metrics; so does spmd. DetectionMAP is
+fluid.metrics' (the detection_map ops: get_map_var() gives the batch's and the accumulated
+mAP, reset(exe) starts a new pass), as an Evaluator.
 
 >>> # evaluator = fluid.evaluator.EditDistance(hyp, ref)   # LoD int64 tokens
 >>> # evaluator.reset(exe)
@@ -17,11 +18,11 @@ import warnings
 import numpy as np
 
 from ..core import Program, Variable, program_guard, unique_name
+from ..layers.detection_map_metric import DetectionMAP as _DetectionMAP
 from ..layers.helper import LayerHelper
 from . import layers
-from ._pending import missing_names
 
-__all__ = ["ChunkEvaluator", "EditDistance"]
+__all__ = ["ChunkEvaluator", "DetectionMAP", "EditDistance"]
 
 
 def _clone_var(block, var):
@@ -137,4 +138,17 @@ class EditDistance(Evaluator):
         return np.array(result[0]), np.array(result[1])
 
 
-missing_names(globals(), ["DetectionMAP"])
+
+class DetectionMAP(_DetectionMAP):
+    """fluid.metrics.DetectionMAP as fluid 1.8's deprecated evaluator: `states` are the
+    accumulated counts, `metrics` the [batch mAP, accumulated mAP]."""
+
+    def __init__(self, input, gt_label, gt_box, gt_difficult=None, class_num=None,
+                 background_label=0, overlap_threshold=0.5, evaluate_difficult=True,
+                 ap_version="integral"):
+        warnings.warn("The DetectionMAP is deprecated, because maintain a modified program "
+                      "inside evaluator cause bug easily, please use fluid.metrics."
+                      "DetectionMAP instead.", Warning, stacklevel=2)
+        super().__init__(input, gt_label, gt_box, gt_difficult, class_num, background_label,
+                         overlap_threshold, evaluate_difficult, ap_version)
+        self.metrics = [self.cur_map, self.accum_map]

@@ -63,7 +63,6 @@ DEFERRED: dict[str, str] = {
         "deformable_roi_pooling", "prroi_pool", "psroi_pool", "roi_align", "roi_pool")},
     "layers:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
-    "evaluator:DetectionMAP": DETECTION + " (needs the detection_map op)",
     **{f"{m}:{n}": CONTRIB_OP for m in ("contrib", "contrib.layers", "contrib.layers.nn")
        for n in ("sequence_topk_avg_pooling", "var_conv_2d", "match_matrix_tensor",
                  "tree_conv", "search_pyramid_hash", "tdm_child", "rank_attention",

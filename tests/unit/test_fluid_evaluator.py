@@ -59,6 +59,40 @@ def test_evaluators_refuse_a_sub_block():
             fluid.evaluator.EditDistance(a, a)
 
 
-def test_detection_map_says_it_is_missing():
-    with pytest.raises(AttributeError, match="fluid.evaluator.DetectionMAP is in fluid 1.8"):
-        fluid.evaluator.DetectionMAP  # noqa: B018
+def test_detection_map_evaluator_equals_the_metric():
+    def build(cls):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            det = fluid.data("det", [None, 6], "float32", lod_level=1)
+            label = fluid.data("label", [None, 1], "float32", lod_level=1)
+            box = fluid.data("box", [None, 4], "float32", lod_level=1)
+            m = cls(det, label, box, class_num=3)
+        return main, startup, m
+
+    place = fluid.CPUPlace()
+    feed = {
+        "det": fluid.create_lod_tensor(np.array(
+            [[1, 0.9, 0.1, 0.1, 0.5, 0.5], [2, 0.8, 0.5, 0.5, 0.9, 0.9],
+             [1, 0.3, 0.6, 0.6, 0.7, 0.7]], "float32"), [[3]], place),
+        "label": fluid.create_lod_tensor(np.array([[1], [2]], "float32"), [[2]], place),
+        "box": fluid.create_lod_tensor(np.array([[0.1, 0.1, 0.5, 0.5], [0.5, 0.5, 0.9, 0.9]],
+                                                "float32"), [[2]], place),
+    }
+    results = []
+    for cls in (fluid.metrics.DetectionMAP, fluid.evaluator.DetectionMAP):
+        main, startup, m = build(cls)
+        exe = fluid.Executor(place)
+        exe.run(startup)
+        m.reset(exe)
+        results.append([float(np.asarray(v).reshape(-1)[0])
+                        for v in exe.run(main, feed=feed, fetch_list=list(m.get_map_var()))])
+    assert results[0] == results[1] and results[0][0] > 0.5
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        det = fluid.data("det", [None, 6], "float32", lod_level=1)
+        label = fluid.data("label", [None, 1], "float32", lod_level=1)
+        box = fluid.data("box", [None, 4], "float32", lod_level=1)
+        with pytest.warns(Warning, match="deprecated"):
+            evaluator = fluid.evaluator.DetectionMAP(det, label, box, class_num=3)
+    assert evaluator.metrics == list(evaluator.get_map_var())

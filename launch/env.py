@@ -190,6 +190,14 @@ def ps_server_num(option: int | None, env: Mapping[str, str]) -> int:
     return 0
 
 
+def _process_manager_vars() -> set[str]:
+    from . import process_manager as pm
+
+    names = set(pm.LAUNCH_VARS) | set(pm.LOCAL_RANK_VARS) | set(pm.LOCAL_SIZE_VARS)
+    names |= {v for pair in pm.RANK_SIZE_VARS for v in pair if not v.startswith("SLURM_")}
+    return names - {"SLURM_LOCALID"}
+
+
 def ps_mpi_env(rank: int, size: int, server_num: int,
                base_env: Mapping[str, str]) -> dict[str, str]:
     """The environment of MPI rank `rank` of `size` in a pserver job of `server_num` pservers:
@@ -210,6 +218,10 @@ def ps_mpi_env(rank: int, size: int, server_num: int,
         endpoints = [f"{ip}:{int(port) + i}" for i in range(server_num)]
     role, index = (PSERVER, rank) if rank < server_num else (TRAINER, rank - server_num)
     env = without_proxies(base_env)
+    # the role runs as this rank's child and talks gRPC, not MPI: it must not look like an MPI
+    # rank (spmd would supervise it and, as it never starts MPI, stand in for it in MPI)
+    for name in _process_manager_vars():
+        env.pop(name, None)
     env[TOKEN_ENV] = base_env.get(TOKEN_ENV) or shared_token(
         "spmd-ps-mpi", endpoints, size, server_num,
         *(base_env.get(k, "") for k in ("SLURM_JOB_ID", "SLURM_STEP_ID")))

@@ -105,8 +105,8 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
                ) -> list[dict]:
     """fluid's data-parallel feeding: a dict is split along dim 0 over the places (the
     remainder going to the later places); a list of per-place dicts is used as it is. A name in
-    `replicated` (a persistable variable, such as a learning rate fed each step) is given whole
-    to every place, as fluid's ParallelExecutor does.
+    `replicated` (a persistable variable, such as a learning rate fed each step) of one row is
+    given whole to every place, as fluid's ParallelExecutor does (with more rows it is split).
 
     `every_place_because` None (a program without a backward pass or collectives): as in
     fluid 1.8, a list of k < num_places dicts, or a dict batch of k < num_places rows, feeds
@@ -129,6 +129,10 @@ def split_feed(feed, num_places: int, tag: str = "", replicated=frozenset(),
     if num_places == 1:
         return [feed]
     arrays = {name: _splittable(name, value, tag) for name, value in feed.items()}
+    # as fluid 1.8's ParallelExecutor, a persistable feed goes whole to every place when it
+    # has one row (or none: a scalar); with more it is split as the others are
+    replicated = {n for n in replicated if n in arrays and not isinstance(arrays[n], LoDTensor)
+                  and (arrays[n].ndim == 0 or arrays[n].shape[0] == 1)}
     if every_place_because is None:  # a short batch feeds the first places only, one row each
         num_places = _places_fed(arrays, num_places, replicated, tag)
     shards: list[dict] = [{} for _ in range(num_places)]

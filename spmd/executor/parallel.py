@@ -212,7 +212,8 @@ class DataParallelRunner:
                     f"{self.tag} optimizer state {split[:3]} in this scope was already split "
                     f"across the ranks by a Reduce-mode CompiledProgram; run the startup program "
                     f"into a fresh scope for another data-parallel program")
-            bcast = broadcast_program(self.program, state)
+            bcast = broadcast_program(self.program, state,
+                                      has_value=lambda n: first.get(n) is not None)
             self._run_on_places(lambda i: Plan(bcast, [], [], None, self.comms[i],
                                                tag=self.tag, place=self.places[i])
                                 .run(self.scopes[i], {}, self._xp(), self.places[i]))

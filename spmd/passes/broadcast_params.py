@@ -11,13 +11,17 @@ from ..core.operator import OpRole
 from ..core.program import Program
 
 
-def broadcast_program(program, state) -> Program:
+def broadcast_program(program, state, has_value=None) -> Program:
+    """`has_value(name)`: whether the scope holds a value for it; a persistable without one (a
+    persistable data variable fed each step, as a learning rate) is not broadcast, as fluid's
+    BCastParamsToDevices skips a variable not initialized in the first place's scope."""
     block = program.global_block()
     split = {n for names in program.optimizer_state.values() for n in names} - set(state)
     used = {n for op in block.ops for n in op.input_arg_names}
     names = sorted(n for n, v in block.vars.items()
                    if v.persistable and (n in used or n in state) and n not in split
-                   and all(d >= 0 for d in v.shape))
+                   and all(d >= 0 for d in v.shape)
+                   and (has_value is None or has_value(n)))
     bcast = Program()
     out = bcast.global_block()
     for n in names:

@@ -313,3 +313,31 @@ def pserver_programs(fluid):
                    "rate_scaled_here": any(op.type == "scale" and op.input_arg_names ==
                                            ["learning_rate_0"] for op in every)}
     return out
+
+
+# -- save_inference_model / load_inference_model ----------------------------------------------
+
+def inference_model(fluid, dirname):
+    """An fc + softmax and a reduce_sum saved (fluid 1.8.5 takes Variable targets only) and
+    loaded back: the feed and fetch names, the compute ops of the loaded program (fluid's
+    feed and fetch ops apart: spmd's executor feeds and fetches by name) and the outputs."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 4], "float32")
+        y = fluid.layers.fc(x, 2, act="softmax",
+                            param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.3)))
+        z = fluid.layers.reduce_sum(y)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    out = {}
+    for kind, targets in (("variables", [y, z]), ("one", [y])):
+        path = f"{dirname}/{kind}"
+        saved = fluid.io.save_inference_model(path, ["x"], targets, exe, main)
+        prog, feeds, fetches = fluid.io.load_inference_model(path, exe)
+        ops = [op.type for op in prog.global_block().ops]
+        got = exe.run(prog, feed={"x": np.ones((1, 4), "float32")}, fetch_list=fetches)
+        out[kind] = {"saved": list(saved), "feeds": list(feeds),
+                     "fetches": [v.name for v in fetches],
+                     "compute_ops": [t for t in ops if t not in ("feed", "fetch")],
+                     "outputs": [np.array(v) for v in got]}
+    return out

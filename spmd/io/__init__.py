@@ -317,6 +317,7 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     for n in feeds + targets:
         program.global_block().var(n)  # NotFoundError with a suggestion
     model_file = os.path.basename(model_filename or MODEL_FILENAME)
+    targets = _scaled_targets(program, target_vars, targets)
     if export_for_deployment:
         program = prune(program.clone(for_test=True), feeds, targets)
     else:
@@ -332,6 +333,30 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
         _stage_vars(files, arrays, params_name)
         files.write(model_file, text_writer(text))
     return targets
+
+
+def _scaled_targets(program: Program, target_vars, names: list[str]) -> list[str]:
+    """fluid 1.8's save_inference_model fetches each Variable target through a `scale` by 1
+    named save_infer_model/scale_<i> (so an activation's output survives inference-time
+    pruning); a target given by name stays as it is. As in fluid, they are appended to the
+    caller's program (a second save names its scale ..._<i>.tmp_1)."""
+    items = [target_vars] if isinstance(target_vars, (str, Variable)) else list(target_vars)
+    block, out = program.global_block(), []
+    for i, (item, name) in enumerate(zip(items, names)):
+        if not isinstance(item, Variable):
+            out.append(name)
+            continue
+        source = block.var(name)
+        k = 0
+        while block.has_var(f"save_infer_model/scale_{i}.tmp_{k}"):
+            k += 1
+        scaled = block.create_var(name=f"save_infer_model/scale_{i}.tmp_{k}",
+                                  shape=source.shape, dtype=source.dtype,
+                                  lod_level=source.lod_level)
+        block.append_op("scale", {"X": [name]}, {"Out": [scaled.name]},
+                        {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+        out.append(scaled.name)
+    return out
 
 
 def load_inference_model(dirname: str, executor, model_filename: str | None = None,

@@ -8,6 +8,7 @@ Run with the oracle's Python from outside the checkout:
 """
 import os
 import sys
+import tempfile
 
 import paddle
 import paddle.fluid as fluid
@@ -26,6 +27,7 @@ def main():
         "numpy_lods": cases.numpy_lods(fluid),
         "loader_yields": cases.loader_yields(fluid),
         "pserver_programs": cases.pserver_programs(fluid),
+        "inference_model": cases.inference_model(fluid, tempfile.mkdtemp()),
     }
     save("behaviours", out, meta={"paddle": paddle.__version__})
 

@@ -105,3 +105,15 @@ def test_pserver_programs_of_word2vec_are_fluids():
     assert got == want
     assert ["fake_init", ["shared_w"]] in want["trainer_startup"]
     assert any(op[0] == "distributed_lookup_table" for op in want["trainer"])
+
+
+def test_inference_model_fetches_through_fluids_scale_ops(tmp_path):
+    got = cases.inference_model(fluid, str(tmp_path))
+    want = ORACLE["inference_model"]
+    for kind in ("variables", "one"):
+        for key in ("saved", "feeds", "fetches", "compute_ops"):
+            assert got[kind][key] == want[kind][key], (kind, key)
+        for g, w in zip(got[kind]["outputs"], want[kind]["outputs"]):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert want["variables"]["fetches"] == ["save_infer_model/scale_0.tmp_0",
+                                            "save_infer_model/scale_1.tmp_0"]

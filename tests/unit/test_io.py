@@ -189,7 +189,8 @@ def test_inference_model_round_trip(tmp_path, scope):
     exe, xv, want = _train_step(prog, scope)
     names = io.save_inference_model(str(tmp_path), ["x"], [prog.global_block().var("y")], exe,
                                     main_program=prog)
-    assert names == ["y"]
+    # a Variable target is fetched through fluid 1.8's save_infer_model/scale_<i>
+    assert names == ["save_infer_model/scale_0.tmp_0"]
     assert sorted(_listing(tmp_path)) == ["__model__", "b.npy", "w.npy"]  # no lr, no step
     with scope_guard(Scope()):
         program, feeds, fetches = io.load_inference_model(str(tmp_path), spmd.Executor())
@@ -197,12 +198,14 @@ def test_inference_model_round_trip(tmp_path, scope):
         for name in ("w", "b"):
             assert_bit_equal(global_scope().get(name), scope.get(name))
     assert_bit_equal(got, want)
-    assert feeds == ["x"] and [v.name for v in fetches] == ["y"]
-    assert [op.type for op in program.global_block().ops] == ["mul", "elementwise_add", "relu"]
+    assert feeds == ["x"] and [v.name for v in fetches] == ["save_infer_model/scale_0.tmp_0"]
+    assert [op.type for op in program.global_block().ops] == ["mul", "elementwise_add", "relu",
+                                                              "scale"]
+    assert prog.global_block().ops[-1].type == "scale"  # appended to the caller's, as fluid
     assert all(op.role is OpRole.FORWARD for op in program.global_block().ops)
     assert not any("@GRAD" in n for n in program.global_block().vars)
     data = json.loads((tmp_path / "__model__").read_text())
-    assert data["feed_names"] == ["x"] and data["fetch_names"] == ["y"]
+    assert data["feed_names"] == ["x"] and data["fetch_names"] == ["save_infer_model/scale_0.tmp_0"]
     assert Program.from_json((tmp_path / "__model__").read_text()).fingerprint() == \
         program.fingerprint()
 

@@ -61,6 +61,8 @@ class Variable(VariableCompat):
         d = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,
              "persistable": self.persistable, "stop_gradient": self.stop_gradient,
              "lod_level": self.lod_level, "is_data": self.is_data, "type": self.type}
+        if self.need_check_feed:  # fluid.data's feeds are checked in clones too
+            d["need_check_feed"] = True
         return d
 
     def _set_error_clip(self, error_clip):

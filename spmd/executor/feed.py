@@ -76,7 +76,8 @@ def _converted(var, value, xp):
     got = tuple(value.shape)
     if expected and expected[0] < 0 and got and got[0] == 0:
         raise _empty_batch(var.name, got)
-    if var.shape and (len(got) != len(expected) or any(
+    # a variable of fluid.layers.data (need_check_feed False) takes any shape, as in fluid
+    if var.shape and var.need_check_feed and (len(got) != len(expected) or any(
             e >= 0 and e != g for e, g in zip(expected, got))):
         shown = "[" + ", ".join("None" if d < 0 else str(d) for d in expected) + "]"
         raise FeedError(

@@ -32,13 +32,14 @@ def _dims(shape, where: str) -> list[int]:
     return dims
 
 
-def _data_var(where: str, name, dims, dtype, lod_level, stop_gradient):
+def _data_var(where: str, name, dims, dtype, lod_level, stop_gradient, need_check_feed=True):
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"{where}: name must be a non-empty str, got {name!r}")
     helper = LayerHelper("data", name=name)
     return helper.create_global_variable(shape=dims, dtype=convert_dtype(dtype), name=name,
                                          persistable=False, stop_gradient=stop_gradient,
-                                         lod_level=lod_level, is_data=True, need_check_feed=True)
+                                         lod_level=lod_level, is_data=True,
+                                         need_check_feed=need_check_feed)
 
 
 def data(name, shape, append_batch_size=True, dtype="float32", lod_level=0,
@@ -53,7 +54,9 @@ def data(name, shape, append_batch_size=True, dtype="float32", lod_level=0,
         append_batch_size = False
     if append_batch_size:
         dims = [-1] + dims
-    return _data_var("fluid.layers.data", name, dims, dtype, lod_level, stop_gradient)
+    # fluid 1.8 checks no feed of layers.data against its shape (fluid.data's are checked)
+    return _data_var("fluid.layers.data", name, dims, dtype, lod_level, stop_gradient,
+                     need_check_feed=False)
 
 
 def fluid_data(name, shape, dtype="float32", lod_level=0):

@@ -26,7 +26,8 @@ def programs():
     the startup program fills w and lr."""
     main, startup = Program(), Program()
     block = main.global_block()
-    x = block.create_var(name="x", shape=(-1, 3), dtype="float32", is_data=True)
+    x = block.create_var(name="x", shape=(-1, 3), dtype="float32", is_data=True,
+                         need_check_feed=True)  # checked, as fluid.data's
     w = block.create_parameter("w", (3, 4), "float32")
     block.create_var(name="lr", shape=(1,), dtype="float32", persistable=True)
     block.append_op("mul", {"X": x, "Y": w}, {"Out": "h"})

@@ -55,3 +55,26 @@ def test_split_feed_replicates_one_row_and_splits_more():
     assert [s["lr"].tolist() for s in shards] == [[0.0, 1.0], [2.0, 3.0]]
     shards = split_feed({"lr": np.ones(1), "x": np.zeros((4, 2))}, 2, replicated={"lr"})
     assert [s["lr"].tolist() for s in shards] == [[1.0], [1.0]]
+
+
+def test_layers_data_is_fed_without_a_shape_check_as_fluid():
+    """fluid 1.8.5: a fluid.layers.data variable (need_check_feed False) takes a feed of any
+    shape (Paddle's test_memory_reuse_exclude_feed_var feeds [28, 28] to [-1, 28, 28]);
+    fluid.data's is checked, in a data-parallel clone too."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        a = fluid.layers.data(name="a", shape=[3], dtype="float32")
+        b = fluid.data(name="b", shape=[None, 3], dtype="float32")
+        out_a, out_b = fluid.layers.relu(a), fluid.layers.relu(b)
+    assert not a.need_check_feed and b.need_check_feed
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    ok = np.ones((2, 3), "float32")
+    for value in (np.full((2, 4), -1.0, "float32"), np.arange(5, dtype="float32")):
+        got, = exe.run(main, feed={"a": value, "b": ok}, fetch_list=[out_a])
+        np.testing.assert_array_equal(got, np.maximum(value, 0))  # fluid: the same
+    compiled = fluid.CompiledProgram(main).with_data_parallel(places=fluid.cpu_places(2))
+    for program in (main, compiled):
+        with pytest.raises(fluid.core.EnforceNotMet, match=r"feed 'b': expected shape"):
+            exe.run(program, feed={"a": ok, "b": np.ones((2, 4), "float32")},
+                    fetch_list=[out_b])

@@ -16,39 +16,9 @@ split_lod_tensor / merge_lod_tensor.
 from __future__ import annotations
 
 from ...layers import dynamic_rnn as _dynamic_rnn
-from ...layers.branches import ConditionalBlock, select_input
-from ...layers.helper import LayerHelper
 from .fluid_modules import populate
 
+# ConditionalBlock, select_input / select_output and split_lod_tensor / merge_lod_tensor come
+# with CONTROL_FLOW_ONLY from spmd/layers/branches.py, fluid's type checks included
 __all__ = populate(globals(), "control_flow",
                    {n: getattr(_dynamic_rnn, n) for n in _dynamic_rnn.CONTROL_FLOW_ONLY})
-_EXTRA = {"ConditionalBlock": ConditionalBlock, "select_input": select_input}
-globals().update(_EXTRA)
-
-
-def split_lod_tensor(input, mask, level=0):
-    """(the rows of `input` where `mask` is true, the others), as fluid's IfElse splits."""
-    helper = LayerHelper("split_lod_tensor")
-    out_true = helper.create_variable_for_type_inference(input.dtype)
-    out_false = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("split_lod_tensor", {"X": [input], "Mask": [mask]},
-                     {"OutTrue": [out_true], "OutFalse": [out_false]}, {"level": level})
-    return out_true, out_false
-
-
-def merge_lod_tensor(in_true, in_false, x, mask, level=0):
-    """The rows of `in_true` and `in_false` put back in `x`'s order by `mask`."""
-    helper = LayerHelper("merge_lod_tensor")
-    out = helper.create_variable_for_type_inference(in_true.dtype)
-    helper.append_op("merge_lod_tensor",
-                     {"X": [x], "Mask": [mask], "InTrue": [in_true], "InFalse": [in_false]},
-                     {"Out": [out]}, {"level": level})
-    return out
-
-
-def select_output(input, outputs, mask):
-    """Write `input` into outputs[mask] (the other outputs are left as they are)."""
-    helper = LayerHelper("select_output")
-    helper.append_op("select_output", {"X": [input], "Mask": [mask]}, {"Out": list(outputs)},
-                     {})
-    return outputs

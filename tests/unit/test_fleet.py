@@ -118,7 +118,10 @@ def test_distributed_strategy_fields_and_refusals():
         fleet_v1(s)
 
 
-def test_role_makers():
+def test_role_makers(monkeypatch):
+    # SPMD_ENV_START=0: two trainers declared in a plain process would otherwise re-execute it
+    # (pytest itself) to join them, as env-only trainers do (docs/env_only_start.md)
+    monkeypatch.setenv("SPMD_ENV_START", "0")
     role = role_maker.UserDefinedCollectiveRoleMaker(1, ["a:1", "b:2"])
     assert (role.worker_index(), role.worker_num(), role.is_first_worker()) == (1, 2, False)
     with pytest.raises(InvalidArgumentError, match="duplicates"):

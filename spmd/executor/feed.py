@@ -58,7 +58,17 @@ def _one_row_each(lod) -> bool:
     return all(bool((level[1:] - level[:-1] == 1).all()) for level in lod)
 
 
+def _scalar_as_row(value, dtype=None):
+    """A Python or numpy scalar fed is a tensor of one element, shape [1], as fluid 1.8's
+    executor._as_lodtensor makes it (np.array([value]) in the variable's dtype)."""
+    if np.isscalar(value) and not isinstance(value, (str, bytes)):
+        row = np.array([value])
+        return row if dtype is None else row.astype(dtype)
+    return value
+
+
 def _converted(var, value, xp):
+    value = _scalar_as_row(value, var.dtype)
     if hasattr(value, "__array__") and not isinstance(value, np.ndarray) and xp is np:
         value = np.asarray(value)
     if not hasattr(value, "dtype"):  # python scalars and lists: take the variable's dtype
@@ -172,6 +182,7 @@ def _splittable(name: str, value, tag: str):
     """A feed value as split_feed deals it out: an array, or a LoDTensor that has a LoD."""
     if isinstance(value, LoDTensor):
         return value if value.lod_value is not None else value.array
+    value = _scalar_as_row(value)
     return value if hasattr(value, "shape") else _as_array(name, value, tag)
 
 

@@ -25,6 +25,7 @@ from ..comm.factory import (
 )
 from ..comm.local import LocalGroup
 from ..comm.topology import detect
+from ..core.lod import LoDTensor
 from ..core.operator import OpRole
 from ..core.scope import Scope, host_array
 from ..core.selected_rows import dense_of
@@ -285,8 +286,12 @@ class DataParallelRunner:
             raise
         # copies: a fetched gradient may be a view of a bucket the next step reuses
         per_place = [[host_array(dense_of(a), copy=True) for a in r] for r in results]
-        if not return_numpy:  # one list per fetch with a value per place that ran
-            return per_place[0] if len(self.places) == 1 else merge_fetches(per_place, False)
+        if not return_numpy:  # as fluid 1.8: a LoDTensor per fetch, merged over the places,
+            # or (return_merged=False) a list per fetch of one LoDTensor per place that ran
+            if return_merged:
+                return [LoDTensor(v) for v in merge_fetches(per_place, True)]
+            return [[LoDTensor(a) for a in values]
+                    for values in merge_fetches(per_place, False)]
         return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]
 
     def _threads_per_place(self) -> int:

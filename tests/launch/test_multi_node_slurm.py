@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import time
 
 import pytest
 from launch_helpers import PYTHON, ROOT, SCRIPTS, base_env
@@ -83,3 +85,68 @@ def test_paddle_launch_in_the_allocation_names_a_rank_failing_on_node_1(cluster,
     report = (log / "failure_report.txt").read_text()
     assert re.search(rf"rank 3 on {nodes[1].host}: \[root cause\] exit code 1: "
                      rf"ZeroDivisionError", report), report
+
+
+def test_mpiexec_in_the_allocation_names_a_rank_failing_on_node_1(cluster, tmp_path, token):
+    nodes, slurm = cluster
+    out = tmp_path / "job.out"
+    script = ("mpiexec -n 4 sh -c 'echo where: rank $PMI_RANK on $(hostname)' && "
+              f"mpiexec -n 4 {PYTHON} -m spmd.run {SCRIPTS / 'crash.py'} --mode raise "
+              f"--rank 3 --step 1 --token {token}")
+    res = nodes[0].run(["sbatch", "--wait", "-N", "2", "--ntasks", "4", "--output", str(out),
+                        "--wrap", script], _env(token, slurm), timeout=180, cwd=ROOT)
+    text = out.read_text() if out.exists() else "(no job output)"
+    assert res.returncode != 0, text
+    assert "[rank 3/4] FAILED: ZeroDivisionError: rank 3 failed on purpose at step 1" in text, \
+        text[-3000:]
+    assert f"where: rank 3 on {nodes[1].host}" in text, text  # rank 3 ran on node 1
+
+
+def _squeue(nodes, slurm, token, job: str) -> str:
+    res = nodes[0].run(["squeue", "-h", "-j", job, "-o", "%T|%r"], _env(token, slurm),
+                       timeout=30)
+    return res.stdout.strip()
+
+
+# Last in the module: it stops node 1's slurmd, which is not started again.
+def test_sbatch_on_2_nodes_when_node_1_never_comes_pends_with_the_reason(cluster, token):
+    nodes, slurm = cluster
+    pid = int((slurm.dir / f"slurmd-{nodes[1].host}.pid").read_text())
+    os.kill(pid, signal.SIGTERM)  # node 1's slurmd is gone (a node that died or never came)
+    deadline = time.monotonic() + 30
+    while pid in nodes[1].pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pid not in nodes[1].pids(), "node 1's slurmd did not stop"
+    # what slurmctld concludes after SlurmdTimeout, told now (the test waits for no timeout)
+    down = nodes[0].run(["scontrol", "update", f"NodeName={nodes[1].host}", "State=DOWN",
+                         "Reason=slurmd not responding"], _env(token, slurm), timeout=30)
+    assert down.returncode == 0, down.stdout + down.stderr
+    res = nodes[0].run(["sbatch", "--parsable", "-N", "2", "--ntasks", "4", "--wrap",
+                        f"{PYTHON} {SCRIPTS / 'crash.py'} --token {token}"],
+                       _env(token, slurm), timeout=30, cwd=ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    job = res.stdout.strip().split(";")[0]
+    try:
+        state = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the scheduler's first pass gives the reason
+            state = _squeue(nodes, slurm, token, job)
+            if state.startswith("PENDING|") and state != "PENDING|None":
+                break
+            time.sleep(0.5)
+        assert state.startswith("PENDING|"), state
+        assert re.search(r"ReqNodeNotAvail|Nodes required for job are DOWN", state), state
+        print(f"job {job}: {state}")
+        # and a job that cannot wait is refused at once, with the reason
+        now = nodes[0].run(["srun", "--immediate=3", "-N", "2", "true"],
+                           _env(token, slurm), timeout=60, cwd=ROOT)
+        assert now.returncode != 0, now.stdout + now.stderr
+        assert "Required node not available (down, drained or reserved)" in now.stderr, \
+            now.stderr
+        assert "unable to allocate resources" in now.stderr.lower(), now.stderr
+    finally:
+        nodes[0].run(["scancel", job], _env(token, slurm), timeout=30)
+    deadline = time.monotonic() + 30
+    while _squeue(nodes, slurm, token, job) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _squeue(nodes, slurm, token, job), "the pending job was not cancelled"

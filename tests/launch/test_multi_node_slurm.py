@@ -2,7 +2,8 @@
 machine (two emulated nodes, tests/launch/netns.py, one slurmd in each; slurmctld in node 0),
 in its three forms: `srun --mpi=pmi2`, `mpiexec` inside the allocation and paddle-launch inside
 the allocation. Each trains what `mpiexec -n 4` trains on one node; a trainer raising on node 1
-ends the step; nothing is left running.
+ends the step, named, in each form; with node 1's slurmd gone, `sbatch -N 2` pends with the
+reason (the last test: node 1 stays down); nothing is left running.
 
 Skipped, with the reason, without root or without SLURM (.ci/run installs it).
 """

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..core.places import CPUPlace, CUDAPlace, Place
 from ..core.program import Program
-from ..errors import InvalidArgumentError, PreconditionError
+from ..errors import ArgumentTypeError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..passes.strategy import BuildStrategy, ExecutionStrategy
 
@@ -32,6 +32,11 @@ def register_runner(kind: str):
     return register
 
 
+class SharedProgramNotRun(PreconditionError, ValueError):
+    """share_vars_from names a program that has not run: a ValueError too, as fluid's ("The
+    shared Program is not compiled and executed")."""
+
+
 class CompiledProgram:
     """Wraps a Program for `Executor.run` (fluid.CompiledProgram).
 
@@ -40,8 +45,8 @@ class CompiledProgram:
     """
 
     def __init__(self, program_or_graph, build_strategy: BuildStrategy | None = None):
-        if not isinstance(program_or_graph, Program):
-            raise InvalidArgumentError(
+        if not isinstance(program_or_graph, Program):  # a TypeError, as fluid's
+            raise ArgumentTypeError(
                 f"CompiledProgram expects a Program, got {type(program_or_graph).__name__}"
             )
         self._program = program_or_graph
@@ -223,7 +228,7 @@ def _data_parallel_runner(compiled: CompiledProgram, executor_place: Place, scop
                 "call with_data_parallel on it too")
         share = compiled._share_vars_from._runner
         if share is None:
-            raise PreconditionError(
+            raise SharedProgramNotRun(
                 "share_vars_from names a CompiledProgram that has not run yet: run the "
                 "training program once before the program that shares its variables")
     return DataParallelRunner(compiled.program, compiled._build_strategy, compiled._loss_name,

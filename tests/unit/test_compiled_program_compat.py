@@ -82,3 +82,20 @@ def test_parallel_executor_drops_its_local_state_and_makes_it_again(monkeypatch)
     second = train.run([loss.name], feed=_feed())[0]
     assert not train._need_create_local_exe_scopes()
     assert not np.allclose(first, second)
+
+
+def test_a_program_of_another_type_is_a_type_error():
+    with pytest.raises(TypeError, match="expects a Program"):
+        fluid.CompiledProgram("program")
+
+
+def test_compile_sharing_a_plain_or_unrun_program_is_a_value_error():
+    main, startup, _, loss = _net()
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    plain = fluid.CompiledProgram(main)
+    unrun = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    for source in (plain, unrun):
+        sharing = fluid.CompiledProgram(main).with_data_parallel(share_vars_from=source)
+        with pytest.raises(ValueError, match="share_vars_from"):
+            sharing._compile(scope, fluid.CPUPlace())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 
 from ..core.dtypes import convert_dtype
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from .helper import LayerHelper
 
 # the fluid.layers names this module provides (fluid_data and static_data are imported by name)
@@ -18,8 +18,8 @@ __all__ = ["create_py_reader_by_data", "data", "double_buffer", "load", "py_read
 
 
 def _dims(shape, where: str) -> list[int]:
-    if not isinstance(shape, (list, tuple)):
-        raise InvalidArgumentError(f"{where}: shape must be a list, got {shape!r}")
+    if not isinstance(shape, (list, tuple)):  # a TypeError, as fluid's check_type
+        raise ArgumentTypeError(f"{where}: shape must be a list or tuple, got {shape!r}")
     dims = []
     for d in shape:
         if d is None:
@@ -33,7 +33,9 @@ def _dims(shape, where: str) -> list[int]:
 
 
 def _data_var(where: str, name, dims, dtype, lod_level, stop_gradient, need_check_feed=True):
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):  # a TypeError, as fluid's check_type
+        raise ArgumentTypeError(f"{where}: name must be a str, got {name!r}")
+    if not name:
         raise InvalidArgumentError(f"{where}: name must be a non-empty str, got {name!r}")
     helper = LayerHelper("data", name=name)
     return helper.create_global_variable(shape=dims, dtype=convert_dtype(dtype), name=name,

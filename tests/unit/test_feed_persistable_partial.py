@@ -78,3 +78,12 @@ def test_layers_data_is_fed_without_a_shape_check_as_fluid():
         with pytest.raises(fluid.core.EnforceNotMet, match=r"feed 'b': expected shape"):
             exe.run(program, feed={"a": ok, "b": np.ones((2, 4), "float32")},
                     fetch_list=[out_b])
+
+
+@pytest.mark.parametrize("make", [fluid.data, fluid.layers.data])
+def test_data_layers_type_checks_are_type_errors_as_fluid(make):
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        with pytest.raises(TypeError, match="name must be a str"):
+            make(name=1, shape=[2, 25], dtype="bool")
+        with pytest.raises(TypeError, match="shape must be a list or tuple"):
+            make(name="data1", shape=2, dtype="bool")

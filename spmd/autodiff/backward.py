@@ -372,21 +372,40 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     no_grad |= {p.name for p in block.all_parameters() if p.name not in listed}
     seed = ("fill_constant", {}, {"Out": [grad_var_name(loss.name)]},
             {"shape": list(loss.shape) or [1], "value": 1.0, "dtype": loss.dtype})
-    grads = _backward(block, [loss], [seed], (listed | _fed_leaves(block)) - no_grad, no_grad)
+    grads = _backward(block, [loss], [seed], (listed | _fed_leaves(block, loss)) - no_grad,
+                      no_grad)
     return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
 
 
 _FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
-def _fed_leaves(block) -> set[str]:
+def _fed_leaves(block, loss) -> set[str]:
     """Variables a user opened to gradients: fed ones (`x.stop_gradient = False` on a data
     var; adversarial examples, saliency) and any other float one not stop_gradient
     (`a = fill_constant(...)`, `a = 2.0 * i`): fluid 1.8.5 gives every variable on the loss's
-    path that is not stop_gradient an `a@GRAD`, which programs fetch (its test_cond does)."""
+    path that is not stop_gradient an `a@GRAD`, which programs fetch (its test_cond does).
+    A written one counts only where a gradient can reach it: through float outputs from the
+    loss back (ids made by `cast(abs(x) * 5, "int64")` get none, so neither does abs(x))."""
+    written = {n for op in block.ops for n in op.output_arg_names}
+    reached = _float_path_to(block, loss.name)
     return {n for n, v in block.vars.items()
             if not v.stop_gradient and not v.persistable and v.dtype in _FLOAT_DTYPES
-            and not isinstance(v, Parameter)}
+            and not isinstance(v, Parameter) and (n not in written or n in reached)}
+
+
+def _float_path_to(block, target: str) -> set[str]:
+    """The variables from which `target` is reached through the block's ops by way of float
+    values only (the ones a gradient flows back to)."""
+    def is_float(name):
+        var = block.vars.get(name)
+        return var is not None and var.dtype in _FLOAT_DTYPES
+
+    reached = {target}
+    for op in reversed(block.ops):
+        if any(n in reached and is_float(n) for n in op.output_arg_names):
+            reached.update(n for n in op.input_arg_names if is_float(n))
+    return reached
 
 
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):

@@ -147,7 +147,8 @@ def test_random_updates_draw_alike_on_every_rank_and_place(mode, seeding):
         exe.run(compiled, feed={"x": xs[t.rank::t.size]}, fetch_list=fetch, scope=scope)
     names = [p.name for p in main.all_parameters()]
     per_place = exe.run(compiled, feed={"x": batches()[0][0][t.rank::t.size]},
-                        fetch_list=names, scope=scope, return_numpy=False)
+                        fetch_list=names, scope=scope, return_numpy=False,
+                        return_merged=False)
     for name, values in zip(names, per_place):  # every place of this rank alike
         assert len(values) == 2
         np.testing.assert_array_equal(values[0], values[1], err_msg=name)

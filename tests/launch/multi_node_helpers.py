@@ -34,8 +34,12 @@ def finish(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
     return proc.returncode, out
 
 
-TRAINED = r"rank {rank}/{size} trained: .*"
-LAST_STEP = r"rank {rank}/{size} step \d+ loss .*(?![\s\S]*rank {rank}/{size} step)"
+# The patterns name the whole line's form, not `.*`: mpiexec forwards each rank's output as it
+# reads it, so another rank's line can land before this line's newline.
+NUMBER = r"-?\d+\.\d+(?:e[-+]\d+)?|nan|inf"
+TRAINED = r"rank {rank}/{size} trained: loss (?:NUM) -> (?:NUM)".replace("NUM", NUMBER)
+LAST_STEP = (r"rank {rank}/{size} step \d+ loss (?:NUM)(?![\s\S]*rank {rank}/{size} step)"
+             .replace("NUM", NUMBER))
 
 
 def results(log_dir, size: int, pattern: str = TRAINED) -> dict:

@@ -16,7 +16,7 @@ import time
 
 import pytest
 from launch_helpers import PYTHON, ROOT, SCRIPTS, base_env
-from multi_node_helpers import TRAIN, one_node_reference
+from multi_node_helpers import TRAIN, TRAINED, one_node_reference
 from netns import left_in, skip_reason, two_nodes
 from slurm_cluster import skip_reason as slurm_skip_reason
 from slurm_cluster import slurm_two_node_cluster, tail
@@ -57,7 +57,7 @@ def test_sbatch_on_2_nodes_every_way(cluster, tmp_path, token):
     reference = one_node_reference([TRAIN, "--steps", str(STEPS)], token)
     for form, section in sections.items():
         found = {int(m.group(1)): m.group() for m in
-                 re.finditer(r"rank (\d)/4 trained: .*", section)}
+                 re.finditer(TRAINED.format(rank=r"(\d)", size=4), section)}
         assert found == reference, f"{form}:\n{section}"
     hosts = {re.search(r"host=(\S+)", (tmp_path / "log" / f"workerstatus.{r}").read_text())
              .group(1) for r in range(4)}

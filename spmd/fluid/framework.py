@@ -17,6 +17,7 @@ from ..core import (
     switch_main_program,
     switch_startup_program,
 )
+from ..core.op_proto import OpProtoHolder  # noqa: F401 - fluid.framework's name
 from ..core.places import (  # noqa: F401 - fluid.framework holds the place helpers too
     cpu_places,
     cuda_pinned_places,

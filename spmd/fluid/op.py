@@ -124,6 +124,31 @@ class OperatorFactory:
 
         return sorted(OP_DEFS.keys())
 
+    @staticmethod
+    def get_op_info(type: str):  # noqa: A002 - fluid's name
+        """The op's proto (spmd/core/op_proto.py): its slots and attributes."""
+        from ..core.op_proto import OpProtoHolder
+
+        return OpProtoHolder.instance().get_op_proto(type)
+
+    def get_op_inputs(self, type: str) -> list[tuple[str, bool]]:  # noqa: A002
+        """[(input slot, duplicable)] of op `type`, as fluid's."""
+        return [(v.name, v.duplicable) for v in self.get_op_info(type).inputs]
+
+    def get_op_outputs(self, type: str) -> list[tuple[str, bool]]:  # noqa: A002
+        """[(output slot, duplicable)] of op `type`."""
+        return [(v.name, v.duplicable) for v in self.get_op_info(type).outputs]
+
+    def get_op_input_names(self, type: str) -> list[str]:  # noqa: A002
+        return [name for name, _ in self.get_op_inputs(type)]
+
+    def get_op_output_names(self, type: str) -> list[str]:  # noqa: A002
+        return [name for name, _ in self.get_op_outputs(type)]
+
+    def get_op_attr_names(self, type: str) -> list[str]:  # noqa: A002
+        """The op's attribute names, the generated ones (op_role, ...) included."""
+        return [a.name for a in self.get_op_info(type).attrs]
+
 
 Operator = OperatorFactory()
 

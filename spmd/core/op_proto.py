@@ -8,7 +8,7 @@ Paddle's op test harness (op_test.py, testsuite.py) builds its programs from the
 >>> [v.name for v in proto.inputs], [v.name for v in proto.outputs]
 (['X', 'Y'], ['Out'])
 >>> [a.name for a in proto.attrs if not a.generated]
-['axis']
+['axis', 'use_mkldnn']
 """
 from __future__ import annotations
 

@@ -107,6 +107,21 @@ class OpDescView:
     def set_attr(self, name: str, value) -> None:
         self._op._set_attr(name, value)
 
+    set_block_attr = set_attr
+    set_blocks_attr = set_attr
+
+    def _block_attr_id(self, name: str) -> int:
+        return self._op._block_attr_id(name)
+
+    def infer_shape(self, block_desc=None) -> None:
+        """Infer the op's output shapes again from its inputs' (fluid's OpDesc.InferShape),
+        as `append_op` did when it built the op."""
+        from .operator import OpSchema
+
+        op = self._op
+        OpSchema.build(op.block, op.type, op.inputs, op.outputs, dict(op.attrs), op.role,
+                       op.idx)
+
 # the distributed attributes fluid's Program has (framework.py), with their defaults
 _DIST_ATTRS = {"_is_distributed": False, "_is_chief": False, "_endpoints": list,
                "_ps_endpoint": None, "_trainers_endpoints": list,
@@ -308,12 +323,10 @@ class OperatorCompat:
 
     def _block_attr(self, name: str):
         """The Block an attribute such as sub_block names."""
-        value = self.attr(name)
-        return value if hasattr(value, "ops") else self.block.program.block(int(value))
+        return self.block.program.block(self._block_attr_id(name))
 
     def _blocks_attr(self, name: str) -> list:
-        return [v if hasattr(v, "ops") else self.block.program.block(int(v))
-                for v in self.attr(name)]
+        return [self.block.program.block(i) for i in self._blocks_attr_ids(name)]
 
     def to_string(self, throw_on_error: bool = False) -> str:
         return repr(self)

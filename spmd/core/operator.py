@@ -13,11 +13,15 @@ class OpSchema:
 
     build = None
     validate_attrs = None
+    # `block_attrs(type) -> {name: "block" | "blocks"}`: the attributes that name sub-blocks
+    block_attrs = staticmethod(lambda type: {})
 
 
-def install_op_schema(build, validate_attrs):
+def install_op_schema(build, validate_attrs, block_attrs=None):
     OpSchema.build = staticmethod(build)
     OpSchema.validate_attrs = staticmethod(validate_attrs)
+    if block_attrs is not None:
+        OpSchema.block_attrs = staticmethod(block_attrs)
 
 
 class OpRole(enum.Enum):
@@ -78,20 +82,45 @@ class Operator(OperatorCompat):
         return [n for names in self.outputs.values() for n in names]
 
     def attr(self, name: str):
+        """The attribute's value; a block attribute (sub_block) is the block's desc and a
+        blocks attribute a list of them, as fluid's `op.attr` (`.id` is the index)."""
         try:
-            return self.attrs[name]
+            value = self.attrs[name]
         except KeyError:
             from ..errors import NotFoundError
 
             raise NotFoundError(
                 f"op '{self.type}' has no attribute '{name}'; it has {sorted(self.attrs)}"
             ) from None
+        kind = self._block_attr_kinds().get(name)
+        if kind == "block":
+            return self.block.program.block(value).desc
+        if kind == "blocks":
+            return [self.block.program.block(i).desc for i in value]
+        return value
 
     def has_attr(self, name: str) -> bool:
         return name in self.attrs
 
     def all_attrs(self) -> dict:
-        return dict(self.attrs)
+        """Every attribute; block attributes as Blocks (lists of Blocks), as fluid's."""
+        out = dict(self.attrs)
+        program = self.block.program
+        for name, kind in self._block_attr_kinds().items():
+            if name in out:
+                out[name] = (program.block(out[name]) if kind == "block"
+                             else [program.block(i) for i in out[name]])
+        return out
+
+    def _block_attr_kinds(self) -> dict:
+        return OpSchema.block_attrs(self.type)
+
+    def _block_attr_id(self, name: str) -> int:
+        """The index of the block a block attribute names (fluid's `_block_attr_id`)."""
+        return int(self.attrs[name])
+
+    def _blocks_attr_ids(self, name: str) -> list[int]:
+        return [int(i) for i in self.attrs[name]]
 
     def _set_attr(self, name: str, value):
         self.attrs = OpSchema.validate_attrs(self.type, dict(self.attrs, **{name: value}))

@@ -198,7 +198,10 @@ class Program(ProgramCompat):
         """Make the current block's parent current again (the end of a control-flow body)."""
         self._current_block_idx = max(self.current_block().parent_idx, 0)
 
-    def block(self, idx: int) -> Block:
+    def block(self, idx) -> Block:
+        """Block `idx`; also given a Block or its desc (what a block attribute holds)."""
+        if not isinstance(idx, int):
+            idx = idx.idx if hasattr(idx, "ops") else getattr(idx, "id", idx)
         return self.blocks[idx]
 
     def list_vars(self):

@@ -6,8 +6,20 @@ from ..core.operator import install_op_schema
 from .build import build_operator
 from .registry import OP_DEFS, REQUIRED, define_op, get_op_def, grad_var_name
 
+
+def _block_attrs(type: str) -> dict:
+    """{name: "block" | "blocks"} of an op type's sub-block attributes ({} for an unknown type)."""
+    try:
+        opdef = OP_DEFS[type]
+    except KeyError:
+        return {}
+    return {name: spec.kind for name, spec in opdef.attrs.items()
+            if spec.kind in ("block", "blocks")}
+
+
 install_op_schema(build_operator,
-                  lambda type, attrs: get_op_def(type).validate_attrs(attrs, f"op '{type}'"))
+                  lambda type, attrs: get_op_def(type).validate_attrs(attrs, f"op '{type}'"),
+                  lambda type: _block_attrs(type))
 
 __all__ = ["OP_DEFS", "REQUIRED", "define_op", "get_op_def", "grad_var_name"]
 

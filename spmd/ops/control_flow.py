@@ -17,7 +17,7 @@ _NAMES = ("strs", [])
 
 
 @define_op("while", inputs=["X*", "Condition"], outputs=["Out*", "StepScopes?"], grad=None,
-           attrs={"sub_block": "int", "is_test": ("bool", False), "x_names": _NAMES,
+           attrs={"sub_block": "block", "is_test": ("bool", False), "x_names": _NAMES,
                   "out_names": _NAMES, "cond_name": ("str", "")},
            lod_inputs=("X",), lod_outputs=("Out",))
 def _while(ctx):
@@ -31,7 +31,7 @@ def _while(ctx):
 
 @define_op("while_grad", inputs=["X*", "Out*", "Out@GRAD*", "StepScopes"], outputs=["X@GRAD*"],
            grad=None, lod_inputs=("X",),
-           attrs={"sub_block": "int", "x_names": _NAMES, "out_names": _NAMES,
+           attrs={"sub_block": "block", "x_names": _NAMES, "out_names": _NAMES,
                   "grad_out_names": _NAMES, "seed_names": _NAMES, "result_names": _NAMES})
 def _while_grad(ctx):
     ctx.set_output_like("X@GRAD", "X")
@@ -39,7 +39,7 @@ def _while_grad(ctx):
 
 @define_op("conditional_block", inputs=["Cond*", "Input*"], outputs=["Out*", "Scope?"],
            grad=None, lod_inputs=("Input",), lod_outputs=("Out",),
-           attrs={"sub_block": "int", "is_scalar_condition": ("bool", False),
+           attrs={"sub_block": "block", "is_scalar_condition": ("bool", False),
                   "input_names": _NAMES, "out_names": _NAMES})
 def _conditional_block(ctx):
     ctx.check(ctx.num_outputs("Out") == len(ctx.attr("out_names")),
@@ -48,7 +48,7 @@ def _conditional_block(ctx):
 
 @define_op("conditional_block_grad", inputs=["Input*", "Out@GRAD*", "Scope"],
            outputs=["Input@GRAD*"], grad=None, lod_inputs=("Input",),
-           attrs={"sub_block": "int", "input_names": _NAMES, "out_names": _NAMES,
+           attrs={"sub_block": "block", "input_names": _NAMES, "out_names": _NAMES,
                   "grad_out_names": _NAMES, "seed_names": _NAMES, "result_names": _NAMES})
 def _conditional_block_grad(ctx):
     ctx.set_output_like("Input@GRAD", "Input")
@@ -60,7 +60,7 @@ _RNN_NAMES = {"step_input_names": _NAMES, "ex_states": _NAMES, "states": _NAMES,
 
 @define_op("recurrent", inputs=["inputs*", "initial_states*", "parameters*"],
            outputs=["outputs*", "step_scopes?"], grad=None,
-           attrs={"sub_block": "int", "reverse": ("bool", False), "is_train": ("bool", True),
+           attrs={"sub_block": "block", "reverse": ("bool", False), "is_train": ("bool", True),
                   "has_states": ("bool", False), **_RNN_NAMES})
 def _recurrent(ctx):
     xs = ctx.inputs("inputs")
@@ -75,7 +75,7 @@ def _recurrent(ctx):
 @define_op("recurrent_grad",
            inputs=["inputs*", "initial_states*", "parameters*", "outputs@GRAD*", "step_scopes"],
            outputs=["inputs@GRAD*", "initial_states@GRAD*", "parameters@GRAD*"], grad=None,
-           attrs={"sub_block": "int", "reverse": ("bool", False), **_RNN_NAMES,
+           attrs={"sub_block": "block", "reverse": ("bool", False), **_RNN_NAMES,
                   "grad_output_names": _NAMES, "seed_names": _NAMES, "result_names": _NAMES})
 def _recurrent_grad(ctx):
     for slot in ("inputs", "initial_states", "parameters"):

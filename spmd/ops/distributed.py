@@ -116,7 +116,7 @@ def _ref_by_trainer_id(ctx):
 define_op("listen_and_serv", inputs=["X*"], grad=None,
           attrs={"endpoint": ("str", "127.0.0.1:6164"), "pserver_id": ("int", 0),
                  "grad_to_block_id": ("strs", []), "distributed_mode": ("int", 0),
-                 "dc_asgd": ("bool", False), "optimize_blocks": ("ints", []),
+                 "dc_asgd": ("bool", False), "optimize_blocks": ("blocks", []),
                  "prefetch_var_name_to_block_id": ("strs", []),
                  "sparse_grad_to_param": ("strs", []), "Fanin": ("int", 1),
                  "checkpint_block_id": ("int", -1), "lr_decay_block_id": ("int", -1),

@@ -50,6 +50,17 @@ def _is_number(v):
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
+def _block_index(v):
+    """The index a block attribute names: a Block (its idx), a BlockDesc view (its id) or an int;
+    None for anything else."""
+    if _is_int(v):
+        return int(v)
+    idx = getattr(v, "idx", None) if hasattr(v, "ops") else None
+    if idx is None and hasattr(v, "op_size"):
+        idx = getattr(v, "id", None)
+    return int(idx) if _is_int(idx) else None
+
+
 # kind -> (check, coerce)
 _ATTR_KINDS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any]]] = {
     "int": (lambda v: _is_int(v) or (isinstance(v, bool)), int),
@@ -63,6 +74,12 @@ _ATTR_KINDS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any]]] = {
     "strs": (lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
              lambda v: [str(x) for x in v]),
     "any": (lambda v: True, lambda v: v),
+    # a block attribute (fluid's BLOCK / BLOCKS): given as a Block, its desc or an index; the IR
+    # keeps the index, Operator.attr / all_attrs hand back the block as fluid does
+    "block": (lambda v: _block_index(v) is not None, lambda v: _block_index(v)),
+    "blocks": (lambda v: isinstance(v, (list, tuple)) and all(_block_index(x) is not None
+                                                              for x in v),
+               lambda v: [_block_index(x) for x in v]),
     "dtype": (lambda v: _is_dtype(v), lambda v: _dtype_name(v)),
 }
 

@@ -132,7 +132,7 @@ def transpile(fluid, case, split_method=None):
 def _attr(value):
     if hasattr(value, "idx") and hasattr(value, "ops"):  # a Block
         return value.idx
-    if type(value).__name__ == "BlockDesc":
+    if type(value).__name__ == "BlockDesc" or hasattr(value, "op_size"):  # a block's desc
         return value.id
     if isinstance(value, (list, tuple)):
         return [_attr(v) for v in value]

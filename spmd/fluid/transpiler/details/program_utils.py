@@ -71,12 +71,13 @@ def op_to_code(op, skip_op_callstack: bool = True) -> str:
     for name in sorted(op.attr_names):
         if skip_op_callstack and name == "op_callstack":
             continue
-        value = op.attr(name)
-        kind = type(value).__name__
-        if kind == "Block":
-            attrs.append(f"{name} = block[{value.idx}]")
+        kind = op._block_attr_kinds().get(name) if hasattr(op, "_block_attr_kinds") else None
+        if kind == "block":  # fluid prints a block attribute as its index
+            attrs.append(f"{name} = block[{op._block_attr_id(name)}]")
+        elif kind == "blocks":
+            attrs.append(f"{name} = blocks{op._blocks_attr_ids(name)}")
         else:
-            attrs.append(f"{name} = {value}")
+            attrs.append(f"{name} = {op.attr(name)}")
     inputs = _slots(op.input_names, op.input)
     outputs = _slots(op.output_names, op.output)
     call = f"{op.type}(inputs={inputs}, {', '.join(attrs)})"

@@ -37,6 +37,8 @@ def _param_out(xp, ctx, p, *others):
 
 @kernel("sgd", context=True, sparse=SparseRule(rows_only=True), inplace=("ParamOut",))
 def sgd(xp, ins, attrs, want, ctx):
+    """p - lr * g. A SelectedRows gradient updates only its rows (merged), in place where the
+    plan lends Param's buffer (sparse_update.py): fluid 1.8.5's sparse sgd."""
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
     step = -lr.reshape(()).astype(p.dtype)
     if optim_inplace.applies(xp, p, g):
@@ -55,7 +57,10 @@ def sgd(xp, ins, attrs, want, ctx):
         inplace=("ParamOut", "VelocityOut"))
 def momentum(xp, ins, attrs, want, ctx):
     """fluid 1.8 momentum_op.h (dense): v_out = v*mu + g; nesterov: p - (g + v_out*mu)*lr,
-    otherwise p - lr*v_out."""
+    otherwise p - lr*v_out.
+
+    Dense semantics: a row not looked up keeps moving with its velocity, so a SelectedRows
+    gradient is applied as its dense table (every row written, a table-sized gradient)."""
     p, g, v = ins["Param"], ins["Grad"], ins["Velocity"]
     lr = _scalar(ins["LearningRate"], p.dtype)
     mu = p.dtype.type(attrs["mu"])
@@ -101,7 +106,10 @@ def adam(xp, ins, attrs, want, ctx):
     `epsilon * sqrt(1 - beta2_pow)` (Paddle PR #27778, "Adam formula differs from the paper");
     this kernel follows 1.8. The two differ by less than epsilon in the denominator, so only
     where sqrt(m2) is not much larger than epsilon. `lazy_mode` only matters for sparse
-    (SelectedRows) gradients: then only the looked-up rows (and their moments) change.
+    (SelectedRows) gradients: with it only the looked-up rows (and their moments) change, in
+    place where the plan lends the arrays (sparse_update.py), so a step costs its rows;
+    without it Adam has dense semantics (every row's moments decay), and a SelectedRows
+    gradient is applied as its dense table.
     """
     p, g = ins["Param"], ins["Grad"]
     m1, m2 = ins["Moment1"], ins["Moment2"]

@@ -19,9 +19,14 @@ def _consts(p, attrs, *names):
     return [p.dtype.type(attrs[n]) for n in names]
 
 
-@kernel("adagrad", sparse=SparseRule(rows_only=False))
-def adagrad(xp, ins, attrs, want):
-    """moment += g*g;  p -= lr * g / (sqrt(moment) + epsilon)."""
+@kernel("adagrad", context=True, inplace=("ParamOut", "MomentOut"), sparse=SparseRule(
+    rows_only=True, state=(("Param", "ParamOut"), ("Moment", "MomentOut"))))
+def adagrad(xp, ins, attrs, want, ctx=None):
+    """moment += g*g;  p -= lr * g / (sqrt(moment) + epsilon).
+
+    A SelectedRows gradient updates only its rows (merged), in place where the plan lends the
+    arrays: fluid 1.8.5's SparseAdagradFunctor. A row not looked up has g = 0, which leaves
+    both unchanged in the dense formula too, so the two agree."""
     p, g = ins["Param"], ins["Grad"]
     lr = _scalar(ins["LearningRate"], p.dtype)
     (eps,) = _consts(p, attrs, "epsilon")
@@ -29,9 +34,13 @@ def adagrad(xp, ins, attrs, want):
     return {"ParamOut": p - lr * g / (xp.sqrt(m) + eps), "MomentOut": m}
 
 
-@kernel("decayed_adagrad")
+@kernel("decayed_adagrad", sparse=SparseRule(rows_only=False))
 def decayed_adagrad(xp, ins, attrs, want):
-    """moment = decay*moment + (1-decay)*g*g;  p -= lr * g / (sqrt(moment) + epsilon)."""
+    """moment = decay*moment + (1-decay)*g*g;  p -= lr * g / (sqrt(moment) + epsilon).
+
+    Dense semantics: the decay shrinks every row's moment, looked up or not, so a SelectedRows
+    gradient is applied as its dense table (fluid 1.8.5's op refuses SelectedRows; this is its
+    dense result)."""
     p, g = ins["Param"], ins["Grad"]
     lr = _scalar(ins["LearningRate"], p.dtype)
     decay, eps = _consts(p, attrs, "decay", "epsilon")
@@ -39,11 +48,17 @@ def decayed_adagrad(xp, ins, attrs, want):
     return {"ParamOut": p - lr * g / (xp.sqrt(m) + eps), "MomentOut": m}
 
 
-@kernel("rmsprop")
+@kernel("rmsprop", sparse=SparseRule(rows_only=False))
 def rmsprop(xp, ins, attrs, want):
     """ms = decay*ms + (1-decay)*g*g; centered: mg = decay*mg + (1-decay)*g and
     mom = momentum*mom + lr*g / sqrt(ms - mg*mg + epsilon), else
-    mom = momentum*mom + lr*g / sqrt(ms + epsilon);  p -= mom."""
+    mom = momentum*mom + lr*g / sqrt(ms + epsilon);  p -= mom.
+
+    Dense semantics: every row's mean square decays and its momentum keeps moving, looked up
+    or not, so a SelectedRows gradient is applied as its dense table, as fluid 1.8.5's sparse
+    rmsprop functor does (which looks rows up by a binary search in the unsorted, unmerged
+    ids and misses some: tests/unit/test_sparse_rows_oracle.py; this gives its dense
+    result)."""
     p, g = ins["Param"], ins["Grad"]
     lr = _scalar(ins["LearningRate"], p.dtype)
     decay, eps, mu = _consts(p, attrs, "decay", "epsilon", "momentum")
@@ -91,12 +106,18 @@ def adamax(xp, ins, attrs, want):
     return {"ParamOut": p - lr_t * (m / u), "MomentOut": m, "InfNormOut": u}
 
 
-@kernel("ftrl", sparse=SparseRule(rows_only=True, state=(
-    ("Param", "ParamOut"), ("SquaredAccumulator", "SquaredAccumOut"),
-    ("LinearAccumulator", "LinearAccumOut"))))
-def ftrl(xp, ins, attrs, want):
+@kernel("ftrl", context=True,
+        inplace=("ParamOut", "SquaredAccumOut", "LinearAccumOut"), sparse=SparseRule(
+            rows_only=True, state=(("Param", "ParamOut"),
+                                   ("SquaredAccumulator", "SquaredAccumOut"),
+                                   ("LinearAccumulator", "LinearAccumOut"))))
+def ftrl(xp, ins, attrs, want, ctx=None):
     """n' = n + g*g;  z' = z + g - (n'^-power - n^-power) / lr * p  (sqrt when power = -0.5);
-    p = (l1*sign(z') - z') / (n'^-power / lr + 2*l2) where |z'| > l1, else 0."""
+    p = (l1*sign(z') - z') / (n'^-power / lr + 2*l2) where |z'| > l1, else 0.
+
+    A SelectedRows gradient updates only its rows (merged), in place where the plan lends the
+    arrays (fluid 1.8.5's ftrl op refuses SelectedRows; its sparse FTRL in the pserver's
+    large-scale tables updates only the rows pushed)."""
     p, g = ins["Param"], ins["Grad"]
     lr = _scalar(ins["LearningRate"], p.dtype)
     l1, l2, power = _consts(p, attrs, "l1", "l2", "lr_power")

@@ -1,10 +1,14 @@
 """How an optimizer kernel takes a sparse (SelectedRows) gradient, declared where the kernel
 is registered: `@kernel("sgd", sparse=SparseRule(rows_only=True))`.
 
-fluid 1.8's rules: SGD, lazy Adam and FTRL change only the rows looked up; Momentum, Adam
-without lazy_mode and Adagrad update every row (rows not looked up with a zero gradient), so
-their result is the dense one. Both are done here through the kernel's own dense update: on
-the dense gradient, or on the looked-up rows of the parameter and its accumulators.
+Row-wise optimizers (SGD, lazy Adam, Adagrad, FTRL: fluid 1.8.5's sparse kernels, or FTRL's
+rows-only rule) change only the looked-up rows: the gradient is merged (each row once, a sort
+of the batch's ids: never anything of the table's size), the parameter's and its state's rows
+are gathered, the kernel's own dense update runs on them, and the new rows are written back
+in place into the arrays the plan lends (KernelContext.out; executor/inplace.py), so a step
+costs its rows, not its table (Plan.memory_report() counts the loans). Optimizers with dense
+semantics (Momentum, Adam without lazy_mode, RMSProp, DecayedAdagrad: every row changes,
+looked up or not) apply the gradient as its dense table.
 """
 from __future__ import annotations
 
@@ -71,27 +75,44 @@ def sparse_update(dense, xp, ins, attrs, want, ctx=None, *, rows_only: bool,
                   grad_slot: str = "Grad"):
     """The update `dense` makes from the SelectedRows gradient ins[grad_slot].
 
-    rows_only=False: on the gradient as a dense table (zeros where no row was looked up).
-    rows_only=True: the `state` arrays cut to the looked-up rows, updated by `dense` with the
-    merged gradient (each row once), and written back into copies of the whole arrays."""
+    rows_only=False: on the gradient as a dense table (zeros where no row was looked up): the
+    dense optimizers (momentum, adam without lazy_mode, rmsprop) change every row, as fluid's.
+    rows_only=True: the `state` arrays cut to the looked-up rows (each once, merged in the
+    batch's rows), updated by `dense` on those rows, and written back in place into the
+    arrays the plan lends (Param's own buffer for ParamOut, KernelContext.out), so a step
+    costs its rows, not its table; where nothing is lent (a caller holds the table, inplace
+    off) into copies of the whole arrays, with the same numbers."""
     g = ins[grad_slot]
     sub = dict(ins)
     if not rows_only:
         sub[grad_slot] = g.to_dense(xp)
         return dense(xp, sub, attrs, want) if ctx is None else dense(xp, sub, attrs, want, ctx)
     merged = g.merged(xp)
+    rows = merged.rows
     for slot, _ in state:
-        sub[slot] = ins[slot][merged.rows]
+        sub[slot] = ins[slot][rows]
     sub[grad_slot] = merged.value
     if ctx is None:
         res = dense(xp, sub, attrs, want)
-    else:  # the dense kernel's preallocated outputs are whole tables: not for these rows
-        from .context import KernelContext
-
-        res = dense(xp, sub, attrs, want, KernelContext(rng=ctx.rng, place=ctx.place))
+    else:  # the plan's outputs are whole tables, not these rows: a context of its own
+        res = dense(xp, sub, attrs, want, _rows_context(ctx))
     for slot, out_slot in state:
         if out_slot in res:
-            whole = ins[slot].copy()
-            whole[merged.rows] = res[out_slot]
+            whole = ins[slot]
+            lent = ctx.out(xp, out_slot) if ctx is not None else None
+            if lent is not whole:  # not ours to write: a copy, as a dense update would make
+                whole = whole.copy()
+            whole[rows] = res[out_slot]
             res[out_slot] = whole
     return res
+
+
+def _rows_context(ctx):
+    """A KernelContext for the update of the looked-up rows (no plan outputs, no loans),
+    kept in the op's own context so its scratch lasts from step to step."""
+    sub = ctx.scratch.get("rows context")
+    if sub is None:
+        from .context import KernelContext
+
+        sub = ctx.scratch["rows context"] = KernelContext(rng=ctx.rng, place=ctx.place)
+    return sub

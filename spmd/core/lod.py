@@ -104,9 +104,10 @@ class LoDTensor:
     (True, [3, 2])
     """
 
-    def __init__(self, array=None, lod=None):
+    def __init__(self, array=None, lod=None, place=None):
         self._array = array
         self._lod = make_lod(lod)
+        self._where = place  # the place set() was given (None: told by the array's kind)
 
     # -- data ----------------------------------------------------------------------------------
     def set(self, array, place=None) -> None:
@@ -115,12 +116,35 @@ class LoDTensor:
 
         xp = array_module(place) if place is not None else np
         self._array = xp.array(array, copy=True)
+        self._where = place
+
+    def _place(self):
+        """The place the data is on (fluid's `t._place()`, compared with `._equals(place)`):
+        the one set() was given, else CPUPlace for a numpy array, CUDAPlace(i) for cupy's."""
+        from .places import CPUPlace, CUDAPlace
+
+        if self._where is not None:
+            return self._where
+        device = getattr(self._array, "device", None)
+        if device is not None and hasattr(device, "id"):
+            return CUDAPlace(device.id)
+        return CPUPlace()
 
     def shape(self) -> list[int]:
         return [] if self._array is None else list(self._array.shape)
 
     def _dtype(self):
-        return None if self._array is None else self._array.dtype
+        """fluid's VarType of the data (VarType.FP32, ...; it also equals 'float32'), None
+        when there is no data yet."""
+        from .dtypes import VarType, convert_dtype
+
+        if self._array is None:
+            return None
+        try:
+            name = convert_dtype(self._array.dtype)
+        except InvalidArgumentError:  # a dtype fluid has no VarType for: the numpy one
+            return self._array.dtype
+        return next(v for v in VarType if v == name)
 
     def __array__(self, dtype=None, copy=None):
         from .scope import host_array
@@ -185,7 +209,7 @@ def _checked_levels(levels, where: str) -> list[list[int]]:
                 f"{levels.dtype} of shape {list(levels.shape)}")
         levels = list(levels)
     if not isinstance(levels, (list, tuple)) or not all(
-            isinstance(level, (list, tuple, np.ndarray)) for level in levels):
+            isinstance(level, (list, tuple, range, np.ndarray)) for level in levels):
         raise InvalidArgumentError(
             f"{where}: expected a list of levels, each a list of ints (e.g. [[2, 3]]), got "
             f"{levels!r}")

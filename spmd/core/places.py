@@ -5,7 +5,11 @@ from ..errors import PreconditionError
 
 
 class Place:
+    """fluid.core.Place: any place. `Place().set_place(fluid.CPUPlace())` makes it that place,
+    as fluid's (a variant over the three kinds) does."""
+
     is_gpu = False
+    _TYPE_CODE = -1  # fluid's variant index: CUDAPlace 0, CPUPlace 1, CUDAPinnedPlace 2
 
     def __eq__(self, other):
         return type(self) is type(other) and self.__dict__ == other.__dict__
@@ -13,9 +17,37 @@ class Place:
     def __hash__(self):
         return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
 
+    def _type(self) -> int:
+        """fluid's code of the kind of place (what programs compare: `p._type() ==
+        fluid.CPUPlace()._type()`)."""
+        return self._TYPE_CODE
+
+    def _equals(self, other) -> bool:
+        return self == other
+
+    def set_place(self, place: Place) -> None:
+        """Become `place` (fluid's core.Place().set_place(p))."""
+        if not isinstance(place, Place):
+            raise TypeError(f"Place.set_place: expected a place (fluid.CPUPlace(), ...), "
+                            f"got {type(place).__name__}")
+        self.__class__ = type(place)
+        self.__dict__.clear()
+        self.__dict__.update(place.__dict__)
+
+    def is_cpu_place(self) -> bool:
+        return type(self) is CPUPlace
+
+    def is_gpu_place(self) -> bool:
+        return self.is_gpu
+
+    def is_cuda_pinned_place(self) -> bool:
+        return type(self) is CUDAPinnedPlace
+
 
 class CPUPlace(Place):
     """Host memory, numpy arrays."""
+
+    _TYPE_CODE = 1
 
     def __repr__(self):
         return "CPUPlace"
@@ -25,6 +57,7 @@ class CUDAPlace(Place):
     """GPU `device_id`, cupy arrays. cupy is imported only when an array is first placed here."""
 
     is_gpu = True
+    _TYPE_CODE = 0
 
     def __init__(self, device_id: int = 0):
         self.device_id = int(device_id)
@@ -35,6 +68,8 @@ class CUDAPlace(Place):
 
 class CUDAPinnedPlace(CPUPlace):
     """Accepted for fluid compatibility; arrays stay in ordinary host memory."""
+
+    _TYPE_CODE = 2
 
     def __repr__(self):
         return "CUDAPinnedPlace"

@@ -192,6 +192,8 @@ class Executor:
             if runner is not None:  # data parallel
                 return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
                                   self.plan_cache)
+            if isinstance(feed, list) and len(feed) == 1:
+                feed = feed[0]  # a one-place list, as fluid takes it (what loaders yield)
             if not isinstance(feed, dict):
                 raise InvalidArgumentError(
                     f"feed must be a dict name -> array, got {type(feed).__name__}")

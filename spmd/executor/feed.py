@@ -77,6 +77,13 @@ def _converted(var, value, xp):
         except (TypeError, ValueError) as e:
             raise FeedError(
                 f"feed '{var.name}': cannot convert to {var.dtype} array: {e}") from None
+    if (np.dtype(value.dtype).name != var.dtype and not var.need_check_feed
+            and np.can_cast(value.dtype, var.dtype, "same_kind")):
+        # fluid.layers.data (need_check_feed False): fluid 1.8 checks no dtype and runs the
+        # ops on what was fed (float64 or int32 rows into a float32 variable); spmd's
+        # program is typed, so the rows are converted to the variable's dtype (float to
+        # int, which would drop fractions, is still refused)
+        value = value.astype(var.dtype)
     if np.dtype(value.dtype).name != var.dtype:
         raise FeedError(
             f"feed '{var.name}': expected dtype {var.dtype}, got {np.dtype(value.dtype).name}; "

@@ -19,21 +19,27 @@ from ..reader.loader import DataLoader, GeneratorLoader, PyReader
 __all__ = ["DataLoader", "PyReader", "default_collate_fn"]
 
 
-class DataLoaderBase(abc.ABC):
+class DataLoaderBase(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register(), as fluid makes it
     """fluid 1.8's base of its loaders: iterable (`for data in loader()`), with `__iter__`
     and `__next__`. spmd's loaders (DataLoader.from_generator's, PyReader) are registered as
-    its subclasses; a class deriving from it provides the two methods."""
+    its subclasses. As in fluid, the base itself can be made, and its `__iter__` and
+    `__next__` raise NotImplementedError: a class deriving from it provides the two."""
 
     def __call__(self):
         return self
 
-    @abc.abstractmethod
-    def __iter__(self):
-        """The loader's iterator over batches."""
+    def next(self):
+        return self.__next__()
 
-    @abc.abstractmethod
+    def __iter__(self):
+        raise NotImplementedError(
+            f"{type(self).__name__}.__iter__: a DataLoaderBase subclass must define __iter__")
+
     def __next__(self):
-        """The next batch."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.__next__: a DataLoaderBase subclass must define __next__")
+
+    _check_input_array = GeneratorLoader._check_input_array
 
 
 DataLoaderBase.register(GeneratorLoader)

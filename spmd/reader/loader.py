@@ -101,6 +101,27 @@ class GeneratorLoader:
     def iterable(self) -> bool:
         return self._iterable
 
+    @classmethod
+    def _check_input_array(cls, item) -> np.ndarray:
+        """`item` as a regular array; a TypeError when it is not one (nested lists of
+        different lengths), as fluid 1.8's check of each field a batch generator yields."""
+        try:
+            array = np.asarray(item)
+        except ValueError:  # numpy >= 1.24 refuses ragged nesting outright
+            array = np.asarray(item, dtype=object)
+        if array.dtype == object:
+            raise TypeError(
+                "DataLoader: failed to convert the input data to a regular array: it holds "
+                "nested lists of different lengths; check the generator given to "
+                "set_batch_generator / decorate_batch_generator, or make a LoD tensor with "
+                "fluid.create_lod_tensor")
+        return array
+
+    def _reset(self):
+        """Stop reading and drop what was read ahead, in either mode (fluid's `_reset`, which
+        a program calls to end an iterable loader's epoch early, after a `break`)."""
+        self._stop_thread()
+
     # -- data sources ------------------------------------------------------------------------
     def set_sample_generator(self, reader, batch_size, drop_last=True, places=None):
         """Source: a generator creator of samples (tuples in feed_list order), batched here

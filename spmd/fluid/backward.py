@@ -7,6 +7,13 @@ __all__ = ["append_backward", "gradients"]
 calc_gradient = gradients
 
 
+def _as_list(x) -> list:
+    """`x` as a list: [] for None, a list of a list or tuple's items, else [x] (fluid's)."""
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
 def _append_grad_suffix_(name: str) -> str:
     """`name@GRAD`, the gradient's name."""
     return name + "@GRAD"

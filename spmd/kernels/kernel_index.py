@@ -35,6 +35,10 @@ MODULES = {
         "c_reduce_max", "c_reduce_min", "c_reduce_prod", "c_reduce_scatter_owned", "c_reduce_sum",
         "c_reducescatter", "c_sync_calc_stream", "c_sync_comm_stream", "flat_slice",
     ),
+    "spmd.kernels.contrib_search": (
+        "match_matrix_tensor", "match_matrix_tensor_grad", "sequence_topk_avg_pooling",
+        "sequence_topk_avg_pooling_grad", "var_conv_2d", "var_conv_2d_grad",
+    ),
     "spmd.kernels.conv": (
         "conv2d", "conv2d_grad", "conv2d_transpose", "conv2d_transpose_grad", "conv3d",
         "conv3d_grad", "conv3d_transpose", "conv3d_transpose_grad", "depthwise_conv2d",

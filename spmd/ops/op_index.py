@@ -27,6 +27,10 @@ MODULES = {
         "c_reduce_max", "c_reduce_min", "c_reduce_prod", "c_reduce_scatter_owned", "c_reduce_sum",
         "c_reducescatter", "c_sync_calc_stream", "c_sync_comm_stream", "flat_slice",
     ),
+    "spmd.ops.contrib_search": (
+        "match_matrix_tensor", "match_matrix_tensor_grad", "sequence_topk_avg_pooling",
+        "sequence_topk_avg_pooling_grad", "var_conv_2d", "var_conv_2d_grad",
+    ),
     "spmd.ops.control_flow": (
         "conditional_block", "conditional_block_grad", "create_array", "is_empty",
         "lod_array_length", "merge_lod_tensor", "merge_lod_tensor_grad", "read_from_array",

@@ -20,11 +20,14 @@ from .... import layers as L
 from ....core import unique_name
 from ....core.variable import Variable
 from ....errors import InvalidArgumentError
+from ....layers.helper import LayerHelper
 from ....layers.param_attr import ParamAttr
 from ..._pending import missing_names
+from . import search
+from .search import *  # noqa: F403 - fluid.contrib.layers.nn holds these layers too
 
-__all__ = ["fused_elemwise_activation", "fused_embedding_seq_pool", "partial_concat",
-           "partial_sum", "shuffle_batch"]
+__all__ = ["fused_elemwise_activation", "fused_embedding_seq_pool", "multiclass_nms2",
+           "partial_concat", "partial_sum", "shuffle_batch", *search.__all__]
 
 _BINARY = {"elementwise_add": lambda a, b, axis: L.elementwise_add(a, b, axis=axis),
            "elementwise_mul": lambda a, b, axis: L.elementwise_mul(a, b, axis=axis)}
@@ -110,8 +113,24 @@ def shuffle_batch(x, seed=None):
     return L.reshape(L.gather(rows, order), list(x.shape))
 
 
+def multiclass_nms2(bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_threshold=0.3,
+                    normalized=True, nms_eta=1.0, background_label=0, return_index=False,
+                    name=None):
+    """fluid.layers.multiclass_nms that also gives each kept box's index among the batch's
+    boxes (return_index): (out, index), both LoD and without gradient, as fluid 1.8's
+    contrib op (the multiclass_nms2 op of spmd/ops/detection_ssd.py)."""
+    helper = LayerHelper("multiclass_nms2", name=name)
+    out = helper.create_variable_for_type_inference(bboxes.dtype, stop_gradient=True)
+    index = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op("multiclass_nms2", {"BBoxes": [bboxes], "Scores": [scores]},
+                     {"Out": [out], "Index": [index]},
+                     {"background_label": background_label,
+                      "score_threshold": float(score_threshold), "nms_top_k": nms_top_k,
+                      "nms_threshold": float(nms_threshold), "nms_eta": float(nms_eta),
+                      "keep_top_k": keep_top_k, "normalized": normalized})
+    return (out, index) if return_index else out
+
+
 # fluid 1.8 names spmd does not provide (ops with their own C++ kernels)
-MISSING = ["sequence_topk_avg_pooling", "var_conv_2d", "match_matrix_tensor", "tree_conv",
-           "multiclass_nms2", "search_pyramid_hash", "tdm_child", "rank_attention",
-           "tdm_sampler"]
+MISSING = ["tree_conv", "search_pyramid_hash", "tdm_child", "rank_attention", "tdm_sampler"]
 missing_names(globals(), MISSING)

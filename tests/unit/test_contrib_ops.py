@@ -1,0 +1,198 @@
+"""fluid 1.8's contributed ops with their own kernels (fluid.contrib.layers
+match_matrix_tensor, sequence_topk_avg_pooling, var_conv_2d, multiclass_nms2, ...): each op
+against a loop-by-loop numpy reference and central finite differences (tests/op_harness.py),
+and each layer against fluid 1.8.5's stored outputs, LoD and gradients
+(tests/oracle/make_contrib_ops.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fluid_compare import assert_array_like_fluid
+from op_harness import OpCase, check_op, rand
+from oracle.make_contrib_ops import CASES, run_case
+from oracle_io import load
+
+import spmd.fluid as fluid
+from spmd.core import unique_name
+from spmd.errors import ExecutionError
+
+FLUID18 = load("contrib_ops")
+
+
+def _offsets(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+
+
+# -- numpy references, written as loops over fluid's layouts -----------------------------------
+
+def _match_ref(X, Y, W, dim_t, lod):
+    ox, oy = _offsets(lod["X"][0]), _offsets(lod["Y"][0])
+    out = []
+    for b in range(len(ox) - 1):
+        for t in range(dim_t):
+            for i in range(ox[b], ox[b + 1]):
+                for j in range(oy[b], oy[b + 1]):
+                    out.append(X[i] @ W[:, t, :] @ Y[j])
+    tmp = (X @ W.reshape(X.shape[1], -1)).reshape(-1, 1)
+    return {"Out": np.array(out, X.dtype).reshape(-1, 1), "Tmp": tmp}
+
+
+def _topk_ref(X, ROW, COLUMN, topks, channel_num, lod):
+    ox = _offsets(lod["X"][0])
+    rows, cols = lod["ROW"][0], lod["COLUMN"][0]
+    out, pos = [], []
+    flat = X.reshape(-1)
+    for b in range(len(rows)):
+        maps = flat[ox[b]:ox[b + 1]].reshape(channel_num, rows[b], cols[b])
+        for r in range(rows[b]):
+            line = []
+            for c in range(channel_num):
+                order = sorted(range(cols[b]), key=lambda k: (-maps[c, r, k], k))
+                order += [-1] * (topks[-1] - len(order))
+                order = order[:topks[-1]]
+                pos += order
+                line += [sum(maps[c, r, k] for k in order[:top] if k >= 0) / top
+                         for top in topks]
+            out.append(line)
+    return {"Out": np.array(out, X.dtype).reshape(-1, channel_num * len(topks)),
+            "pos": np.array(pos, np.int32)}
+
+
+def _var_conv_ref(X, ROW, COLUMN, W, InputChannel, OutputChannel, StrideH, StrideW, KernelH,
+                  KernelW, lod):
+    ox = _offsets(lod["X"][0])
+    rows, cols = lod["ROW"][0], lod["COLUMN"][0]
+    flat, out, col_all = X.reshape(-1), [], []
+    for b in range(len(rows)):
+        h, w = rows[b], cols[b]
+        im = flat[ox[b]:ox[b + 1]].reshape(InputChannel, h, w)
+        oh = (h - 1) // StrideH + 1 if h else 0
+        ow = (w - 1) // StrideW + 1 if w else 0
+        col = np.zeros((InputChannel, KernelH, KernelW, oh, ow), X.dtype)
+        for c in range(InputChannel):
+            for ky in range(KernelH):
+                for kx in range(KernelW):
+                    for y in range(oh):
+                        for x in range(ow):
+                            iy = y * StrideH + ky - KernelH // 2
+                            ix = x * StrideW + kx - KernelW // 2
+                            if 0 <= iy < h and 0 <= ix < w:
+                                col[c, ky, kx, y, x] = im[c, iy, ix]
+        col = col.reshape(InputChannel * KernelH * KernelW, oh * ow)
+        col_all.append(col.reshape(-1))
+        out.append((W @ col).reshape(-1))
+    return {"Out": np.concatenate(out).reshape(-1, 1),
+            "Col": np.concatenate(col_all).reshape(-1, 1)}
+
+
+def _maps(channels, rows, cols, low=-1.0, high=1.0):
+    sizes = [channels * r * c for r, c in zip(rows, cols)]
+    return ({"X": rand(sum(sizes), 1, low=low, high=high), "ROW": np.zeros((sum(rows), 1)),
+             "COLUMN": np.zeros((sum(cols), 1))},
+            {"X": [sizes], "ROW": [list(rows)], "COLUMN": [list(cols)]})
+
+
+def _distinct(shape, seed):
+    """Values with distinct, well-separated ranks, so finite differences never swap two."""
+    r = np.random.default_rng(seed)
+    return (r.permutation(int(np.prod(shape))) * 0.05 - 1.0).reshape(shape)
+
+
+def _topk_case(name, channels, rows, cols, topks):
+    inputs, lod = _maps(channels, rows, cols)
+    inputs["X"] = _distinct(inputs["X"].shape, len(name))
+    return OpCase("sequence_topk_avg_pooling", inputs, _topk_ref,
+                  {"topks": topks, "channel_num": channels}, lod=lod,
+                  out_lod={"Out": [list(rows)]}, name=name)
+
+
+def _var_conv_case(name, cin, cout, rows, cols, k, s):
+    inputs, lod = _maps(cin, rows, cols)
+    inputs["W"] = rand(cout, cin * k[0] * k[1])
+    return OpCase("var_conv_2d", inputs, _var_conv_ref,
+                  {"InputChannel": cin, "OutputChannel": cout, "StrideH": s[0],
+                   "StrideW": s[1], "KernelH": k[0], "KernelW": k[1]}, lod=lod, name=name)
+
+
+OP_CASES = [
+    OpCase("match_matrix_tensor", {"X": rand(5, 3), "Y": rand(4, 3), "W": rand(3, 2, 3)},
+           _match_ref, {"dim_t": 2}, lod={"X": [[2, 3]], "Y": [[3, 1]]},
+           out_lod={"Out": [[12, 6]]}, name="match_two_channels"),
+    OpCase("match_matrix_tensor", {"X": rand(3, 2), "Y": rand(5, 2), "W": rand(2, 1, 2)},
+           _match_ref, {"dim_t": 1}, lod={"X": [[1, 0, 2]], "Y": [[2, 2, 1]]},
+           out_lod={"Out": [[2, 0, 2]]}, name="match_empty_sequence"),
+    _topk_case("topk_two_channels", 2, [3, 2], [4, 5], [1, 3]),
+    _topk_case("topk_rows_shorter_than_k", 1, [2, 1, 2], [2, 3, 1], [1, 2, 4]),
+    _var_conv_case("var_conv_3x3", 2, 3, [3, 4], [5, 2], (3, 3), (1, 1)),
+    _var_conv_case("var_conv_strided_rect", 1, 2, [5, 3], [4, 6], (3, 2), (2, 3)),
+    _var_conv_case("var_conv_even_kernel_empty_map", 2, 1, [2, 0, 3], [3, 2, 3], (2, 2), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", OP_CASES, ids=str)
+def test_op_against_numpy_and_finite_differences(case):
+    check_op(case)
+
+
+# -- the layers against fluid 1.8.5 ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_layer_matches_fluid18(name):
+    want = FLUID18[name]
+    with unique_name.guard():
+        got = run_case(fluid, name)
+    assert "error" not in got, got.get("message")
+    assert "error" not in want, want.get("message")
+    assert got["lods"] == want["lods"], f"{name}: LoD {got['lods']} != fluid's {want['lods']}"
+    assert len(got["outs"]) == len(want["outs"])
+    for i, (g, w) in enumerate(zip(got["outs"], want["outs"])):
+        assert_array_like_fluid(g, w, f"{name} outs[{i}]")
+    assert len(got["grads"]) == len(want["grads"]), f"{name}: gradients"
+    for i, (g, w) in enumerate(zip(got["grads"], want["grads"])):
+        assert_array_like_fluid(g, w, f"{name} grads[{i}]")
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+def _run(build, feed):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        out = build()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    return exe.run(main, feed=feed, fetch_list=[out])
+
+
+def test_match_matrix_tensor_needs_one_batch_in_both_inputs():
+    x = fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[1, 2]], fluid.CPUPlace())
+    y = fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[3]], fluid.CPUPlace())
+
+    def build():
+        a = fluid.data("x", [None, 2], "float32", lod_level=1)
+        b = fluid.data("y", [None, 2], "float32", lod_level=1)
+        return fluid.contrib.layers.match_matrix_tensor(a, b, 2)[0]
+    with pytest.raises(ExecutionError, match="same number of sequences"):
+        _run(build, {"x": x, "y": y})
+
+
+def test_topk_avg_pooling_checks_the_map_sizes():
+    x = fluid.create_lod_tensor(np.ones((7, 1), "float32"), [[7]], fluid.CPUPlace())
+    row = fluid.create_lod_tensor(np.ones((2, 1), "float32"), [[2]], fluid.CPUPlace())
+    col = fluid.create_lod_tensor(np.ones((3, 1), "float32"), [[3]], fluid.CPUPlace())
+
+    def build():
+        a = fluid.data("x", [None, 1], "float32", lod_level=1)
+        r = fluid.data("row", [None, 1], "float32", lod_level=1)
+        c = fluid.data("col", [None, 1], "float32", lod_level=1)
+        return fluid.contrib.layers.sequence_topk_avg_pooling(a, r, c, [1, 2], 1)
+    with pytest.raises(ExecutionError, match="holds 7 values"):
+        _run(build, {"x": x, "row": row, "col": col})
+
+
+def test_var_conv_2d_refuses_a_dense_input():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        a = fluid.data("x", [None, 1], "float32")
+        r = fluid.data("row", [None, 1], "float32", lod_level=1)
+        c = fluid.data("col", [None, 1], "float32", lod_level=1)
+        with pytest.raises(Exception, match="lod_level 0"):
+            fluid.contrib.layers.var_conv_2d(a, r, c, 1, 2, 3)

@@ -71,6 +71,10 @@ class Block(BlockCompat):
         return var
 
     def create_parameter(self, name: str, shape, dtype="float32", **kwargs) -> Parameter:
+        """A Parameter of this block. Given an `initializer`, its op is appended to this block
+        unless an op of the global block writes the parameter already, as fluid 1.8.5's
+        (so `startup.global_block().create_parameter(..., initializer=...)` initializes it
+        there once, however often it is called)."""
         existing = self.vars.get(name)
         if isinstance(existing, Parameter):
             if tuple(existing.shape) != tuple(shape):
@@ -78,10 +82,15 @@ class Block(BlockCompat):
                     f"parameter '{name}' already exists with shape {list(existing.shape)}, "
                     f"cannot re-create it with shape {list(shape)}; give the layer another name"
                 )
-            return existing
-        param = Parameter(self, name, shape, dtype, **kwargs)
-        self.vars[name] = param
-        self.program._bump()
+            param = existing
+        else:
+            param = Parameter(self, name, shape, dtype, **kwargs)
+            self.vars[name] = param
+            self.program._bump()
+        initializer = kwargs.get("initializer")
+        if initializer is not None and not any(
+                name in op.output_arg_names for op in self.program.global_block().ops):
+            initializer(param, self)
         return param
 
     def var(self, name: str) -> Variable:

@@ -186,10 +186,14 @@ class LayerHelper:
             raise InvalidArgumentError(
                 f"parameter '{attr.name}' already exists with dtype {existing.dtype}, cannot "
                 f"re-create it with dtype {dtype}")
-        param = main_block.create_parameter(shape=shape, dtype=dtype, **attr._to_kwargs(True))
+        # created without `initializer` (Block.create_parameter would append it to the block it
+        # is called on, as fluid's does); the startup block gets it once, found by an index
+        kwargs = attr._to_kwargs(True)
+        initializer = kwargs.pop("initializer", None)
+        param = main_block.create_parameter(shape=shape, dtype=dtype, **kwargs)
         startup_block = self.startup_program.global_block()
-        sparam = startup_block.create_parameter(shape=shape, dtype=dtype,
-                                                **attr._to_kwargs(True))
+        sparam = startup_block.create_parameter(shape=shape, dtype=dtype, **kwargs)
+        param.initializer = sparam.initializer = initializer
         if not _written_in(startup_block, attr.name):
             attr.initializer(sparam, startup_block)
         return param

@@ -114,15 +114,19 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=K_I
 
 
 def square_error_cost(input, label):
-    """(input - label) ** 2, elementwise.
+    """(input - label) ** 2, elementwise: fluid 1.8.5's elementwise_sub then square (its
+    program and variable names, square_error_cost_<k>.tmp_0 / tmp_1; the fused
+    square_error_cost op remains for programs that name it).
 
     >>> # cost = mean(square_error_cost(input=pred, label=y))
     """
     check_variable(input, "input", "square_error_cost", dtypes=_FLOATS)
     check_variable(label, "label", "square_error_cost", dtypes=_FLOATS)
     helper = LayerHelper("square_error_cost")
+    minus = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("elementwise_sub", {"X": [input], "Y": [label]}, {"Out": [minus]})
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("square_error_cost", {"X": [input], "Y": [label]}, {"Out": [out]})
+    helper.append_op("square", {"X": [minus]}, {"Out": [out]})
     return out
 
 

@@ -1,0 +1,65 @@
+"""Which ops (and variable names) fluid 1.8.5's layers and framework calls build, and what they
+compute, for tests/unit/test_program_ops.py. Run with PaddlePaddle 1.8.5:
+
+    cd /tmp && python3.7 /path/to/tests/oracle/make_program_ops.py
+"""
+import os
+import sys
+
+import numpy as np
+
+R = np.random.RandomState(5)
+X = R.uniform(-1, 1, (4, 3)).astype("float32")
+Y = R.uniform(-1, 1, (4, 3)).astype("float32")
+
+
+def ops_of(block):
+    return [[op.type, sorted(op.input_arg_names), sorted(op.output_arg_names)]
+            for op in block.ops]
+
+
+def square_error_cost(fluid):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [-1, 3], "float32")
+        x.stop_gradient = False
+        y = fluid.data("y", [-1, 3], "float32")
+        cost = fluid.layers.square_error_cost(x, y)
+        loss = fluid.layers.mean(cost)
+        forward = ops_of(main.global_block())
+        fluid.backward.append_backward(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    c, g = exe.run(main, feed={"x": X, "y": Y}, fetch_list=[cost.name, "x@GRAD"])
+    return {"name": cost.name, "ops": forward, "cost": c, "x_grad": g}
+
+
+def create_parameter(fluid):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        block = main.global_block()
+        w = block.create_parameter(name="w", shape=[2, 3], dtype="float32",
+                                   initializer=fluid.initializer.Constant(0.5))
+        plain = block.create_parameter(name="p", shape=[2], dtype="float32")
+    return {"main_ops": ops_of(main.global_block()),
+            "startup_ops": ops_of(startup.global_block()),
+            "startup_vars": sorted(startup.global_block().vars),
+            "w": w.name, "plain": plain.name}
+
+
+CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter}
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import paddle
+    import paddle.fluid as fluid
+    from oracle_io import save
+
+    out = {}
+    for name, make in CASES.items():
+        try:
+            out[name] = make(fluid)
+        except Exception as e:  # noqa: BLE001 - recorded: the test expects the same error
+            out[name] = {"error": type(e).__name__, "message": str(e)[:300]}
+    save("program_ops", out, meta={"paddle": paddle.__version__})

@@ -1,0 +1,74 @@
+"""Programs as fluid 1.8.5 builds them (tests/oracle/make_program_ops.py stored fluid's ops,
+names and values in tests/oracle/data/program_ops.json)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle.make_program_ops import CASES, ops_of
+from oracle_io import load
+
+import spmd.fluid as fluid
+
+FLUID = load("program_ops")
+
+
+def test_square_error_cost_is_elementwise_sub_then_square_with_fluids_names_and_values():
+    want = FLUID["square_error_cost"]
+    got = CASES["square_error_cost"](fluid)
+    assert got["name"] == want["name"] == "square_error_cost_0.tmp_1"
+    assert got["ops"] == want["ops"]
+    np.testing.assert_allclose(got["cost"], want["cost"], rtol=1e-6)
+    np.testing.assert_allclose(got["x_grad"], want["x_grad"], rtol=1e-6)
+
+
+def test_square_error_cost_gradient_matches_finite_differences():
+    rng = np.random.RandomState(3)
+    x0, y0 = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (3, 2))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 2], "float64")
+        x.stop_gradient = False
+        y = fluid.data("y", [-1, 2], "float64")
+        loss = fluid.layers.reduce_sum(fluid.layers.square_error_cost(x, y))
+        fluid.backward.append_backward(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    g, = exe.run(main, feed={"x": x0, "y": y0}, fetch_list=["x@GRAD"])
+    eps, num = 1e-6, np.zeros_like(x0)
+    for i in np.ndindex(x0.shape):
+        d = np.zeros_like(x0)
+        d[i] = eps
+        num[i] = (((x0 + d - y0) ** 2).sum() - ((x0 - d - y0) ** 2).sum()) / (2 * eps)
+    np.testing.assert_allclose(g, num, rtol=1e-6)
+
+
+def test_block_create_parameter_appends_its_initializer_to_that_block_once():
+    want = FLUID["create_parameter"]
+    got = CASES["create_parameter"](fluid)
+    assert got == want  # fill_constant in the block it was called on; none for `p`
+
+
+def test_block_create_parameter_twice_initializes_once():
+    # Paddle's test_initializer.py: two create_parameter calls of one name, one init op
+    program = fluid.Program()
+    block = program.global_block()
+    for _ in range(2):
+        block.create_parameter(name="param", shape=[5, 10], dtype="float32",
+                               initializer=fluid.initializer.Uniform(-0.5, 0.5))
+    assert [op.type for op in block.ops] == ["uniform_random"]
+    assert ops_of(block)[0][2] == ["param"]
+
+
+@pytest.mark.parametrize("init", [fluid.initializer.Constant(0.25),
+                                  fluid.initializer.Normal(0.0, 1.0)])
+def test_layer_parameters_still_initialize_only_in_the_startup_program(init):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 3], "float32")
+        fluid.layers.fc(x, 2, param_attr=fluid.ParamAttr(name="fc_w", initializer=init),
+                        bias_attr=False)
+    assert "fc_w" not in {n for op in main.global_block().ops for n in op.output_arg_names}
+    assert [op.type for op in startup.global_block().ops
+            if "fc_w" in op.output_arg_names] == [type(init)._op if hasattr(type(init), "_op")
+                                                 else "fill_constant"]
+    assert repr(main.global_block().var("fc_w").initializer) == repr(init)

@@ -41,6 +41,23 @@ def _bind(block, slots: dict, given: dict, where: str, kind: str) -> dict[str, l
     return bound
 
 
+def _foreign_optional_inputs(block, opdef, given: dict) -> dict:
+    """Variables of another program (not in this one) given for an optional input slot:
+    fluid records the name and its kernel finds no value when the op runs, as if the slot
+    were empty (rnn_memory_helper_grad's Out@GRAD: X@GRAD is zeros), so they are left out of
+    the op instead of refused."""
+    out = {}
+    for slot, value in given.items():
+        spec = opdef.input_slots.get(slot)
+        if spec is None or not spec.optional:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if (isinstance(v, Variable) and v.block.program is not block.program
+                    and block._find_var_recursive(v.name) is None):
+                out[v.name] = v
+    return out
+
+
 def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, role,
                    position: int) -> Operator:
     opdef = get_op_def(type)
@@ -48,10 +65,18 @@ def build_operator(block, type: str, inputs: dict, outputs: dict, attrs: dict, r
     ins = _bind(block, opdef.input_slots, inputs, where, "input")
     outs = _bind(block, opdef.output_slots, outputs, where, "output")
     attrs = opdef.validate_attrs(attrs, where)
-    for names in ins.values():
+    foreign = _foreign_optional_inputs(block, opdef, inputs)
+    for slot, names in list(ins.items()):
         for n in names:
-            if block._find_var_recursive(n) is None:  # a sub-block reads its ancestors' vars
+            if block._find_var_recursive(n) is None and n not in foreign:
+                # a sub-block reads its ancestors' vars
                 raise InvalidArgumentError(f"{where}: input variable '{n}' is not in the block")
+        if foreign and any(n in foreign for n in names):
+            kept = [n for n in names if n not in foreign]
+            if kept:
+                ins[slot] = kept
+            else:
+                del ins[slot]
     for names in outs.values():
         for n in names:
             if block._find_var_recursive(n) is None:

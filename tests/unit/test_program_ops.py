@@ -72,3 +72,29 @@ def test_layer_parameters_still_initialize_only_in_the_startup_program(init):
             if "fc_w" in op.output_arg_names] == [type(init)._op if hasattr(type(init), "_op")
                                                  else "fill_constant"]
     assert repr(main.global_block().var("fc_w").initializer) == repr(init)
+
+
+def test_an_optional_input_of_another_program_is_absent_when_the_op_runs():
+    # Paddle's test_rnn_memory_helper_op.py: Out@GRAD declared in another program; fluid 1.8.5
+    # records the name, finds no value and gives X@GRAD = zeros like X
+    program, other = fluid.Program(), fluid.Program()
+    gb = program.global_block()
+    ins = {n: gb.create_var(name=n, shape=[2, 3], dtype="float32") for n in ("X", "Out")}
+    ins["Out@GRAD"] = other.global_block().create_var(name="Out@GRAD", shape=[2, 3],
+                                                      dtype="float32")
+    dx = gb.create_var(name="X@GRAD", shape=[2, 3], dtype="float32")
+    op = gb.append_op(type="rnn_memory_helper_grad", inputs=ins, outputs={"X@GRAD": dx})
+    assert op.input("Out@GRAD") == []
+    rng = np.random.RandomState(0)
+    feed = {n: rng.normal(size=(2, 3)).astype("float32") for n in ("X", "Out")}
+    got, = fluid.Executor(fluid.CPUPlace()).run(program, feed=feed, fetch_list=[dx])
+    np.testing.assert_array_equal(got, np.zeros((2, 3), "float32"))
+
+
+def test_a_required_input_of_another_program_is_still_refused():
+    program, other = fluid.Program(), fluid.Program()
+    x = other.global_block().create_var(name="x", shape=[2], dtype="float32")
+    with pytest.raises(Exception, match="input variable 'x' is not in the block"):
+        program.global_block().append_op(type="relu", inputs={"X": x},
+                                         outputs={"Out": program.global_block().create_var(
+                                             name="y", shape=[2], dtype="float32")})

@@ -232,7 +232,26 @@ class _Parent:
             sys.stderr.write(f"{self.tag} ending the job: MPI start-up timed out\n")
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
-        os._exit(128 + sig if sig else code)
+        _end_process(128 + sig if sig else code)
+
+
+def _end_process(status: int) -> None:
+    """Exit now with `status`. A supervisor that started and finalized MPI in its program's
+    place (spmd/guard/stand_in.py) exits through the C library's exit: MPICH tells its process
+    manager that it finalized (PMI's `finalize`) only in a C exit handler, which os._exit
+    skips, and Hydra takes a process that closes its PMI connection without it for a crash:
+    it SIGKILLs the ranks still running and ends the job with 9 (BAD TERMINATION), although
+    every rank ended well. Whether any was still running was a race (seen with 3 and 4 ranks
+    on 2 cores: the stand-ins finalize a few ms apart)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and mpi.Is_finalized():
+        import ctypes
+
+        try:
+            ctypes.CDLL(None).exit(status)  # C exit handlers (PMI finalize), no Python ones
+        except (OSError, AttributeError):
+            pass
+    os._exit(status)
 
 
 def _decode(status: int) -> tuple[int, int]:

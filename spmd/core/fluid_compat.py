@@ -60,8 +60,22 @@ class BlockDescView:
     def has_var(self, name: str) -> bool:
         return name in self._block.vars
 
-    def var(self, name: str):
-        return self._block.vars[name].desc
+    def var(self, name):
+        """The VarDesc of `name` (str or bytes), made if missing, as fluid's BlockDesc.Var."""
+        from .op_desc import block_var
+
+        return block_var(self._block, name)
+
+    def find_var(self, name):
+        from .op_desc import block_var
+
+        return block_var(self._block, name, create=False)
+
+    def append_op(self):
+        """An empty OpDesc that becomes an op of this block once filled (spmd/core/op_desc.py)."""
+        from .op_desc import append_bound_op
+
+        return append_bound_op(self._block)
 
     def all_vars(self) -> list:
         return [v.desc for v in self._block.vars.values()]
@@ -112,6 +126,10 @@ class OpDescView:
 
     def _block_attr_id(self, name: str) -> int:
         return self._op._block_attr_id(name)
+
+    def infer_var_type(self, block_desc=None) -> None:
+        """spmd's shape inference sets the outputs' dtypes and kinds with their shapes."""
+        self.infer_shape(block_desc)
 
     def infer_shape(self, block_desc=None) -> None:
         """Infer the op's output shapes again from its inputs' (fluid's OpDesc.InferShape),
@@ -192,7 +210,11 @@ class ProgramCompat:
                     setattr(target, attr, getattr(param, attr))
 
     def _sync_with_cpp(self) -> None:
-        """fluid syncs its Python IR with the C++ descriptors; spmd's IR is the Python one."""
+        """fluid syncs its Python IR with the C++ descriptors; spmd's IR is the Python one,
+        but for the ops filled in through `block.desc.append_op()`: appended here."""
+        from .op_desc import materialize_pending
+
+        materialize_pending(self)
 
     @contextlib.contextmanager
     def _optimized_guard(self, param_and_grads):

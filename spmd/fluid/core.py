@@ -22,14 +22,15 @@ from ..core.selected_rows import SelectedRows
 from ..errors import EOFException, SpmdError
 
 __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "EnforceNotMet",
-           "EventSortingKey", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState", "Scope",
-           "SelectedRows", "Tensor", "VarDesc", "avx_supported", "disable_profiler",
-           "empty_var_name", "enable_profiler", "get_cuda_device_count", "get_fetch_variable",
-           "globals", "grad_var_suffix", "is_compiled_with_brpc", "is_compiled_with_cuda",
-           "is_compiled_with_dist", "is_compiled_with_mkldnn", "is_profiler_enabled",
-           "kEmptyVarName", "kGradVarSuffix", "kNewGradSuffix", "kTempVarName",
-           "kZeroVarSuffix", "op_support_gpu", "reset_profiler", "set_feed_variable",
-           "set_num_threads", "size_of_dtype"]
+           "EventSortingKey", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState",
+           "ProgramDesc", "Scope", "SelectedRows", "Tensor", "VarDesc", "avx_supported",
+           "disable_profiler", "empty_var_name", "enable_profiler", "get_cuda_device_count",
+           "get_fetch_variable", "get_grad_op_desc", "globals", "grad_var_suffix",
+           "has_grad_op_maker", "has_infer_inplace", "is_compiled_with_brpc",
+           "is_compiled_with_cuda", "is_compiled_with_dist", "is_compiled_with_mkldnn",
+           "is_profiler_enabled", "kEmptyVarName", "kGradVarSuffix", "kNewGradSuffix",
+           "kTempVarName", "kZeroVarSuffix", "op_proto_and_checker_maker", "op_support_gpu",
+           "reset_profiler", "set_feed_variable", "set_num_threads", "size_of_dtype"]
 
 # every error spmd raises while building or running a program: what fluid raises from C++ as
 # EnforceNotMet, so `except fluid.core.EnforceNotMet` catches spmd's errors
@@ -250,6 +251,101 @@ def _set_eager_deletion_mode(threshold: float, fraction: float = 1.0,
 def _set_fuse_parameter_group_size(size: int) -> None:
     """fluid's FLAGS_fuse_parameter_groups_size; spmd fuses gradients by bytes
     (FLAGS_fuse_parameter_memory_size), so the group size changes nothing here."""
+
+
+def _set_fuse_parameter_memory_size(size: float) -> None:
+    """fluid's FLAGS_fuse_parameter_memory_size (MB per fused gradient bucket), which spmd's
+    fused all-reduce reads when a data-parallel program is compiled."""
+    from .device import set_flags
+
+    set_flags({"FLAGS_fuse_parameter_memory_size": float(size)})
+
+
+def _get_fuse_parameter_memory_size() -> float:
+    from .device import get_flags
+
+    return get_flags("FLAGS_fuse_parameter_memory_size")["FLAGS_fuse_parameter_memory_size"]
+
+
+class _OpRole(enum.IntEnum):
+    """fluid's OpRole numbers (the `op_role` attribute fluid's ops carry)."""
+
+    Forward = 0x0000
+    Backward = 0x0001
+    Optimize = 0x0002
+    RPC = 0x0004
+    Dist = 0x0008
+    LRSched = 0x0010
+    Loss = 0x0100
+    NotSpecified = 0x1000
+
+
+class op_proto_and_checker_maker:  # noqa: N801 - fluid's name
+    """The names of the attributes every fluid op carries, and the OpRole numbers. spmd keeps
+    an op's role as a field of the op (spmd/core/operator.py), not as an attribute."""
+
+    OpRole = _OpRole
+
+    @staticmethod
+    def kOpRoleAttrName() -> str:  # noqa: N802 - fluid's name
+        return "op_role"
+
+    @staticmethod
+    def kOpRoleVarAttrName() -> str:  # noqa: N802
+        return "op_role_var"
+
+    @staticmethod
+    def kOpNameScopeAttrName() -> str:  # noqa: N802
+        return "op_namescope"
+
+    @staticmethod
+    def kOpCreationCallstackAttrName() -> str:  # noqa: N802
+        return "op_callstack"
+
+    @staticmethod
+    def kOpDeviceAttrName() -> str:  # noqa: N802
+        return "op_device"
+
+
+def _get_all_register_op_kernels() -> dict[str, list[str]]:
+    """{op type: its kernels}, one per place spmd runs it on (every kernel is written once
+    against numpy / cupy), spelled as fluid's OpKernelType."""
+    from ..kernels.registry import KERNELS
+
+    places = ["CPUPlace"] + (["CUDAPlace(0)"] if is_compiled_with_cuda() else [])
+    return {t: [f"data_type[float]:data_layout[ANY_LAYOUT]:place[{p}]:library_type[PLAIN]"
+                for p in places] for t in sorted(KERNELS.index())}
+
+
+def has_grad_op_maker(op_type: str) -> bool:
+    """Whether spmd's op `op_type` has a gradient."""
+    from ..core.op_desc import has_grad_op_maker as has_grad
+
+    return has_grad(op_type)
+
+
+def has_infer_inplace(op_type: str) -> bool:
+    """Whether op `op_type`'s kernel may write an output over an input (spmd declares it on
+    the kernel, `reuses=` / `inplace=`; fluid's InplaceOpInference)."""
+    from ..kernels.registry import KERNELS, inplace_slots, reuse_pairs
+
+    if op_type not in KERNELS.index() and not KERNELS.registered(op_type):
+        return False
+    return bool(reuse_pairs(op_type) or inplace_slots(op_type))
+
+
+def get_grad_op_desc(op_desc, no_grad_set, grad_sub_block_list=()):
+    """The grad ops of one op, as fluid's binding (spmd/core/op_desc.py)."""
+    from ..core.op_desc import get_grad_op_desc as grad_descs
+
+    return grad_descs(op_desc, no_grad_set, grad_sub_block_list)
+
+
+def ProgramDesc():  # noqa: N802 - fluid's class name
+    """The desc of a new, empty program (`core.ProgramDesc().block(0)`)."""
+    from ..core.op_desc import ProgramDesc as new_desc
+
+    return new_desc()
 
 
 def __unittest_throw_exception__():  # noqa: N807 - fluid's name

@@ -25,6 +25,11 @@ from ._pending import missing_names
 __all__ = ["Operator", "OperatorFactory", "is_str"]
 
 
+# fluid's ops carry their role as attributes (Paddle's testsuite.create_op sets op_role);
+# spmd keeps it as a field of an op in a program, and an op run alone has none
+_ROLE_ATTRS = frozenset({"op_role", "op_role_var"})
+
+
 def is_str(s) -> bool:
     return isinstance(s, str)
 
@@ -109,7 +114,7 @@ class OperatorFactory:
                 inputs[key] = _names(value, f"{where} input {key}")
             elif key in opdef.output_slots:
                 outputs[key] = _names(value, f"{where} output {key}")
-            else:
+            elif key not in _ROLE_ATTRS:
                 attrs[key] = value
         missing = [s.name for s in opdef.inputs if not s.optional and s.name not in inputs]
         if missing:

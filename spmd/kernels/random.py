@@ -22,9 +22,31 @@ def _batch_like_shape(ins, attrs):
     return shape
 
 
+# elements drawn (in float64, as numpy's Generator draws them) per chunk of a large tensor
+FILL_CHUNK = 1 << 20
+
+
+def _filled(draw, shape, dtype):
+    """`draw(size=...)`'s float64 values cast to `dtype`: for a large tensor a chunk at a time
+    into the output, so initialising a table makes no float64 temporary of its size (a 10M x
+    64 float32 table would need 5 GB more). The values are those of one whole draw: numpy's
+    Generator draws uniform and normal values one element after the other, so consecutive
+    chunks continue the same stream (tests/unit/test_sparse_large.py)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    if n <= FILL_CHUNK or dtype == np.float64:
+        return draw(size=shape).astype(dtype, copy=False)
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1)
+    for a in range(0, n, FILL_CHUNK):
+        np.copyto(flat[a:a + FILL_CHUNK], draw(size=min(FILL_CHUNK, n - a)), casting="unsafe")
+    return out
+
+
 def _uniform(attrs, ctx, shape):
-    values = _draw_rng(attrs, ctx).uniform(attrs["min"], attrs["max"], size=shape)
-    values = values.astype(attrs["dtype"])
+    rng = _draw_rng(attrs, ctx)
+    low, high = attrs["min"], attrs["max"]
+    values = _filled(lambda size: rng.uniform(low, high, size=size), shape, attrs["dtype"])
     num, step = attrs["diag_num"], attrs["diag_step"]
     if num > 0:
         flat = values.reshape(-1)
@@ -43,8 +65,9 @@ def uniform_random_batch_size_like(xp, ins, attrs, want, ctx):
 
 
 def _gaussian(attrs, ctx, shape):
-    values = _draw_rng(attrs, ctx).normal(attrs["mean"], attrs["std"], size=shape)
-    return values.astype(attrs["dtype"])
+    rng = _draw_rng(attrs, ctx)
+    mean, std = attrs["mean"], attrs["std"]
+    return _filled(lambda size: rng.normal(mean, std, size=size), shape, attrs["dtype"])
 
 
 @kernel("gaussian_random", context=True)

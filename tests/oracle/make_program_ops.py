@@ -47,7 +47,38 @@ def create_parameter(fluid):
             "w": w.name, "plain": plain.name}
 
 
+def while_loop_grads(fluid, body_kind, i0):
+    """Paddle's test_while_loop_op.py::TestApiWhileLoop_Backward (body_kind "square": x = i * i;
+    fluid's answer there is 110) and x = x + i * i ("accumulate"), from i = i0, x = 2, while
+    i < 11: the loss mean(x) and its gradients w.r.t. i and x."""
+    layers = fluid.layers
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        i = fluid.data(name="i", shape=[1], dtype="float32")
+        i.stop_gradient = False
+        eleven = layers.fill_constant(shape=[1], dtype="float32", value=11)
+        x = fluid.data(name="x", shape=[1], dtype="float32")
+        x.stop_gradient = False
+
+        def body(i, x):
+            sq = layers.elementwise_mul(x=i, y=i)
+            x = sq if body_kind == "square" else layers.elementwise_add(x, sq)
+            return [layers.increment(i), x]
+
+        out = layers.while_loop(lambda i, x: layers.less_than(i, eleven), body, [i, x])
+        mean = layers.mean(out[1])
+        fluid.backward.append_backward(mean)
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"i": np.full([1], i0, "float32"), "x": np.full([1], 2.0, "float32")}
+    loss, gi, gx = exe.run(main, feed=feed, fetch_list=[mean.name, i.grad_name, x.grad_name])
+    return {"loss": np.asarray(loss), "i_grad": np.asarray(gi), "x_grad": np.asarray(gx)}
+
+
+WHILE_CASES = [("square", 1.0), ("square", 5.0), ("accumulate", 1.0), ("accumulate", 5.0)]
+
 CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter}
+CASES.update({f"while_{kind}_{int(i0)}": (lambda fluid, k=kind, v=i0: while_loop_grads(
+    fluid, k, v)) for kind, i0 in WHILE_CASES})
 
 
 if __name__ == "__main__":

@@ -98,3 +98,32 @@ def test_a_required_input_of_another_program_is_still_refused():
         program.global_block().append_op(type="relu", inputs={"X": x},
                                          outputs={"Out": program.global_block().create_var(
                                              name="y", shape=[2], dtype="float32")})
+
+
+def _while_loss(kind, i0, x0):
+    """The loop of while_loop_grads run in numpy: the loss for i0, x0."""
+    i, x = i0, x0
+    while i < 11:
+        x = i * i if kind == "square" else x + i * i
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("kind, i0", [("square", 1.0), ("square", 5.0), ("accumulate", 1.0),
+                                      ("accumulate", 5.0)])
+def test_while_loop_gradients_follow_the_loop_where_fluid_1_8_5s_do_not(kind, i0):
+    """Paddle's test_while_loop_op.py:235 asserts fluid's d mean(x) / d i = 110 for x = i * i,
+    which sums 2 * i over all ten steps although each step overwrites x. fluid's x gradients
+    show the same fault: 1 where x is overwritten (the loss does not depend on x0) and 0 for
+    x = x + i * i (it depends with slope 1). spmd's gradient w.r.t. x is the finite
+    difference's; w.r.t. i it is 2 * i0 through the first step where x = x + i * i reads it
+    and 0 where x = i * i (increment has no gradient, as fluid's: the counter's later values
+    do not carry i0's)."""
+    want = FLUID[f"while_{kind}_{int(i0)}"]
+    got = CASES[f"while_{kind}_{int(i0)}"](fluid)
+    np.testing.assert_allclose(got["loss"], want["loss"])  # the forward agrees
+    eps = 1e-3
+    fd_x = (_while_loss(kind, i0, 2.0 + eps) - _while_loss(kind, i0, 2.0 - eps)) / (2 * eps)
+    np.testing.assert_allclose(got["x_grad"], [fd_x], atol=1e-6)
+    assert fd_x != want["x_grad"][0]  # fluid's x gradient is not the loss's slope
+    np.testing.assert_allclose(got["i_grad"], [0.0 if kind == "square" else 2 * i0])

@@ -105,6 +105,10 @@ class LoDTensor:
     """
 
     def __init__(self, array=None, lod=None, place=None):
+        if isinstance(array, list) and lod is None:
+            # fluid's LoDTensor(recursive_sequence_lengths): no data yet, that LoD
+            lengths, array = array, None
+            lod = lengths_to_offsets(_checked_levels(lengths, "LoDTensor"))
         self._array = array
         self._lod = make_lod(lod)
         self._where = place  # the place set() was given (None: told by the array's kind)

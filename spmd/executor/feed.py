@@ -5,7 +5,7 @@ import difflib
 
 import numpy as np
 
-from ..core.lod import LoDTensor, check_lod, lod_as_lists, lod_key, split_by_sequences
+from ..core.lod import LoDTensor, check_lod, lod_key, split_by_sequences
 from ..errors import FeedError
 
 
@@ -37,25 +37,19 @@ def convert_feed(var, value, xp, into: dict, tracked=frozenset()) -> None:
         if value is None:
             raise FeedError(f"feed '{var.name}': the LoDTensor holds no data; call "
                             f"set(array, place) on it first")
-        if lod is not None and var.name not in tracked and _one_row_each(lod):
-            lod = None  # every sequence one row: the dense rows themselves (the book's infer)
-        if lod is not None and var.name not in tracked:
-            raise FeedError(
-                f"feed '{var.name}': a LoDTensor with LoD {lod_as_lists(lod)} was fed, but "
-                f"the variable has lod_level=0, so ops would not see its sequences; declare "
-                f"it with lod_level={len(lod)} (fluid.data(name, shape, dtype, lod_level="
-                f"{len(lod)}))")
-    array = _converted(var, value, xp)
+    # fluid checks no batch size for a LoD feed: its rows are not its samples
+    sequences_fed = lod is not None
+    if lod is not None and var.name not in tracked:
+        # a variable declared with lod_level=0 (no op of the program reads its sequences):
+        # fluid takes the LoDTensor and computes on its rows, as spmd does; the LoD is not
+        # carried on (declare lod_level=1 for ops to see the sequences)
+        lod = None
+    array = _converted(var, value, xp, sequences_fed)
     into[var.name] = array
     if var.name in tracked:
         check_lod(lod, int(array.shape[0]) if array.ndim else 1, f"feed '{var.name}'",
                   FeedError)
         into[lod_key(var.name)] = lod
-
-
-def _one_row_each(lod) -> bool:
-    """Whether every sequence of every level holds exactly one element."""
-    return all(bool((level[1:] - level[:-1] == 1).all()) for level in lod)
 
 
 def _scalar_as_row(value, dtype=None):
@@ -67,7 +61,7 @@ def _scalar_as_row(value, dtype=None):
     return value
 
 
-def _converted(var, value, xp):
+def _converted(var, value, xp, sequences_fed=False):
     value = _scalar_as_row(value, var.dtype)
     if hasattr(value, "__array__") and not isinstance(value, np.ndarray) and xp is np:
         value = np.asarray(value)
@@ -85,22 +79,36 @@ def _converted(var, value, xp):
         # int, which would drop fractions, is still refused)
         value = value.astype(var.dtype)
     if np.dtype(value.dtype).name != var.dtype:
-        raise FeedError(
-            f"feed '{var.name}': expected dtype {var.dtype}, got {np.dtype(value.dtype).name}; "
-            f"convert it with .astype('{var.dtype}')"
-        )
+        got_dtype = np.dtype(value.dtype).name
+        raise _fluid_worded(
+            f"The data type of fed Variable {var.name!r} must be {var.dtype!r}, but received "
+            f"{got_dtype!r}",
+            f"feed '{var.name}': expected dtype {var.dtype}, got {got_dtype}; convert it with "
+            f".astype('{var.dtype}')")
     expected = var.shape
     got = tuple(value.shape)
     if expected and expected[0] < 0 and got and got[0] == 0:
         raise _empty_batch(var.name, got)
     # a variable of fluid.layers.data (need_check_feed False) takes any shape, as in fluid
     if var.shape and var.need_check_feed and (len(got) != len(expected) or any(
-            e >= 0 and e != g for e, g in zip(expected, got))):
+            e >= 0 and e != g for i, (e, g) in enumerate(zip(expected, got))
+            if i > 0 or not sequences_fed)):
         shown = "[" + ", ".join("None" if d < 0 else str(d) for d in expected) + "]"
-        raise FeedError(
-            f"feed '{var.name}': expected shape {shown} (None = any size), got {list(got)}"
-        )
+        dims = tuple(int(d) for d in expected)
+        raise _fluid_worded(
+            f"The fed Variable {var.name!r} should have dimensions = {len(dims)}, shape = "
+            f"{dims!r}, but received fed shape {[int(g) for g in got]!r} on each device",
+            f"feed '{var.name}': expected shape {shown} (None = any size), got {list(got)}")
     return xp.ascontiguousarray(value)
+
+
+def _fluid_worded(fluid_text: str, spmd_text: str) -> FeedError:
+    """A FeedError whose message is fluid 1.8's own sentence (programs and Paddle's tests
+    compare it whole), with spmd's wording, which says the fix, as a note (shown with the
+    traceback)."""
+    error = FeedError(fluid_text)
+    error.add_note(spmd_text)
+    return error
 
 
 def _as_array(name: str, value, tag: str):

@@ -274,7 +274,12 @@ class DataParallelRunner:
         try:
             shards = [plans[i].checked_feed(shard, xp) for i, shard in enumerate(shards)]
         except FeedError as e:
-            raise FeedError(f"{self.tag} {e}" if self.tag else str(e)) from None
+            if not self.tag or self.topology.size == 1:  # one process: fluid's words as they are
+                raise
+            tagged = FeedError(f"{self.tag} {e}")
+            for note in getattr(e, "__notes__", ()):  # the fix, said beside fluid's words
+                tagged.add_note(note)
+            raise tagged from None
         try:  # on the first len(shards) places: fewer only for a program that may (see init)
             results = self._run_on_places(
                 lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i],

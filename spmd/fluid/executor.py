@@ -43,10 +43,24 @@ class FetchHandler:
 
 
 def _as_lodtensor(data, place, dtype=None) -> LoDTensor:
-    """A LoDTensor holding `data` (an array, a number or a list), as fluid feeds a scalar."""
-    array = np.array(data, dtype=dtype) if dtype is not None else np.array(data)
-    if array.ndim == 0:
-        array = array.reshape(1)
+    """A LoDTensor holding `data`, as fluid 1.8's: an array as it is (its own dtype), a
+    number as a [1] tensor of `dtype` (which must then be given); a list is refused, since
+    its rows may be sequences of different lengths (build a LoDTensor for them)."""
+    from ..core.dtypes import convert_dtype
+
+    if isinstance(data, list):
+        raise RuntimeError(
+            "_as_lodtensor: a list of rows may hold LoD information (sequences of different "
+            "lengths), which a list cannot carry: convert it to a LoDTensor "
+            "(fluid.create_lod_tensor) or a numpy array before feeding it")
+    if np.isscalar(data):
+        if dtype is None:
+            raise AssertionError(
+                "_as_lodtensor: dtype should be given when casting a python scalar to a "
+                "tensor (the fed variable's dtype)")
+        array = np.array([data]).astype(convert_dtype(dtype))
+    else:
+        array = np.asarray(data)
     tensor = LoDTensor()
     tensor.set(array, place)
     return tensor

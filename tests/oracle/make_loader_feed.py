@@ -74,6 +74,72 @@ def fed_other_dtype():
     return out
 
 
+def as_lodtensor_cases():
+    cpu = fluid.CPUPlace()
+    VT = fluid.core.VarDesc.VarType
+    out = {}
+    t = fluid.executor._as_lodtensor(np.ones((2,), "float64"), cpu, VT.FP32)
+    out["array_keeps_dtype"] = [str(t._dtype()), np.array(t)]
+    t = fluid.executor._as_lodtensor(1, cpu, VT.FP64)
+    out["scalar_fp64"] = [str(t._dtype()), np.array(t)]
+    t = fluid.executor._as_lodtensor(2.5, cpu, "int32")
+    out["scalar_int32"] = [str(t._dtype()), np.array(t)]
+    for key, args in [("list", ([1, 2], cpu)), ("scalar_no_dtype", (1, cpu))]:
+        try:
+            fluid.executor._as_lodtensor(*args)
+            out[key] = "accepted"
+        except Exception as e:  # noqa: BLE001 - the class is what is stored
+            out[key] = type(e).__name__
+    return out
+
+
+def lengths_constructor():
+    t = fluid.core.LoDTensor([[2, 2]])
+    before = [t.lod(), t.recursive_sequence_lengths()]
+    t.set(np.ones((4, 3), "float32"), fluid.CPUPlace())
+    return {"before_set": before, "after_set": [t.lod(), t.recursive_sequence_lengths()]}
+
+
+def feed_errors():
+    """fluid.data's checks: the exact messages (Paddle's tests compare them whole)."""
+    out = {}
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="data", shape=[None, 3, 4, 8], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        s = fluid.layers.reduce_sum(x) + fluid.layers.reduce_sum(
+            fluid.layers.cast(label, "float32"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    good_x = np.ones((10, 3, 4, 8), "float32")
+    good_label = np.ones((10, 1), "int64")
+    for key, feed in [("shape", {"data": np.ones((10, 3, 4, 5), "float32"),
+                                 "label": good_label}),
+                      ("dtype", {"data": good_x, "label": np.ones((10, 1))})]:
+        try:
+            exe.run(main, feed=feed, fetch_list=[s])
+            out[key] = "accepted"
+        except ValueError as e:
+            out[key] = str(e)
+    return out
+
+
+def lod_into_a_dense_variable():
+    """A LoDTensor fed to a lod_level=0 fluid.data: accepted, its batch size (rows) not
+    checked, the ops computing on its rows."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[3, 2], dtype="float32")
+        s = fluid.layers.reduce_sum(fluid.layers.scale(x, 2.0))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    t = fluid.LoDTensor()
+    t.set(np.arange(12, dtype="float32").reshape(6, 2), fluid.CPUPlace())
+    t.set_recursive_sequence_lengths([[1, 2, 3]])
+    got, = exe.run(main, feed={"x": t}, fetch_list=[s])
+    return {"rows": np.array(t), "lengths": [[1, 2, 3]], "sum": got}
+
+
 if __name__ == "__main__":
     save("loader_feed", {
         "meta": {"fluid": paddle.__version__},
@@ -82,4 +148,8 @@ if __name__ == "__main__":
         "range_lengths": range_lengths(),
         "check_input_array": check_input_array(),
         "fed_other_dtype": fed_other_dtype(),
+        "as_lodtensor": as_lodtensor_cases(),
+        "lengths_constructor": lengths_constructor(),
+        "feed_errors": feed_errors(),
+        "lod_into_a_dense_variable": lod_into_a_dense_variable(),
     })

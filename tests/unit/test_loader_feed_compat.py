@@ -160,3 +160,79 @@ def test_fluid_data_keeps_its_dtype_check():
         exe = fluid.Executor(fluid.CPUPlace())
         with pytest.raises(ValueError, match="expected dtype float32, got float64"):
             exe.run(feed={"x": np.ones((2, 3))}, fetch_list=[out])
+
+
+def _vartype_name(dtype) -> str:
+    return f"VarType.{dtype.name}"
+
+
+def test_as_lodtensor_is_fluids():
+    want = ORACLE["as_lodtensor"]
+    cpu, vt = fluid.CPUPlace(), fluid.core.VarDesc.VarType
+    for key, args in [("array_keeps_dtype", (np.ones((2,), "float64"), cpu, vt.FP32)),
+                      ("scalar_fp64", (1, cpu, vt.FP64)), ("scalar_int32", (2.5, cpu, "int32"))]:
+        t = fluid.executor._as_lodtensor(*args)
+        assert _vartype_name(t._dtype()) == want[key][0], key
+        np.testing.assert_array_equal(np.array(t), want[key][1])
+        assert np.array(t).dtype == want[key][1].dtype, key
+    assert want["list"] == "RuntimeError" and want["scalar_no_dtype"] == "AssertionError"
+    with pytest.raises(RuntimeError, match="LoD information"):
+        fluid.executor._as_lodtensor([1, 2], cpu)
+    with pytest.raises(AssertionError, match="dtype should be given"):
+        fluid.executor._as_lodtensor(1, cpu)
+
+
+def test_lod_tensor_made_from_sequence_lengths_keeps_them_through_set():
+    want = ORACLE["lengths_constructor"]
+    t = fluid.core.LoDTensor([[2, 2]])
+    assert [t.lod(), t.recursive_sequence_lengths()] == want["before_set"]
+    t.set(np.ones((4, 3), "float32"), fluid.CPUPlace())
+    assert [t.lod(), t.recursive_sequence_lengths()] == want["after_set"]
+    # through the feed and fetch holders, as Paddle's test_feed_fetch_method does
+    scope = fluid.core.Scope()
+    fluid.core.set_feed_variable(scope, t, "feed", 0)
+    scope.var("fetch").get_fetch_list().append(t)
+    assert fluid.core.get_fetch_variable(scope, "fetch", 0).recursive_sequence_lengths() == [
+        [2, 2]]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["Program", "CompiledProgram"])
+def test_fluid_data_feed_errors_say_fluids_words_and_spmds_fix(compiled, monkeypatch):
+    monkeypatch.setenv("CPU_NUM", "1")
+    want = ORACLE["feed_errors"]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="data", shape=[None, 3, 4, 8], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        s = fluid.layers.reduce_sum(x) + fluid.layers.reduce_sum(
+            fluid.layers.cast(label, "float32"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    program = fluid.CompiledProgram(main).with_data_parallel() if compiled else main
+    good_x, good_label = np.ones((10, 3, 4, 8), "float32"), np.ones((10, 1), "int64")
+    cases = [("shape", {"data": np.ones((10, 3, 4, 5), "float32"), "label": good_label},
+              r"expected shape \[None, 3, 4, 8\] \(None = any size\), got \[10, 3, 4, 5\]"),
+             ("dtype", {"data": good_x, "label": np.ones((10, 1))},
+              r"astype\('int64'\)")]
+    for key, feed, fix in cases:
+        with pytest.raises(ValueError) as caught:
+            exe.run(program, feed=feed, fetch_list=[s])
+        assert str(caught.value) == want[key]
+        assert caught.match(fix)  # the note pytest (and the traceback) shows
+
+
+def test_a_lod_tensor_fed_to_a_dense_variable_is_computed_on_its_rows():
+    want = ORACLE["lod_into_a_dense_variable"]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[3, 2], dtype="float32")  # 3: not its 6 rows
+        s = fluid.layers.reduce_sum(fluid.layers.scale(x, 2.0))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    t = fluid.LoDTensor()
+    t.set(want["rows"], fluid.CPUPlace())
+    t.set_recursive_sequence_lengths(want["lengths"])
+    got, = exe.run(main, feed={"x": t}, fetch_list=[s])
+    np.testing.assert_allclose(got, want["sum"])
+    with pytest.raises(ValueError, match="should have dimensions = 2"):  # dense: checked
+        exe.run(main, feed={"x": want["rows"]}, fetch_list=[s])

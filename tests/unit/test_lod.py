@@ -103,16 +103,17 @@ def test_bad_lod_in_a_feed_names_the_variable():
         exe.run(main, feed={"words": bad, "label": np.zeros((2, 1), "int64")}, scope=scope)
 
 
-def test_lod_fed_to_a_dense_variable_is_refused():
+def test_lod_fed_to_a_dense_variable_is_computed_on_its_rows():
+    """fluid 1.8.5 takes it too (tests/unit/test_loader_feed_compat.py has its numbers); its
+    LoD is not carried on to what the dense variable's ops write."""
     main, start = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, start):
         x = fluid.layers.data(name="x", shape=[1], dtype="float32")
         y = fluid.layers.scale(x, 2.0)
-    t = fluid.create_lod_tensor(np.ones((3, 1), "float32"), [[1, 2]], PLACE)
-    with pytest.raises(FeedError, match="'x'.*lod_level=0.*lod_level=1"):
-        fluid.Executor(PLACE).run(main, feed={"x": t}, fetch_list=[y])
-    # a LoD of one-row sequences says nothing more than the rows: accepted, as fluid does
-    # (the book's recommender feeds its ids so: create_lod_tensor([[1]], [[1]], place))
+    t = fluid.create_lod_tensor(np.arange(3, dtype="float32").reshape(3, 1), [[1, 2]], PLACE)
+    (got,) = fluid.Executor(PLACE).run(main, feed={"x": t}, fetch_list=[y])
+    np.testing.assert_array_equal(got, np.arange(3).reshape(3, 1) * 2.0)
+    # the book's recommender feeds its ids as one-row sequences: the same
     ones = fluid.create_lod_tensor(np.ones((3, 1), "float32"), [[1, 1, 1]], PLACE)
     (got,) = fluid.Executor(PLACE).run(main, feed={"x": ones}, fetch_list=[y])
     np.testing.assert_array_equal(got, np.full((3, 1), 2.0))

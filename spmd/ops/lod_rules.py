@@ -47,6 +47,9 @@ SHARE_LOD: dict[str, tuple[tuple[str, str], ...]] = {
         "cos_sim", "huber_loss", "square_error_cost", "sampling_id", "pool2d", "pool3d", "lrn",
         "logical_not", "logical_and", "logical_or", "logical_xor", "equal", "not_equal",
         "greater_than", "greater_equal", "less_than", "less_equal")},
+    # a gradient keeps its input's LoD where fluid's grad kernel shares it (the default
+    # <type>_grad ops get their pairs from this table too)
+    "reorder_lod_tensor_by_rank_grad": (("X", "X@GRAD"),),
     "stack": (("X", "Y"),),
     "slice": (("Input", "Out"),),
     "strided_slice": (("Input", "Out"),),

@@ -137,7 +137,7 @@ class OpDef:
 
     def validate_attrs(self, attrs: dict, where: str) -> dict:
         """Return a complete, coerced attribute dict or raise naming the bad attribute."""
-        unknown = set(attrs) - set(self.attrs) - _COMMON_ATTRS
+        unknown = set(attrs) - set(self.attrs) - _COMMON_ATTRS - _ROLE_ATTRS
         if unknown:
             raise InvalidArgumentError(
                 f"{where}: unknown attribute(s) {sorted(unknown)}; "
@@ -168,6 +168,9 @@ class OpDef:
 
 # Attributes any op may carry (fluid sets them on every op); not validated per op.
 _COMMON_ATTRS = frozenset({"op_namescope", "op_callstack", "op_device"})
+# fluid's role attributes (Paddle's op tests set op_role by hand): spmd keeps an op's role as
+# a field of the op (its program's current role when appended), so these are accepted and dropped
+_ROLE_ATTRS = frozenset({"op_role", "op_role_var"})
 
 # op type -> OpDef; an op module is imported when an op it defines is first looked up (the
 # generated op_index.py says which module defines which op; spmd.lazy.write_indexes())
@@ -249,6 +252,7 @@ def _define_default_grad(fwd: OpDef, origin: str, no_need_buffer: frozenset = fr
                  random=fwd.random, collective=fwd.collective, forward_type=fwd.type,
                  lod_inputs=(fwd.lod_inputs | fwd.lod_outputs) & read,
                  no_need_buffer=no_need_buffer)
+    lod_rules.apply(gdef)
     OP_DEFS.register(gdef.type, gdef, origin)
 
 

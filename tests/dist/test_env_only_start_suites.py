@@ -18,19 +18,23 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAIN_TRAINERS = ROOT / "tests" / "launch" / "scripts" / "plain_trainers.py"
-BOUND_S = 400
-CASES = [(2, name) for name in ("test_collective_suite.py", "test_data_parallel.py",
-                                "test_fleet_collective.py", "test_checkpoint.py",
-                                "test_fluid_behaviours_nccl2.py", "test_program_mismatch.py")]
-CASES += [(3, "test_fleet_collective.py"), (3, "test_checkpoint.py")]
+# One pytest session per trainer count, all its files in it (a session's start on every
+# trainer costs seconds; see test_under_mpiexec.py).
+SUITES = {2: ("test_collective_suite.py", "test_data_parallel.py", "test_fleet_collective.py",
+              "test_checkpoint.py", "test_fluid_behaviours_nccl2.py",
+              "test_program_mismatch.py"),
+          3: ("test_fleet_collective.py", "test_checkpoint.py")}
+BOUND_S = 900
 
 
-@pytest.mark.parametrize("trainers, test_file", CASES, ids=[f"{n}-{f}" for n, f in CASES])
-def test_file_as_env_only_trainers(trainers, test_file):
+@pytest.mark.parametrize("trainers", sorted(SUITES))
+def test_files_as_env_only_trainers(trainers):
+    test_files = SUITES[trainers]
     env = dict(os.environ, SPMD_COLLECTIVE_TIMEOUT="60", SPMD_JOIN_TIMEOUT="120",
                PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    cmd = [sys.executable, str(PLAIN_TRAINERS), str(trainers), "-m", "pytest", "-q", "-x",
-           "-s", "--with-mpi", "-p", "no:cacheprovider", f"tests/dist/mpi/{test_file}"]
+    cmd = [sys.executable, str(PLAIN_TRAINERS), str(trainers), "-m", "pytest", "-q", "-rfE",
+           "-s", "--with-mpi", "-p", "no:cacheprovider",
+           *(f"tests/dist/mpi/{name}" for name in test_files)]
     # a session of its own: a hang is ended with every trainer, not the starter alone
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -40,5 +44,5 @@ def test_file_as_env_only_trainers(trainers, test_file):
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         raise AssertionError(f"still running after {BOUND_S} s:\n{out[-6000:]}") from None
-    assert proc.returncode == 0, f"{trainers} env-only trainers, {test_file}:\n{out[-8000:]}"
+    assert proc.returncode == 0, f"{trainers} env-only trainers, {test_files}:\n{out[-8000:]}"
     assert out.count(" passed") == trainers and " failed" not in out, out[-4000:]

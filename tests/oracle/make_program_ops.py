@@ -74,9 +74,28 @@ def while_loop_grads(fluid, body_kind, i0):
     return {"loss": np.asarray(loss), "i_grad": np.asarray(gi), "x_grad": np.asarray(gx)}
 
 
+def rnn_unit_names(fluid):
+    """The parameters of LSTMCell / GRUCell and of contrib's BasicLSTMUnit / BasicGRUUnit (Paddle's
+    test_rnn_cell_api.py copies values between them by these names)."""
+    from importlib import import_module
+
+    rnn_impl = import_module(fluid.__name__ + ".contrib.layers.rnn_impl")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 8], dtype="float32")
+        h = fluid.data(name="h", shape=[None, 16], dtype="float32")
+        c = fluid.data(name="c", shape=[None, 16], dtype="float32")
+        fluid.layers.LSTMCell(16)(x, [h, c])
+        rnn_impl.BasicLSTMUnit("basicLSTM", 16, None, None, None, None, 1.0, "float32")(x, h, c)
+        fluid.layers.GRUCell(16)(x, h)
+        rnn_impl.BasicGRUUnit("basicGRU", 16, None, None, None, None, "float32")(x, h)
+    return {"params": [[p.name, list(p.shape)] for p in main.all_parameters()]}
+
+
 WHILE_CASES = [("square", 1.0), ("square", 5.0), ("accumulate", 1.0), ("accumulate", 5.0)]
 
-CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter}
+CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter,
+         "rnn_unit_names": rnn_unit_names}
 CASES.update({f"while_{kind}_{int(i0)}": (lambda fluid, k=kind, v=i0: while_loop_grads(
     fluid, k, v)) for kind, i0 in WHILE_CASES})
 

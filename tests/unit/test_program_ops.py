@@ -127,3 +127,9 @@ def test_while_loop_gradients_follow_the_loop_where_fluid_1_8_5s_do_not(kind, i0
     np.testing.assert_allclose(got["x_grad"], [fd_x], atol=1e-6)
     assert fd_x != want["x_grad"][0]  # fluid's x gradient is not the loss's slope
     np.testing.assert_allclose(got["i_grad"], [0.0 if kind == "square" else 2 * i0])
+
+
+def test_rnn_cells_and_contribs_units_name_their_parameters_as_fluid():
+    # names, shapes and creation order (Paddle's test_rnn_cell_api.py sets one unit's
+    # parameters from the other's by name)
+    assert CASES["rnn_unit_names"](fluid) == FLUID["rnn_unit_names"]

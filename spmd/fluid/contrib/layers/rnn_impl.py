@@ -40,7 +40,11 @@ class _Unit:
     then), named under `name_scope`."""
 
     def __init__(self, name_scope: str, hidden_size: int, param_attr, bias_attr, dtype):
-        self._helper = LayerHelper(unique_name.generate(f"{name_scope}/{type(self).__name__}"))
+        # named as fluid's Layer names itself (<name_scope>/<Class>_<k>), once: its parameters
+        # are <name_scope>/BasicLSTMUnit_0.w_0, ...
+        self._helper = LayerHelper(
+            type(self).__name__,
+            name=unique_name.generate(f"{name_scope}/{type(self).__name__}"))
         self._hidden_size = int(hidden_size)
         self._param_attr, self._bias_attr, self._dtype = param_attr, bias_attr, dtype
         self._built = False

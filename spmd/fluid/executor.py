@@ -42,6 +42,28 @@ class FetchHandler:
               "exe.train_from_dataset(fetch_handler=...)")
 
 
+def as_numpy(tensor):
+    """fluid.executor.as_numpy: a fetched LoDTensor (or a list / LoDTensorArray of them) as
+    numpy arrays; a tensor with a LoD is refused, as fluid refuses it (its sequences would
+    be lost): fetch it with return_numpy=False and keep the LoDTensor."""
+    if isinstance(tensor, list):  # a LoDTensorArray is a list of LoDTensors here
+        return [as_numpy(t) for t in tensor]
+    if not isinstance(tensor, LoDTensor):
+        if hasattr(tensor, "__array__"):  # a scope's Tensor, an array
+            lod = tensor.lod() if callable(getattr(tensor, "lod", None)) else []
+            if not lod:
+                return np.array(tensor)
+        else:
+            raise TypeError(f"as_numpy: expected a LoDTensor or a list of them, got "
+                            f"{type(tensor).__name__}")
+    if tensor.lod():
+        raise RuntimeError(
+            "Some of your fetched tensors hold LoD information. They can not be completely "
+            "cast to Python ndarray. Please set the parameter 'return_numpy' as 'False' to "
+            "return LoDTensor itself directly.")
+    return None if tensor.array is None else np.array(tensor)
+
+
 def _as_lodtensor(data, place, dtype=None) -> LoDTensor:
     """A LoDTensor holding `data`, as fluid 1.8's: an array as it is (its own dtype), a
     number as a [1] tensor of `dtype` (which must then be given); a list is refused, since

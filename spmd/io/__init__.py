@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 import numpy as np
 
@@ -26,8 +27,8 @@ from ..core.variable import Parameter, Variable
 from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
 from ..passes.prune import prune
 from ..passes.state_sharding import sharding_of
-from .files import AtomicFiles, npz_writer, reading, text_writer, write_array
-from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_text
+from .files import AtomicFiles, npz_bytes, npz_writer, reading, text_writer, write_array
+from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_npz_bytes, read_text
 
 __all__ = [
     "get_program_parameter", "get_program_persistable_vars", "is_belong_to_optimizer",
@@ -76,7 +77,11 @@ def var_path(dirname: str, name: str) -> str:
 def _as_program(program, who: str) -> Program:
     if program is None:
         return default_main_program()
-    program = getattr(program, "_program", program)  # a CompiledProgram saves its program
+    inner = getattr(program, "_program", None)  # a CompiledProgram saves its program
+    if isinstance(inner, Program):
+        warnings.warn("The input is a CompiledProgram, this is not recommended.",  # fluid's
+                      stacklevel=3)
+        program = inner
     if not isinstance(program, Program):
         raise InvalidArgumentError(
             f"{who}: main_program must be a Program, got {type(program).__name__}")
@@ -229,15 +234,34 @@ def _check_dirname(dirname, who: str):
 
 
 # -- fluid 1.x ---------------------------------------------------------------------------------
-def save_vars(executor, dirname: str, main_program: Program | None = None, vars=None,
-              predicate=None, filename: str | None = None) -> None:
+# fluid 1.8's words (programs and Paddle's tests compare them)
+NO_VARIABLE_WARNING = ("no variable in your model, please ensure there are any variables in "
+                       "your model to save")
+AUC_WARNING = ("please ensure that you have set the auc states to zeros before saving "
+               "inference model")
+PROGRAM_ONLY_WARNING = ("save_inference_model specified the param `program_only` to True, It "
+                        "will not save params of Program.")
+
+
+def save_vars(executor, dirname: str | None, main_program: Program | None = None, vars=None,
+              predicate=None, filename: str | None = None) -> bytes | None:
     """Save `vars` (or the variables of `main_program` for which `predicate` is true) from the
     global scope: `dirname/<name>.npy` each, or all in `dirname/filename` (.npz format).
 
+    With dirname=None and no filename nothing is written: the bytes of that one file are
+    returned, as fluid 1.8 saves "to memory" (load_vars / load_inference_model take them with
+    dirname=None).
+
     >>> # save_vars(exe, "model", prog, predicate=lambda v: v.persistable)
     """
+    selected = _select_vars(main_program, vars, predicate, "save_vars")
+    if not selected:  # as fluid 1.8: nothing is written
+        warnings.warn(NO_VARIABLE_WARNING, stacklevel=2)
+        return None
+    if dirname is None and filename is None:  # fluid's save to memory
+        return npz_bytes(_gather(selected, main_program))
     dirname = _check_dirname(dirname, "save_vars")
-    arrays = _gather(_select_vars(main_program, vars, predicate, "save_vars"), main_program)
+    arrays = _gather(selected, main_program)
     if filename:  # fluid joins them: the file may lie in a subdirectory
         dirname, filename = os.path.split(os.path.join(dirname, filename))
     os.makedirs(dirname, exist_ok=True)
@@ -250,8 +274,18 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     """Load what save_vars wrote into the global scope, on `executor`'s place. Shapes and
     dtypes must match the program's variables; nothing is assigned unless everything loads.
 
+    With dirname=None, `filename` is the bytes save_vars(executor, None, ...) returned.
+
     >>> # load_vars(exe, "model", prog, predicate=lambda v: v.persistable)
     """
+    if dirname is None:  # fluid's load from memory
+        selected = _select_vars(main_program, vars, predicate, "load_vars")
+        _refuse_sharded(selected)
+        by_name = {v.name: v for v in selected}
+        arrays = read_npz_bytes(filename, list(by_name),
+                                lambda h: _check_matches(by_name[h.name], h))
+        _store(executor, selected, arrays)
+        return
     dirname = _check_dirname(dirname, "load_vars")
     selected = _select_vars(main_program, vars, predicate, "load_vars")
     _refuse_sharded(selected)
@@ -260,10 +294,10 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     _store(executor, selected, _read_vars(dirname, selected, filename))
 
 
-def save_params(executor, dirname: str, main_program: Program | None = None,
-                filename: str | None = None) -> None:
+def save_params(executor, dirname: str | None, main_program: Program | None = None,
+                filename: str | None = None) -> bytes | None:
     """Save every Parameter of `main_program` (see save_vars)."""
-    save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
+    return save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
 
 
 def load_params(executor, dirname: str, main_program: Program | None = None,
@@ -272,10 +306,12 @@ def load_params(executor, dirname: str, main_program: Program | None = None,
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
 
 
-def save_persistables(executor, dirname: str, main_program: Program | None = None,
-                      filename: str | None = None) -> None:
-    """Save every persistable variable (parameters, optimizer state, counters): a checkpoint."""
-    save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+def save_persistables(executor, dirname: str | None, main_program: Program | None = None,
+                      filename: str | None = None) -> bytes | None:
+    """Save every persistable variable (parameters, optimizer state, counters): a checkpoint
+    (dirname=None: returned as bytes, see save_vars)."""
+    return save_vars(executor, dirname, main_program, predicate=is_persistable,
+                     filename=filename)
 
 
 def load_persistables(executor, dirname: str, main_program: Program | None = None,
@@ -317,6 +353,8 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     for n in feeds + targets:
         program.global_block().var(n)  # NotFoundError with a suggestion
     model_file = os.path.basename(model_filename or MODEL_FILENAME)
+    if any(op.type == "auc" for op in program.global_block().ops):
+        warnings.warn(AUC_WARNING, stacklevel=2)  # its states are saved as they are now
     targets = _scaled_targets(program, target_vars, targets)
     if export_for_deployment:
         program = prune(program.clone(for_test=True), feeds, targets)
@@ -326,6 +364,10 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     data.update(feed_names=feeds, fetch_names=targets)
     text = json.dumps(data, sort_keys=True)
     persistables = [v for v in program.list_vars() if is_persistable(v)]
+    if program_only:
+        warnings.warn(PROGRAM_ONLY_WARNING, stacklevel=2)
+    elif not persistables:
+        warnings.warn(NO_VARIABLE_WARNING, stacklevel=2)  # the model is saved, no parameters
     arrays = {} if program_only else _gather(persistables)
     params_name = os.path.basename(params_filename) if params_filename else None
     os.makedirs(dirname, exist_ok=True)
@@ -367,6 +409,8 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
     >>> # program, feeds, fetches = load_inference_model("infer", exe)
     >>> # exe.run(program, feed={feeds[0]: img}, fetch_list=fetches)
     """
+    if dirname is None:  # fluid's load from memory: the model's and the parameters' bytes
+        return _load_inference_model_from_memory(executor, model_filename, params_filename)
     dirname = _check_dirname(dirname, "load_inference_model")
     if not os.path.isdir(dirname):
         raise NotFoundError(f"load_inference_model: there is no directory '{dirname}'")
@@ -380,9 +424,28 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
     return [program, list(data["feed_names"]), fetch_vars]
 
 
-def _read_model(model_path: str, entry: dict | None):
+def _load_inference_model_from_memory(executor, model_bytes, params_bytes) -> list:
+    if model_bytes is None:
+        raise ValueError("load_inference_model: with dirname=None, model_filename must be the "
+                         "model's bytes (the model file's contents); got None")
+    if params_bytes is None:
+        raise ValueError("load_inference_model: with dirname=None, params_filename must be the "
+                         "parameters' bytes (what save_persistables(executor, None, program) "
+                         "returned); got None")
+    if not isinstance(model_bytes, (bytes, bytearray, str)):
+        raise InvalidArgumentError(
+            f"load_inference_model: with dirname=None, model_filename must be the model's "
+            f"bytes, got {type(model_bytes).__name__}")
+    text = model_bytes if isinstance(model_bytes, str) else bytes(model_bytes).decode("utf-8")
+    program, data = _read_model("the model bytes given", None, text)
+    load_persistables(executor, None, program, params_bytes)
+    fetch_vars = [program.global_block().var(n) for n in data["fetch_names"]]
+    return [program, list(data["feed_names"]), fetch_vars]
+
+
+def _read_model(model_path: str, entry: dict | None, text: str | None = None):
     try:
-        data = json.loads(read_text(model_path, entry))
+        data = json.loads(read_text(model_path, entry) if text is None else text)
     except FileNotFoundError:
         raise NotFoundError(
             f"load_inference_model: no model file '{model_path}'; pass model_filename= if it "

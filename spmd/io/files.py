@@ -355,5 +355,14 @@ def npz_writer(arrays: dict):
     return write
 
 
+def npz_bytes(arrays: dict) -> bytes:
+    """`arrays` as the bytes of an .npz archive (npz_writer's, in memory)."""
+    import io
+
+    buffer = io.BytesIO()
+    npz_writer(arrays)(buffer)
+    return buffer.getvalue()
+
+
 def text_writer(text: str):
     return lambda f: f.write(text.encode("utf-8"))

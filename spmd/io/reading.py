@@ -11,6 +11,7 @@ Pickled data is refused, never unpickled.
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -278,6 +279,29 @@ def _read_member(archive: zipfile.ZipFile, h: Header) -> np.ndarray:
         raise InvalidArgumentError(
             f"cannot load variable '{h.name}' from '{h.path}': the archive is damaged ({e}); "
             f"save again") from None
+
+
+def read_npz_bytes(data: bytes, names: list[str], check) -> dict:
+    """{name: array} of the variables `names` in an .npz archive held in memory (what
+    save_vars(dirname=None) returned); `check(header)` vets each before any is read."""
+    where = "the bytes given"
+    if not isinstance(data, (bytes, bytearray)):
+        raise InvalidArgumentError(
+            f"loading from memory (dirname=None): the parameters must be the bytes that "
+            f"save_vars / save_persistables(executor, None, ...) returned, got "
+            f"{type(data).__name__}")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
+    except zipfile.BadZipFile:
+        raise InvalidArgumentError(
+            f"cannot load variable(s) {_shown(names)} from memory: {len(data)} bytes that are "
+            f"not an .npz archive (expected what save_vars(executor, None, ...) returned)"
+        ) from None
+    with archive:
+        headers = _member_headers(archive, where, names)
+        for h in headers.values():
+            check(h)
+        return {n: _read_member(archive, h) for n, h in headers.items()}
 
 
 # -- both --------------------------------------------------------------------------------------

@@ -140,6 +140,66 @@ def lod_into_a_dense_variable():
     return {"rows": np.array(t), "lengths": [[1, 2, 3]], "sum": got}
 
 
+def io_cases():
+    """save/load to memory (dirname=None) and the warnings save_inference_model gives."""
+    import tempfile
+    import warnings
+
+    out = {}
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        y = fluid.layers.fc(x, 1, param_attr=fluid.initializer.Constant(0.5),
+                            bias_attr=fluid.initializer.Constant(0.25))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    params = fluid.io.save_persistables(exe, None, main)
+    out["save_to_memory_type"] = type(params).__name__
+    with tempfile.TemporaryDirectory() as d:
+        fluid.io.save_inference_model(d, ["x"], [y], exe, main, "model", "params")
+        with open(os.path.join(d, "model"), "rb") as f:
+            model = f.read()
+    program, feeds, fetches = fluid.io.load_inference_model(None, exe, model, params)
+    value = np.array([[1, 2], [3, 4]], "float32")
+    out["from_memory"] = {"x": value, "y": exe.run(program, feed={feeds[0]: value},
+                                                   fetch_list=fetches)[0]}
+    try:
+        fluid.io.load_inference_model(None, exe, model, None)
+        out["no_params"] = "accepted"
+    except ValueError:
+        out["no_params"] = "ValueError"
+
+    def warned(build, **kwargs):
+        m, st = fluid.Program(), fluid.Program()
+        with fluid.program_guard(m, st):
+            target = build()
+        e = fluid.Executor(fluid.CPUPlace())
+        e.run(st)
+        with tempfile.TemporaryDirectory() as d, warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fluid.io.save_inference_model(d, ["x"], [target], e, m, **kwargs)
+        return [str(i.message) for i in w]
+
+    def no_var():
+        x = fluid.layers.data(name="x", shape=[-1, 1], dtype="float32",
+                              append_batch_size=False)
+        return x + 1
+
+    def with_auc():
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        y = fluid.layers.data(name="y", shape=[1], dtype="int64")
+        predict = fluid.layers.fc(x, 2, act="softmax")
+        fluid.layers.auc(input=predict, label=y)
+        return predict
+
+    def fc():
+        return fluid.layers.fc(fluid.layers.data(name="x", shape=[2], dtype="float32"), 1)
+
+    out["warnings"] = {"no_var": warned(no_var), "auc": warned(with_auc),
+                       "program_only": warned(fc, program_only=True)}
+    return out
+
+
 if __name__ == "__main__":
     save("loader_feed", {
         "meta": {"fluid": paddle.__version__},
@@ -152,4 +212,5 @@ if __name__ == "__main__":
         "lengths_constructor": lengths_constructor(),
         "feed_errors": feed_errors(),
         "lod_into_a_dense_variable": lod_into_a_dense_variable(),
+        "io": io_cases(),
     })

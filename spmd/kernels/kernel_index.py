@@ -26,8 +26,8 @@ MODULES = {
     ),
     "spmd.kernels.branches": (
         "conditional_block", "conditional_block_grad", "is_empty", "merge_lod_tensor",
-        "merge_lod_tensor_grad", "select_input", "select_input_grad", "select_output",
-        "select_output_grad", "split_lod_tensor", "split_lod_tensor_grad",
+        "merge_lod_tensor_grad", "merge_lod_tensor_infer", "select_input", "select_input_grad",
+        "select_output", "select_output_grad", "split_lod_tensor", "split_lod_tensor_grad",
     ),
     "spmd.kernels.collective": (
         "c_allgather", "c_allgather_flat", "c_allgather_owned", "c_allreduce_max",
@@ -38,6 +38,10 @@ MODULES = {
     "spmd.kernels.contrib_search": (
         "match_matrix_tensor", "match_matrix_tensor_grad", "sequence_topk_avg_pooling",
         "sequence_topk_avg_pooling_grad", "var_conv_2d", "var_conv_2d_grad",
+    ),
+    "spmd.kernels.contrib_tree": (
+        "filter_by_instag", "filter_by_instag_grad", "rank_attention", "rank_attention_grad",
+        "tdm_child", "tdm_sampler", "tree_conv", "tree_conv_grad",
     ),
     "spmd.kernels.conv": (
         "conv2d", "conv2d_grad", "conv2d_transpose", "conv2d_transpose_grad", "conv3d",

@@ -97,6 +97,64 @@ def _nms2(return_index, **kwargs):
     return feeds, build
 
 
+# two trees of 8 nodes (node ids from 1; [0, 0] pads the edge list). Every row of
+# NodesVector is a node: fluid 1.8.5 leaves the output rows past the edges' node count
+# uninitialized (they hold stale memory), spmd gives them zeros.
+TREE_EDGES = np.array([[[1, 2], [1, 3], [2, 4], [2, 5], [3, 6], [6, 7], [7, 8], [0, 0]],
+                       [[1, 2], [2, 3], [2, 4], [4, 5], [4, 6], [4, 7], [1, 8], [0, 0]]],
+                      "int32")
+
+
+def _tree_conv(output_size, num_filters, max_depth, act="tanh", bias=True):
+    feeds = {"nodes": (_floats("tree", 2, 8, 3), None, True),
+             "edges": (TREE_EDGES, None, False)}
+
+    def build(fluid, v, param):
+        return [_contrib(fluid).tree_conv(
+            v["nodes"], v["edges"], output_size, num_filters, max_depth, act=act,
+            param_attr=param("tc.w", (3, 3, output_size, num_filters)),
+            bias_attr=param("tc.b", (8, output_size, num_filters)) if bias else False)]
+    return feeds, build
+
+
+# TDM tree: node 0 pads; 1, 2 form layer 1; 3..6 layer 2 (items 1..4 at the leaves)
+TDM_INFO = np.array([[0, 0, 0, 1, 2], [0, 1, 0, 3, 4], [0, 1, 0, 5, 6], [1, 2, 1, 0, 0],
+                     [2, 2, 1, 0, 0], [3, 2, 2, 0, 0], [4, 2, 2, 0, 0]], "int32")
+
+
+def _int_param(fluid, value):
+    return fluid.ParamAttr(initializer=fluid.initializer.NumpyArrayInitializer(value))
+
+
+def _tdm_child(ids, dtype="int32", ids_dtype="int32"):
+    feeds = {"x": (np.array(ids, ids_dtype).reshape(-1, 1), None, False)}
+
+    def build(fluid, v, param):
+        return list(_contrib(fluid).tdm_child(v["x"], 7, 2,
+                                              _int_param(fluid, TDM_INFO.astype(dtype)),
+                                              dtype=dtype))
+    return feeds, build
+
+
+TDM_TRAVEL = np.array([[1, 3], [1, 4], [2, 5], [2, 6]], "int32")
+TDM_LAYER = np.array([[1], [2], [3], [4], [5], [6]], "int32")
+
+
+def _tdm_sampler(ids, negs, output_positive=True, output_list=False, travel=TDM_TRAVEL):
+    feeds = {"x": (np.array(ids, "int32").reshape(-1, 1), None, False)}
+
+    def build(fluid, v, param):
+        out = _contrib(fluid).tdm_sampler(
+            v["x"], negs, [2, 4], 4, tree_travel_attr=_int_param(fluid, travel),
+            tree_layer_attr=_int_param(fluid, TDM_LAYER), output_positive=output_positive,
+            output_list=output_list, seed=0)
+        flat = []
+        for part in out:
+            flat.extend(part if isinstance(part, list) else [part])
+        return flat
+    return feeds, build
+
+
 CASES = {
     "match_matrix_tensor/basic": _match([2, 3], [3, 1], 2, 2),
     "match_matrix_tensor/act_empty": _match([1, 0, 2], [2, 3, 1], 3, 3, act="tanh"),
@@ -109,6 +167,16 @@ CASES = {
                                    nms_threshold=0.3, normalized=False),
     "multiclass_nms2/no_index": _nms2(False, score_threshold=0.4, nms_top_k=-1, keep_top_k=3,
                                       background_label=-1),
+    "tree_conv/depth2": _tree_conv(4, 2, 2),
+    "tree_conv/depth3_no_bias": _tree_conv(2, 1, 3, act=None, bias=False),
+    "tree_conv/one_output": _tree_conv(1, 1, 2, act=None),
+    "tdm_child/int32": _tdm_child([2, 3, 0, 1]),
+    "tdm_child/int64_ids": _tdm_child([1, 6, 2], ids_dtype="int64"),
+    "tdm_sampler/positives": _tdm_sampler([0, 1, 2, 3], [0, 0]),
+    "tdm_sampler/list": _tdm_sampler([3, 0], [0, 0], output_list=True),
+    "tdm_sampler/padded_path": _tdm_sampler([0, 1], [0, 0],
+                                            travel=np.array([[1, 3], [1, 0], [2, 5], [2, 6]],
+                                                            "int32")),
 }
 
 

@@ -23,11 +23,12 @@ from ....errors import InvalidArgumentError
 from ....layers.helper import LayerHelper
 from ....layers.param_attr import ParamAttr
 from ..._pending import missing_names
-from . import search
+from . import search, tree
 from .search import *  # noqa: F403 - fluid.contrib.layers.nn holds these layers too
+from .tree import *  # noqa: F403
 
 __all__ = ["fused_elemwise_activation", "fused_embedding_seq_pool", "multiclass_nms2",
-           "partial_concat", "partial_sum", "shuffle_batch", *search.__all__]
+           "partial_concat", "partial_sum", "shuffle_batch", *search.__all__, *tree.__all__]
 
 _BINARY = {"elementwise_add": lambda a, b, axis: L.elementwise_add(a, b, axis=axis),
            "elementwise_mul": lambda a, b, axis: L.elementwise_mul(a, b, axis=axis)}
@@ -132,5 +133,5 @@ def multiclass_nms2(bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_
 
 
 # fluid 1.8 names spmd does not provide (ops with their own C++ kernels)
-MISSING = ["tree_conv", "search_pyramid_hash", "tdm_child", "rank_attention", "tdm_sampler"]
+MISSING = ["search_pyramid_hash"]
 missing_names(globals(), MISSING)

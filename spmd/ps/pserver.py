@@ -38,8 +38,8 @@ from ..core.scope import Scope, scope_guard
 from ..core.selected_rows import SelectedRows, dense_of
 from ..errors import InvalidArgumentError, PreconditionError
 from ..executor.executor import register_program_runner
-from ..executor.plan import Plan
 from ..flags import flags
+from .block_runner import BlockRunner
 from .handler import BARRIER_KINDS, PServerHandler, UnknownVariableError, arrive
 
 __all__ = ["ListenAndServ", "PServerRuntime"]
@@ -78,9 +78,11 @@ class PServerRuntime(PServerHandler):
                 delta, _, param = entry.rpartition(":")
                 self.geo_rows[param] = (delta, [set() for _ in range(self.trainers)])
         rng = np.random.default_rng(program.random_seed or None)
-        self._plans = {b: Plan(program, [], [], rng, place=place, block_index=b)
-                       for b in self.blocks + ([self.lr_block] if self.lr_block >= 0 else [])}
         self.values = values
+        # each block a program of its own, so its updates write the held rows in place
+        # (block_runner.py); they run one at a time, under self._cond
+        self.runners = {b: BlockRunner(program, b, values, place, rng)
+                        for b in self.blocks + ([self.lr_block] if self.lr_block >= 0 else [])}
         self.step = 0  # sync: the step whose gradients are being received
         self.completed: set = set()
         self.failure: Exception | None = None
@@ -136,7 +138,12 @@ class PServerRuntime(PServerHandler):
 
     # -- running blocks ------------------------------------------------------------------
     def _run_block(self, b: int) -> None:
-        self._plans[b].run_in(self.values, self.xp)
+        self.runners[b].run(self.xp)
+
+    def lent_total(self) -> int:
+        """The buffers the optimize blocks' plans lent their updates so far: each one an
+        update written in place (a table's slice, a moment) instead of into a copy."""
+        return sum(r.memory_report().lent_total for r in self.runners.values())
 
     def _optimize(self, blocks, what: str) -> None:
         try:
@@ -199,7 +206,9 @@ class PServerRuntime(PServerHandler):
                         self.values[backup] = self.xp.array(self.values[n], copy=True)
             if self.geo:
                 return {n: self._geo_value(trainer_id, n) for n in names}
-            return {n: _host(dense_of(self.values[n])) for n in names}
+            # copies: the reply is encoded after the lock is released, and the updates write
+            # the held arrays in place (what is copied is what is sent anyway)
+            return {n: _host_copy(dense_of(self.values[n])) for n in names}
 
     def _record_geo_rows(self, values) -> None:
         for delta, per_trainer in self.geo_rows.values():
@@ -348,6 +357,10 @@ def _host(value):
     return value if isinstance(value, np.ndarray) else value.get()
 
 
+def _host_copy(value):
+    return value.copy() if isinstance(value, np.ndarray) else value.get()
+
+
 class ListenAndServ:
     """What Executor.run runs for a pserver program (see the module doc)."""
 
@@ -366,11 +379,35 @@ class ListenAndServ:
         self.runtime: PServerRuntime | None = None
 
     def run(self, scope, feed, xp, place):
-        from .rpc import PServer
-
         values = {n: scope.get(n) for n in self.program.global_block().vars
                   if scope.get(n) is not None}
-        runtime = self.runtime = PServerRuntime(self.program, self.op, values, self.place)
+        # while serving, the pserver alone holds what this scope held (taken out, put back at
+        # the end), so its updates may write the table in place (block_runner.py)
+        moved = [n for n in scope.local_var_names() if n in values]
+        scope.erase(moved)
+        try:
+            runtime = self.runtime = PServerRuntime(self.program, self.op, values, self.place)
+        except BaseException:
+            for n in moved:
+                scope.put(n, values[n])
+            raise
+        try:
+            self._serve(runtime)
+        finally:
+            with runtime._cond:
+                for n in moved:
+                    scope.put(n, runtime.values.get(n, values[n]))
+        with runtime._cond:
+            for name, value in runtime.persistables().items():
+                scope._assign(name, value)
+        log.info("pserver %s: every trainer completed after %d sync steps", runtime.endpoint,
+                 runtime.step)
+        return []
+
+    @staticmethod
+    def _serve(runtime) -> None:
+        from .rpc import PServer
+
         server = PServer(runtime.endpoint, runtime, trainers=runtime.trainers)
         server.start()
         idle = flags().ps_idle_timeout_s
@@ -386,12 +423,6 @@ class ListenAndServ:
                         f"exe.close()). Raise SPMD_PS_IDLE_TIMEOUT if they are that slow")
         finally:
             server.stop(grace=1.0)
-        with runtime._cond:
-            for name, value in runtime.persistables().items():
-                scope._assign(name, value)
-        log.info("pserver %s: every trainer completed after %d sync steps", runtime.endpoint,
-                 runtime.step)
-        return []
 
 
 @register_program_runner("listen_and_serv")

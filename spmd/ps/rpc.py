@@ -47,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..core.selected_rows import SelectedRows
 from ..errors import CommunicationError, InvalidArgumentError, NotFoundError, PreconditionError
 from ..flags import flags
 from ..job_token import hello, job_token
@@ -345,12 +346,38 @@ _BYTES_LOCK = threading.Lock()
 _BYTES = {"sent": 0, "received": 0}  # every PServerClient of this process, since it started
 
 
+_ROWS = {"sent": 0, "received": 0, "prefetched": 0}
+
+
 def client_bytes() -> dict:
     """{"sent": n, "received": n}: the frame bytes all the pserver clients of this process
     sent in requests and received in replies (retries and failed calls included), since the
     process started. Take it before and after a step for the bytes on the wire per step."""
     with _BYTES_LOCK:
         return dict(_BYTES)
+
+
+def client_rows() -> dict:
+    """{"sent": n, "received": n, "prefetched": n}: the rows of the values all the pserver
+    clients of this process sent (send_variables: a SelectedRows gradient counts its rows, a
+    dense value its first dim) and received (get_variables and prefetch replies), and the
+    table rows prefetch asked for, over the calls that succeeded since the process started.
+    A sparse step's count is its looked-up rows, not its table's: take it before and after
+    a step."""
+    with _BYTES_LOCK:
+        return dict(_ROWS)
+
+
+def _rows_of(values) -> int:
+    """Rows of the values of a frame: a SelectedRows its rows, an array its first dim."""
+    n = 0
+    for v in (values or {}).values():
+        if isinstance(v, SelectedRows):
+            n += int(np.asarray(v.rows).size)
+        else:
+            shape = getattr(getattr(v, "array", v), "shape", ())
+            n += int(shape[0]) if len(shape) else 1
+    return n
 
 
 class PServerClient:
@@ -463,10 +490,20 @@ class PServerClient:
             self._reached = True
             self._count("received", len(reply))
             try:
-                return decode_frame(reply, max_frame_bytes=self.max_message_bytes)
+                frame = decode_frame(reply, max_frame_bytes=self.max_message_bytes)
             except WireError as exc:
                 raise self._error(call, "DATA_LOSS", f"its reply is not valid: {exc}",
                                   attempts, deadline) from None
+            self._count_rows(call, values, frame.values)
+            return frame
+
+    def _count_rows(self, call: str, sent, received) -> None:
+        with _BYTES_LOCK:
+            if call == "prefetch":
+                _ROWS["prefetched"] += _rows_of(sent)
+            elif call == "send_variables":
+                _ROWS["sent"] += _rows_of(sent)
+            _ROWS["received"] += _rows_of(received)
 
     def _count(self, key: str, n: int) -> None:
         with _BYTES_LOCK:

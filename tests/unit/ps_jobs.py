@@ -99,10 +99,10 @@ def assemble(*parts: dict) -> dict:
             for n, d in blocks.items()}
 
 
-def run_local(tmp: pathlib.Path, init: dict, args: list[str]) -> dict:
-    """ps_role.py in one process (PADDLE_TRAINING_ROLE=LOCAL) from the parameters `init`,
-    fed the whole batch of every step."""
-    np.savez(tmp / "init.npz", **{n: init[n] for n in PARAMS})
+def run_local(tmp: pathlib.Path, init: dict, args: list[str], params=PARAMS) -> dict:
+    """ps_role.py in one process (PADDLE_TRAINING_ROLE=LOCAL) from the parameters `init`
+    (those named in `params`), fed the whole batch of every step."""
+    np.savez(tmp / "init.npz", **{n: init[n] for n in params})
     subprocess.run([sys.executable, str(SCRIPTS / "ps_role.py"), "--out",
                     str(tmp / "local.npz"), "--init", str(tmp / "init.npz"), *args],
                    check=True, timeout=JOB_TIMEOUT_S,

@@ -9,8 +9,10 @@ real fluid 1.8.5 (tests/oracle/make_pserver.py).
 
 Models: "mixed" (a sparse embedding of 2048 rows and an fc weight, both cut across 2
 pservers, then a small fc; SGD or Adam, optionally with a decay schedule) regressing a
-fixed random target; "digits" (sklearn's digits, softmax regression through a hidden layer)
-for async convergence.
+fixed random target; "wide" (a sparse embedding of 300000 x 8, cut across the pservers, then
+an fc to 1; a trainer also records the rows and bytes it sent and received each step);
+"digits" (sklearn's digits, softmax regression through a hidden layer) for async
+convergence. `--opt` sgd, adam or lazy_adam (Adam(lazy_mode=True)).
 
     PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=127.0.0.1:6170 ... \\
         python ps_role.py --model mixed --opt adam --steps 4 --out ps0.npz
@@ -33,6 +35,7 @@ else:
 BATCH = 16
 SHAPES = {"embedding_0.w_0": (2048, 16), "fc_0.w_0": (116, 200), "fc_0.b_0": (200,),
           "fc_1.w_0": (200, 1), "fc_1.b_0": (1,)}  # the "mixed" model's parameters
+WIDE_ROWS = 300_000  # the "wide" model's table: [WIDE_ROWS, 8]
 
 
 def seeded_init(seed: int) -> dict:
@@ -57,6 +60,11 @@ def build(model: str, opt: str, decay: bool, distributed: bool = False, wrap=Non
             h = fluid.layers.fc(fluid.layers.concat([x, emb], axis=1), 200, act="tanh")
             pred = fluid.layers.fc(h, 1)
             loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        elif model == "wide":
+            ids = fluid.data("ids", [None, 1], "int64")
+            y = fluid.data("y", [None, 1], "float32")
+            emb = fluid.layers.embedding(ids, size=[WIDE_ROWS, 8], is_sparse=True)
+            loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(emb, 1), y))
         else:
             x = fluid.data("x", [None, 64], "float32")
             y = fluid.data("y", [None, 1], "int64")
@@ -67,7 +75,8 @@ def build(model: str, opt: str, decay: bool, distributed: bool = False, wrap=Non
         lr = (0.05 if opt == "sgd" else 0.01) * (4 if model == "digits" else 1)
         if decay:
             lr = fluid.layers.exponential_decay(lr, 2, 0.5, staircase=False)
-        optimizer = fluid.optimizer.SGD(lr) if opt == "sgd" else fluid.optimizer.Adam(lr)
+        optimizer = (fluid.optimizer.SGD(lr) if opt == "sgd" else
+                     fluid.optimizer.Adam(lr, lazy_mode=opt == "lazy_adam"))
         if wrap is not None:
             optimizer = wrap(optimizer)
         optimizer.minimize(loss)
@@ -81,6 +90,12 @@ def batches(model: str, steps: int):
         for _ in range(steps):
             yield {"ids": rng.integers(0, 2048, (BATCH, 1)).astype("int64"),
                    "x": rng.standard_normal((BATCH, 100)).astype("float32"),
+                   "y": rng.standard_normal((BATCH, 1)).astype("float32")}
+        return
+    if model == "wide":
+        rng = np.random.default_rng(0)
+        for _ in range(steps):
+            yield {"ids": rng.integers(0, WIDE_ROWS, (BATCH, 1)).astype("int64"),
                    "y": rng.standard_normal((BATCH, 1)).astype("float32")}
         return
     from sklearn.datasets import load_digits
@@ -203,17 +218,34 @@ def main(argv=None):
         return 0
     trainer_prog = t.get_trainer_program()
     exe.run(startup)
-    losses = []
+    losses, moved = [], []
     for feed in batches(args.model, args.steps):
+        before = _moved()
         losses.append(float(exe.run(trainer_prog, feed=shard(feed, trainer_id, trainers),
                                     fetch_list=[loss])[0]))
+        moved.append({k: v - before[k] for k, v in _moved().items()})
         if args.progress:  # tests/unit/test_ps_faults.py kills a role between steps
             with open(args.progress, "a") as f:
                 f.write(f"{len(losses)}\n")
         time.sleep(args.step_sleep)
     exe.close()
-    np.savez(args.out, losses=np.array(losses), **persistables(trainer_prog, scope))
+    traffic = {} if os.environ.get("PS_ROLE_FLUID") == "paddle" else {
+        k: np.array([m[k] for m in moved]) for k in moved[0]}
+    np.savez(args.out, losses=np.array(losses), **persistables(trainer_prog, scope),
+             **traffic)
     return 0
+
+
+def _moved() -> dict:
+    """The rows and bytes this trainer's pserver clients moved so far (spmd only)."""
+    if os.environ.get("PS_ROLE_FLUID") == "paddle":
+        return {}
+    from spmd.ps.rpc import client_bytes, client_rows
+
+    rows, nbytes = client_rows(), client_bytes()
+    return {"rows_sent": rows["sent"], "rows_received": rows["received"],
+            "rows_prefetched": rows["prefetched"], "bytes_sent": nbytes["sent"],
+            "bytes_received": nbytes["received"]}
 
 
 if __name__ == "__main__":

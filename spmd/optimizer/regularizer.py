@@ -112,6 +112,15 @@ def append_regularization_ops(params_grads, regularization=None):
     The regularized gradient is a new variable, not written over `grad`: `grad` stays the raw
     gradient recorded in `program.grad_var_map`, which a data-parallel pass reduces across
     ranks before these ops read it. Every op appended here has role OpRole.OPTIMIZE.
+
+    A sparse gradient (SelectedRows, embedding(is_sparse=True)) summed with the dense decay
+    term is dense, as in fluid 1.8.5 (its sum op gives a LoDTensor): every row of the table
+    decays each step, looked up or not, and the update is the dense one, a table-sized
+    gradient included (tests/unit/test_sparse_rows_oracle.py). Clipping, by contrast, works
+    on the looked-up rows (optimizer/clip.py). For a large table whose step should cost its
+    rows only, leave the table out of weight decay: ParamAttr(regularizer=None) does not,
+    since the optimizer's `regularization` then applies; give the optimizer none and set
+    ParamAttr(regularizer=...) on the dense parameters.
     """
     check_regularizer(regularization, "append_regularization_ops")
     result = []

@@ -43,8 +43,9 @@ PSLIB = ("pslib: Baidu's closed-source parameter server (core.Fleet), not in flu
 TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and device workers; "
                 "spmd's train_from_dataset runs the program itself")
 HDFS = "a client of the hadoop command line (HDFS/AFS): in no open issue"
-CONTRIB_OP = ("a contributed op with its own C++ kernel (PaddleRec / search: sequence "
-              "matching, tree and TDM ops): in no open issue")
+CONTRIB_OP = ("search_pyramid_hash: a contributed op of fluid 1.8.5 whose gradient op updates "
+              "its embedding table itself (an SGD step at its `lr`), with bloom-filter white "
+              "and black lists in fluid's binary format: not built")
 PROTO = ("loads variables fluid dumped next to its protobuf ProgramDesc files; spmd's program "
          "files are its own JSON: in no open issue")
 FP16 = ("fluid's float16 rewrite; spmd trains in the program's own dtype "
@@ -64,11 +65,7 @@ DEFERRED: dict[str, str] = {
     "layers:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
     **{f"{m}:{n}": CONTRIB_OP for m in ("contrib", "contrib.layers", "contrib.layers.nn")
-       for n in ("sequence_topk_avg_pooling", "var_conv_2d", "match_matrix_tensor",
-                 "tree_conv", "search_pyramid_hash", "tdm_child", "rank_attention",
-                 "tdm_sampler")},
-    **{f"{m}:multiclass_nms2": DETECTION for m in ("contrib", "contrib.layers",
-                                                   "contrib.layers.nn")},
+       for n in ("search_pyramid_hash",)},
     **{f"{m}:{n}": "the old contrib beam-search decoder (StateCell, TrainingDecoder, "
        "BeamSearchDecoder over While); fluid.layers' BeamSearchDecoder and dynamic_decode, "
        "which spmd has, replace it: in no open issue"

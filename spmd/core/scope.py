@@ -28,7 +28,34 @@ class Tensor:
         return list(a.shape) if a is not None else []
 
     def _dtype(self):
-        return self._array().dtype
+        """fluid's VarType of the value (it also equals the dtype's name)."""
+        from .dtypes import VarType, convert_dtype
+
+        name = convert_dtype(self._array().dtype)
+        return next((v for v in VarType if v == name), self._array().dtype)
+
+    def _set_dims(self, shape) -> None:
+        """Give the tensor `shape` (fluid's Resize): zeros of that shape where the value has
+        another shape or none yet; `set` then writes the data."""
+        a = self._array()
+        if a is None or tuple(a.shape) != tuple(shape):
+            dtype = a.dtype if a is not None else np.float32
+            self._scope._arrays[self._name] = np.zeros(tuple(shape), dtype)
+
+    def _get_float_element(self, i: int) -> float:
+        """Element `i` of the flattened value (fluid's tensor element accessors)."""
+        return float(np.asarray(self).reshape(-1)[i])
+
+    _get_double_element = _get_float_element
+
+    def _set_float_element(self, i: int, value: float) -> None:
+        a = self._array()
+        if not isinstance(a, np.ndarray) or not a.flags.writeable or not a.flags.c_contiguous:
+            a = np.array(np.asarray(self), copy=True)  # a view or a device array: our own copy
+            self._scope._arrays[self._name] = a
+        a.reshape(-1)[i] = value
+
+    _set_double_element = _set_float_element
 
     def __array__(self, dtype=None, copy=None):
         a = self._array()
@@ -107,10 +134,18 @@ class Scope:
         self._kids: list[Scope] = []
 
     def var(self, name: str) -> ScopeVar:
+        """The variable `name` of this scope, made here (with no value yet) if missing."""
+        self.__dict__.setdefault("_declared", set()).add(name)
         return ScopeVar(self, name)
 
     def find_var(self, name: str) -> ScopeVar | None:
+        """The variable `name` of this scope or an ancestor (one holding a value, or one made
+        by `var`, as fluid's Scope.FindVar), else None."""
         scope = self._owner(name)
+        if scope is None:
+            scope = self
+            while scope is not None and name not in scope.__dict__.get("_declared", ()):
+                scope = scope._parent
         return ScopeVar(scope, name) if scope is not None else None
 
     def _owner(self, name: str):

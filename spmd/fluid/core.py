@@ -319,7 +319,7 @@ def _get_all_register_op_kernels() -> dict[str, list[str]]:
 
 def has_grad_op_maker(op_type: str) -> bool:
     """Whether spmd's op `op_type` has a gradient."""
-    from ..core.op_desc import has_grad_op_maker as has_grad
+    from ..autodiff.op_grad import has_grad_op_maker as has_grad
 
     return has_grad(op_type)
 
@@ -335,8 +335,8 @@ def has_infer_inplace(op_type: str) -> bool:
 
 
 def get_grad_op_desc(op_desc, no_grad_set, grad_sub_block_list=()):
-    """The grad ops of one op, as fluid's binding (spmd/core/op_desc.py)."""
-    from ..core.op_desc import get_grad_op_desc as grad_descs
+    """The grad ops of one op, as fluid's binding (spmd/autodiff/op_grad.py)."""
+    from ..autodiff.op_grad import get_grad_op_desc as grad_descs
 
     return grad_descs(op_desc, no_grad_set, grad_sub_block_list)
 

@@ -17,7 +17,6 @@ from ..core import (
     switch_main_program,
     switch_startup_program,
 )
-from ..core.op_proto import OpProtoHolder  # noqa: F401 - fluid.framework's name
 from ..core.places import (  # noqa: F401 - fluid.framework holds the place helpers too
     cpu_places,
     cuda_pinned_places,
@@ -27,6 +26,7 @@ from ..core.places import (  # noqa: F401 - fluid.framework holds the place help
 from ..core.program import tag_new_ops
 from ..core.variable import Parameter
 from ..errors import InvalidArgumentError, PreconditionError
+from ..ops.proto import OpProtoHolder  # noqa: F401 - fluid.framework's name
 
 # fluid 1.8 has these at its top level (from dygraph.base); fluid's face star-imports this
 # module's __all__, which is how they reach `fluid.enable_dygraph` and friends

@@ -93,11 +93,41 @@ class _SingleOp:
                         f"value in the scope; set it first (scope.var(name).get_tensor().set)")
                 values.append(xp.asarray(np.array(found.get_tensor())))
             ins[slot] = values if self._def.input_slots[slot].duplicable else values[0]
+        lods = self._input_lods(scope)
+        ins.update(lods)
         res = run_kernel(self._type, xp, ins, dict(self._attrs), set(self._outputs))
         for slot, names in self._outputs.items():
             values = res[slot] if self._def.output_slots[slot].duplicable else [res[slot]]
-            for n, value in zip(names, values):
+            for i, (n, value) in enumerate(zip(names, values)):
                 scope.var(n).get_tensor().set(value, place)
+                scope.set_lod(n, self._output_lod(scope, slot, i, value, res))
+
+    def _input_lods(self, scope) -> dict:
+        """The LoD the kernel reads (`ins["X@LOD"]`), from the scope, as a plan binds it."""
+        out = {}
+        for slot in self._def.lod_inputs:
+            names = self._inputs.get(slot)
+            if names:
+                lods = [scope.lod(n) for n in names]
+                out[slot + "@LOD"] = lods if self._def.input_slots[slot].duplicable else lods[0]
+        return out
+
+    def _output_lod(self, scope, slot: str, i: int, value, res: dict):
+        """The LoD of output `slot`[i]: what the kernel wrote, else its share_lod input's
+        when the row counts agree (spmd/executor/lod_binding.py), else none."""
+        if slot in self._def.lod_outputs:
+            lod = res.get(slot + "@LOD")
+            return lod[i] if isinstance(lod, list) and self._def.output_slots[slot].duplicable \
+                else lod
+        for in_slot, out_slot in self._def.share_lod:
+            names = self._inputs.get(in_slot)
+            if out_slot != slot or not names:
+                continue
+            lod = scope.lod(names[0])
+            shape = getattr(value, "shape", ())
+            if lod is not None and len(shape) and int(lod[-1][-1]) == int(shape[0]):
+                return lod
+        return None
 
 
 class OperatorFactory:
@@ -131,8 +161,8 @@ class OperatorFactory:
 
     @staticmethod
     def get_op_info(type: str):  # noqa: A002 - fluid's name
-        """The op's proto (spmd/core/op_proto.py): its slots and attributes."""
-        from ..core.op_proto import OpProtoHolder
+        """The op's proto (spmd/ops/proto.py): its slots and attributes."""
+        from ..ops.proto import OpProtoHolder
 
         return OpProtoHolder.instance().get_op_proto(type)
 

@@ -123,6 +123,9 @@ def dynamic_lstmp(input, size, proj_size, param_attr=None, bias_attr=None, use_p
         if clip is not None and (not isinstance(clip, numbers.Real) or clip < 0):
             raise InvalidArgumentError(
                 f"{where}: {arg} must be a non-negative number or None, got {clip!r}")
+    for arg, state in (("h_0", h_0), ("c_0", c_0)):  # fluid checks both dtypes before shapes
+        if state is not None:
+            check_variable(state, arg, where, dtypes=_FLOATS)
     d = size // 4
     helper = LayerHelper("lstmp", param_attr=param_attr, bias_attr=bias_attr, name=name)
     weight = helper.create_parameter(helper.param_attr, [proj_size, 4 * d], dtype)

@@ -145,7 +145,7 @@ class OpProtoHolder:
         self._protos: dict[str, OpProto] = {}
 
     def has_op_proto(self, type: str) -> bool:  # noqa: A002 - fluid's name
-        from ..ops.registry import OP_DEFS
+        from .registry import OP_DEFS
 
         return type in self._protos or type in OP_DEFS.index() or OP_DEFS.registered(type)
 
@@ -155,7 +155,7 @@ class OpProtoHolder:
             if not self.has_op_proto(type):
                 raise ValueError(f'Operator "{type}" has not been registered. (spmd defines '
                                  f"no op of that name: fluid.op.Operator.types() lists them)")
-            from ..ops.registry import get_op_def
+            from .registry import get_op_def
 
             self._protos[type] = proto_of(get_op_def(type))
         return self._protos[type]
@@ -163,13 +163,13 @@ class OpProtoHolder:
     @property
     def op_proto_map(self) -> dict[str, OpProto]:
         """Every op's proto by type (this loads every op module)."""
-        from ..ops.registry import OP_DEFS
+        from .registry import OP_DEFS
 
         return {t: self.get_op_proto(t) for t in sorted(OP_DEFS.keys())}
 
     def update_op_proto(self) -> list[OpProto]:
         """The protos of ops defined since the last call (fluid: custom ops loaded later)."""
-        from ..ops.registry import OP_DEFS
+        from .registry import OP_DEFS
 
         new = [t for t in sorted(OP_DEFS.keys()) if t not in self._protos]
         return [self.get_op_proto(t) for t in new]

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import spmd.fluid as fluid
-from spmd.core.op_proto import AttrType
 from spmd.fluid.framework import OpProtoHolder
 from spmd.fluid.op import Operator
+from spmd.ops.proto import AttrType
 
 
 def test_proto_slots_and_attrs_follow_the_op_definition():

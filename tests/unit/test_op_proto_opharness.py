@@ -1,0 +1,76 @@
+"""What Paddle's op test harness (op_test.py / testsuite.py) does with one op, on spmd: scope
+variables made by `scope.var` before they hold a value, element-wise edits for the numeric
+gradient, an op run alone on LoD inputs, and fluid's role attributes on appended ops."""
+import numpy as np
+
+import spmd.fluid as fluid
+from spmd.fluid import core
+from spmd.fluid.op import Operator
+
+
+def test_scope_var_exists_before_it_holds_a_value():
+    scope = core.Scope()
+    assert scope.find_var("w") is None
+    scope.var("w")
+    found = scope.find_var("w")
+    assert found is not None and not found.is_initialized()
+    kid = scope.new_scope()
+    assert kid.find_var("w") is not None  # an ancestor's variable
+
+
+def test_tensor_dims_and_elements():
+    scope = core.Scope()
+    t = scope.var("x").get_tensor()
+    t._set_dims([2, 3])
+    t.set(np.arange(6, dtype="float32").reshape(2, 3), fluid.CPUPlace())
+    assert t._dtype() == core.VarDesc.VarType.FP32
+    assert t._get_float_element(4) == 4.0
+    t._set_float_element(4, -1.5)
+    assert np.array(t)[1, 1] == -1.5
+
+
+def test_numeric_gradient_with_an_op_run_alone_matches_the_kernels_gradient():
+    """testsuite.create_op (op_role among the attributes) and get_numeric_gradient's loop."""
+    scope, place = core.Scope(), fluid.CPUPlace()
+    x = np.random.RandomState(0).uniform(-1, 1, (3, 4))
+    op = Operator("tanh", X="x", Out="out", op_role=0)
+    scope.var("x").get_tensor().set(x, place)
+    t = scope.find_var("x").get_tensor()
+    delta, grads = 1e-5, np.zeros(x.size)
+    for i in range(x.size):
+        orig = t._get_double_element(i)
+        t._set_double_element(i, orig + delta)
+        op.run(scope, place)
+        pos = np.array(scope.find_var("out").get_tensor()).mean()
+        t._set_double_element(i, orig - delta)
+        op.run(scope, place)
+        neg = np.array(scope.find_var("out").get_tensor()).mean()
+        t._set_double_element(i, orig)
+        grads[i] = (pos - neg) / delta / 2
+    np.testing.assert_allclose(grads.reshape(x.shape), (1 - np.tanh(x) ** 2) / x.size,
+                               rtol=1e-6)
+
+
+def test_op_run_alone_reads_and_passes_on_lod():
+    scope, place = core.Scope(), fluid.CPUPlace()
+    x = np.arange(10, dtype="float32").reshape(5, 2)
+    t = scope.var("x").get_tensor()
+    t.set_recursive_sequence_lengths([[2, 3]])
+    t.set(x, place)
+    Operator("sequence_pool", X="x", Out="out", MaxIndex="idx", pooltype="SUM").run(scope, place)
+    np.testing.assert_allclose(np.array(scope.find_var("out").get_tensor()),
+                               [x[:2].sum(0), x[2:].sum(0)])
+    Operator("scale", X="x", Out="y", scale=2.0).run(scope, place)
+    assert scope.find_var("y").get_tensor().recursive_sequence_lengths() == [[2, 3]]
+
+
+def test_appended_op_accepts_fluids_role_attributes():
+    prog = fluid.Program()
+    block = prog.global_block()
+    block.create_var(name="a", shape=[2], dtype="float32")
+    op = block.append_op(type="scale", inputs={"X": ["a"]}, outputs={"Out": ["b"]},
+                         attrs={"scale": 3.0, "op_role": 0, "op_role_var": []})
+    assert not op.has_attr("op_role")  # the role is the op's field
+    (out,) = fluid.Executor(fluid.CPUPlace()).run(
+        prog, feed={"a": np.array([1.0, 2.0], "float32")}, fetch_list=["b"])
+    np.testing.assert_allclose(out, [3.0, 6.0])

@@ -191,7 +191,7 @@ def ps_server_num(option: int | None, env: Mapping[str, str]) -> int:
 
 
 def _process_manager_vars() -> set[str]:
-    from . import process_manager as pm
+    import spmd.launcher_vars as pm
 
     names = set(pm.LAUNCH_VARS) | set(pm.LOCAL_RANK_VARS) | set(pm.LOCAL_SIZE_VARS)
     names |= {v for pair in pm.RANK_SIZE_VARS for v in pair if not v.startswith("SLURM_")}

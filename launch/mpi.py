@@ -64,20 +64,9 @@ def _library() -> tuple[str, str, str | None]:
     finally:
         mpi4py.rc.initialize = initialize
     name, version = MPI.get_vendor()
-    return name, ".".join(map(str, version)), _loaded_libmpi()
+    from spmd.launcher_vars import loaded_libmpi
 
-
-def _loaded_libmpi() -> str | None:
-    """Path of the libmpi this process has mapped (Linux), to find that MPI's own bin/."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if "/libmpi" in path and path.startswith("/"):
-                    return path
-    except OSError:
-        pass
-    return None
+    return name, ".".join(map(str, version)), loaded_libmpi()
 
 
 def _flavor_of(launcher: str) -> str | None:

@@ -1,7 +1,7 @@
 """Where paddle-launch runs: the scheduler (an MPI process manager, a SLURM allocation, or
 nothing; each registers itself with register_scheduler; their variables are read in
-launch/process_manager.py), and the facts about this machine a launch needs: its addresses,
-its GPUs, free ports.
+spmd/launcher_vars.py, the table spmd reads too), and the facts about this machine a launch
+needs: its addresses, its GPUs, free ports.
 
 >>> detect_scheduler({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]"})
 'slurm'
@@ -17,7 +17,7 @@ import socket
 import subprocess
 from collections.abc import Mapping
 
-from . import process_manager as pm
+import spmd.launcher_vars as pm
 
 LOCAL = "local"
 SLURM = "slurm"

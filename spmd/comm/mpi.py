@@ -83,7 +83,9 @@ def init_mpi_within(timeout_s: float) -> bool:
 
     if MPI.Is_initialized():
         return True
-    library = _loaded_libmpi()
+    from ..launcher_vars import loaded_libmpi
+
+    library = loaded_libmpi()
     if library is None:
         MPI.Init_thread(MPI.THREAD_MULTIPLE)
         return True
@@ -94,19 +96,6 @@ def init_mpi_within(timeout_s: float) -> bool:
                                           ctypes.byref(provided)), started.set()),
                      name="spmd-mpi-init", daemon=True).start()
     return started.wait(timeout_s)
-
-
-def _loaded_libmpi() -> str | None:
-    """The libmpi mpi4py loaded (Linux), for the bounded MPI_Init."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if "/libmpi" in path and path.startswith("/"):
-                    return path
-    except OSError:
-        pass
-    return None
 
 
 def _check_contiguous(array, op: str):

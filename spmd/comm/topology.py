@@ -7,20 +7,15 @@ from Split_type(COMM_TYPE_SHARED). The PADDLE_* variables, when set, must agree 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
+from .. import launcher_vars as pm  # the process managers' variables: one table, launch's too
 from ..errors import InvalidArgumentError
-
-# Variables a process manager sets in every process it starts: MPICH/Hydra and srun's PMI/PMI2
-# (PMI_RANK, PMI_SIZE), Open MPI (OMPI_*), PMIx (PMIX_RANK), MVAPICH (MV2_*).
-_MPI_LAUNCH_VARS = ("PMI_RANK", "PMI_SIZE", "PMI_FD", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
-                    "MV2_COMM_WORLD_SIZE", "HYDI_CONTROL_FD")
 
 
 def launched_by_mpi(env=None) -> bool:
-    env = os.environ if env is None else env
-    return any(v in env for v in _MPI_LAUNCH_VARS)
+    """Whether an MPI process manager started this process (spmd/launcher_vars.py)."""
+    return pm.launched_by_mpi(os.environ if env is None else env)
 
 
 @dataclass(frozen=True)
@@ -77,12 +72,6 @@ def check_paddle_env(rank: int, size: int, env) -> tuple[list, str | None]:
     return endpoints, current
 
 
-# (rank, size) variables of process managers, read without loading MPI
-_LAUNCHER_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-                       ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
-                       ("SLURM_PROCID", "SLURM_NTASKS"))
-
-
 def launcher_rank_size(env=None) -> tuple[int, int]:
     """(rank, size) from the process manager's variables, without loading MPI; (0, 1) when no
     MPI launcher started this process."""
@@ -92,11 +81,7 @@ def launcher_rank_size(env=None) -> tuple[int, int]:
     if env.get("SPMD_JOIN_START") == "1":  # its own mpiexec -n 1: the trainer id decides
         ids = _paddle_env(env)
         return ids[0], ids[1]
-    for rank_var, size_var in _LAUNCHER_RANK_VARS:
-        rank, size = env.get(rank_var, ""), env.get(size_var, "")
-        if rank.isdigit() and size.isdigit():
-            return int(rank), int(size)
-    return 0, 1
+    return pm.rank_size(env) or (0, 1)
 
 
 def fill_paddle_env(env=None) -> bool:
@@ -108,34 +93,14 @@ def fill_paddle_env(env=None) -> bool:
     env = os.environ if env is None else env
     if not launched_by_mpi(env) or "PADDLE_TRAINER_ID" in env or "PADDLE_TRAINERS_NUM" in env:
         return False
-    for rank_var, size_var in _LAUNCHER_RANK_VARS:
-        rank, size = env.get(rank_var, ""), env.get(size_var, "")
-        if rank.isdigit() and size.isdigit():
-            env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"] = rank, size
-            return True
-    return False  # a launcher that names neither: detect() asks MPI
+    found = pm.rank_size(env)
+    if found is None:
+        return False  # a launcher that names neither: detect() asks MPI
+    env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"] = str(found[0]), str(found[1])
+    return True
 
 
-# (local size, node index) variables of process managers: how many ranks share this node
-_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
-                    "PMIX_LOCAL_SIZE")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _slurm_tasks_on_node(env) -> int | None:
-    """This node's task count from srun's SLURM_STEP_TASKS_PER_NODE ("2(x3),1": 2 tasks on
-    each of three nodes, then 1) indexed by SLURM_NODEID."""
-    spec = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE", "")
-    node = env.get("SLURM_NODEID", "")
-    if not spec or not node.isdigit():
-        return None
-    counts: list[int] = []
-    for part in spec.split(","):
-        match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
-        if match is None:
-            return None
-        counts += [int(match[1])] * int(match[2] or 1)
-    return counts[int(node)] if int(node) < len(counts) else None
 
 
 def launcher_local_size(env=None) -> int:
@@ -144,10 +109,7 @@ def launcher_local_size(env=None) -> int:
     env = os.environ if env is None else env
     if not launched_by_mpi(env):
         return 1
-    for var in _LOCAL_SIZE_VARS:
-        if env.get(var, "").isdigit():
-            return max(1, int(env[var]))
-    return _slurm_tasks_on_node(env) or 1
+    return pm.local_size(env) or 1
 
 
 def share_cpu_threads(env=None, bound: int | None = None, total: int | None = None) -> int | None:

@@ -79,12 +79,9 @@ def _all_ranks_here(env) -> bool:
     SLURM's local and global counts)."""
     if env.get("SPMD_JOIN_START") == "1":  # joined without a launcher: its counts are its own
         return False
-    pairs = (("MPI_LOCALNRANKS", "PMI_SIZE"), ("OMPI_COMM_WORLD_LOCAL_SIZE",
-                                                "OMPI_COMM_WORLD_SIZE"))
-    for local, world in pairs:
-        if env.get(local, "").isdigit() and env.get(world, "").isdigit():
-            return env[local] == env[world]
-    return False
+    from ..launcher_vars import one_node
+
+    return one_node(env)
 
 
 def listen(env=None) -> socket.socket:

@@ -21,10 +21,13 @@ __all__ = ["SelectedRows", "add_rows", "dense_of", "is_selected_rows"]
 class SelectedRows:
     """Rows `rows` of a `height`-row table, with values `value` (numpy or cupy arrays)."""
 
-    __slots__ = ("rows", "value", "height")
+    __slots__ = ("rows", "value", "height", "is_merged")
 
-    def __init__(self, rows, value, height: int):
+    def __init__(self, rows, value, height: int, is_merged: bool = False):
+        """is_merged: each row once, in increasing order (what merged() gives), so merging
+        again is skipped: a clipped gradient is merged once for its clip and its update."""
         self.rows, self.value, self.height = rows, value, int(height)
+        self.is_merged = bool(is_merged)
 
     @property
     def dtype(self):
@@ -42,12 +45,15 @@ class SelectedRows:
         return out
 
     def merged(self, xp) -> SelectedRows:
-        """The same gradient with each row once, in increasing order (fluid's MergeAdd)."""
+        """The same gradient with each row once, in increasing order (fluid's MergeAdd): a
+        sort of the batch's ids, O(rows log rows), nothing of the table's size."""
+        if self.is_merged:
+            return self
         rows, value = merge_rows(xp, self.rows, self.value)
-        return SelectedRows(rows, value, self.height)
+        return SelectedRows(rows, value, self.height, is_merged=True)
 
     def scaled(self, factor) -> SelectedRows:
-        return SelectedRows(self.rows, self.value * factor, self.height)
+        return SelectedRows(self.rows, self.value * factor, self.height, self.is_merged)
 
     # fluid's core.SelectedRows methods
     def get_rows(self) -> list[int]:

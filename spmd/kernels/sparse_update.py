@@ -64,7 +64,8 @@ def _on_values(fn, rule: SparseValues):
         merged = x.merged(xp)
         res = fn(xp, dict(ins, **{rule.slot: merged.value}), attrs, want, *ctx)
         if rule.wrap:
-            res[rule.out] = SelectedRows(merged.rows, res[rule.out], merged.height)
+            res[rule.out] = SelectedRows(merged.rows, res[rule.out], merged.height,
+                                         is_merged=True)
         return res
     run.dense = fn
     return run

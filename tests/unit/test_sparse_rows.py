@@ -152,3 +152,15 @@ def test_duplicate_ids_are_merged_once_in_increasing_order():
     merged = g.merged(np)
     assert merged.rows.tolist() == [0, 2, 9]
     np.testing.assert_array_equal(merged.value, [[8, 9], [2, 3], [0 + 4 + 6, 1 + 5 + 7]])
+
+
+def test_a_merged_gradient_is_not_merged_again():
+    """A clipped sparse gradient is merged for its clip; its update takes those rows as they
+    are (merging is a sort of the batch's ids, done once)."""
+    g = SelectedRows(np.array([4, 1, 4]), np.ones((3, 2)), 6)
+    merged = g.merged(np)
+    assert merged.is_merged and not g.is_merged
+    assert merged.merged(np) is merged
+    clipped = run_kernel("clip", np, {"X": g}, {"min": -0.5, "max": 0.5}, {"Out"})["Out"]
+    assert clipped.is_merged and clipped.rows.tolist() == [1, 4]
+    np.testing.assert_array_equal(clipped.value, [[0.5, 0.5], [0.5, 0.5]])

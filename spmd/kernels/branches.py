@@ -4,6 +4,8 @@ split_lod_tensor / merge_lod_tensor (rows chosen by a [N, 1] bool mask).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.lod import lod_key
 from ..errors import ExecutionError, InvalidArgumentError
 from .control_flow import (
@@ -15,6 +17,7 @@ from .control_flow import (
     scalar_int,
     zeros_like_value,
 )
+from .lod_array import _append, _as_lod, _ranges, sub_lod
 from .registry import kernel
 
 # -- conditional_block --------------------------------------------------------------------------
@@ -119,57 +122,91 @@ def is_empty(xp, ins, attrs, want):
     return {"Out": xp.asarray([ins["X"].size == 0])}
 
 
-def _rows(mask, n: int, op: str):
+def _units(mask, lod, level: int, rows: int, op: str):
+    """(mask as bool, row index of the true units, of the false units, their LoDs): a unit is
+    a row without LoD, else a sequence of LoD level `level` with its sub-sequences (fluid's
+    GetSubLoDAndAbsoluteOffset)."""
     m = mask.reshape(-1).astype(bool)
-    if m.shape[0] != n:
+    if lod is None:
+        if m.shape[0] != rows:
+            raise InvalidArgumentError(
+                f"{op}: Mask has {m.shape[0]} elements but the input has {rows} rows; the "
+                f"mask holds one bool per row ([N, 1]), or per sequence of a LoD input")
+        idx = np.arange(rows)
+        return m, idx[m], idx[~m], None, None
+    if not 0 <= level < len(lod):
         raise InvalidArgumentError(
-            f"{op}: Mask has {m.shape[0]} elements but the input has {n} rows; the mask holds "
-            f"one bool per row ([N, 1])")
-    return m
+            f"{op}: level {level} is outside the input's {len(lod)} LoD level(s)")
+    units = len(lod[level]) - 1
+    if m.shape[0] != units:
+        raise InvalidArgumentError(
+            f"{op}: Mask has {m.shape[0]} elements but LoD level {level} of the input has "
+            f"{units} sequences; the mask holds one bool per sequence")
+    pairs, levels = ([], []), ([], [])
+    for i, keep in enumerate(m):
+        lengths, b, e = sub_lod(lod, i, i + 1, level)
+        side = 0 if keep else 1
+        pairs[side].append((b, e))
+        _append(levels[side], lengths)
+    return (m, _ranges(pairs[0]), _ranges(pairs[1]), _as_lod(levels[0]),
+            _as_lod(levels[1]))
 
 
 @kernel("split_lod_tensor")
 def split_lod_tensor(xp, ins, attrs, want):
     x = ins["X"]
-    m = _rows(ins["Mask"], x.shape[0], "split_lod_tensor")
-    return {"OutTrue": x[m], "OutFalse": x[~m]}
+    _, t, f, t_lod, f_lod = _units(ins["Mask"], ins.get("X@LOD"), attrs["level"], x.shape[0],
+                                   "split_lod_tensor")
+    return {"OutTrue": x[xp.asarray(t)], "OutFalse": x[xp.asarray(f)],
+            "OutTrue@LOD": t_lod, "OutFalse@LOD": f_lod}
 
 
 @kernel("split_lod_tensor_grad")
 def split_lod_tensor_grad(xp, ins, attrs, want):
     x = ins["X"]
-    m = _rows(ins["Mask"], x.shape[0], "split_lod_tensor_grad")
+    _, t, f, _, _ = _units(ins["Mask"], ins.get("X@LOD"), attrs["level"], x.shape[0],
+                           "split_lod_tensor_grad")
     dx = xp.zeros_like(x)
     if ins.get("OutTrue@GRAD") is not None:
-        dx[m] = ins["OutTrue@GRAD"]
+        dx[xp.asarray(t)] = ins["OutTrue@GRAD"]
     if ins.get("OutFalse@GRAD") is not None:
-        dx[~m] = ins["OutFalse@GRAD"]
+        dx[xp.asarray(f)] = ins["OutFalse@GRAD"]
     return {"X@GRAD": dx}
+
+
+def _merge(xp, ins, attrs, op: str):
+    tv, fv = ins["InTrue"], ins["InFalse"]
+    x, lod = ins["X"], ins.get("X@LOD")
+    m, t, f, _, _ = _units(ins["Mask"], lod, attrs["level"], x.shape[0], op)
+    if tv.shape[0] != len(t) or fv.shape[0] != len(f):
+        raise InvalidArgumentError(
+            f"{op}: InTrue has {tv.shape[0]} rows and InFalse {fv.shape[0]}, but the mask "
+            f"selects {len(t)} and {len(f)}")
+    like = tv if tv.shape[0] else fv
+    out = xp.empty((len(t) + len(f), *like.shape[1:]), dtype=like.dtype)
+    out[xp.asarray(t)] = tv
+    out[xp.asarray(f)] = fv
+    return {"Out": out, "Out@LOD": lod}
 
 
 @kernel("merge_lod_tensor")
 def merge_lod_tensor(xp, ins, attrs, want):
-    t, f = ins["InTrue"], ins["InFalse"]
-    n = ins["X"].shape[0]
-    m = _rows(ins["Mask"], n, "merge_lod_tensor")
-    if t.shape[0] != int(m.sum()) or f.shape[0] != n - int(m.sum()):
-        raise InvalidArgumentError(
-            f"merge_lod_tensor: InTrue has {t.shape[0]} rows and InFalse {f.shape[0]}, but the "
-            f"mask selects {int(m.sum())} and {n - int(m.sum())}")
-    like = t if t.shape[0] else f
-    out = xp.empty((n, *like.shape[1:]), dtype=like.dtype)
-    out[m] = t
-    out[~m] = f
-    return {"Out": out}
+    return _merge(xp, ins, attrs, "merge_lod_tensor")
+
+
+@kernel("merge_lod_tensor_infer")
+def merge_lod_tensor_infer(xp, ins, attrs, want):
+    return _merge(xp, ins, attrs, "merge_lod_tensor_infer")
 
 
 @kernel("merge_lod_tensor_grad")
 def merge_lod_tensor_grad(xp, ins, attrs, want):
     dout = ins["Out@GRAD"]
-    m = _rows(ins["Mask"], dout.shape[0], "merge_lod_tensor_grad")
+    _, t, f, _, _ = _units(ins["Mask"], ins.get("X@LOD"), attrs["level"], dout.shape[0],
+                           "merge_lod_tensor_grad")
     res = {}
     if "InTrue@GRAD" in want:
-        res["InTrue@GRAD"] = dout[m]
+        res["InTrue@GRAD"] = dout[xp.asarray(t)]
     if "InFalse@GRAD" in want:
-        res["InFalse@GRAD"] = dout[~m]
+        res["InFalse@GRAD"] = dout[xp.asarray(f)]
     return res

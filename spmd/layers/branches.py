@@ -138,14 +138,23 @@ def select_output(input, outputs, mask):
     return outputs
 
 
+def _reads_fed_lod(x, levels: int) -> None:
+    from .dynamic_rnn import _reads_fed_lod as reads
+
+    reads(x, levels)
+
+
 def split_lod_tensor(input, mask, level=0):
     """The rows of `input` where the [N, 1] bool `mask` holds, and the others (fluid's
-    split_lod_tensor, IfElse's input split): (out_true, out_false)."""
+    split_lod_tensor, IfElse's input split): (out_true, out_false). Given a LoD input, the
+    mask holds one bool per sequence of LoD level `level`, and the outputs keep the chosen
+    sequences (with their sub-sequences) and their LoD."""
     _check_var(input, "input", "fluid.layers.split_lod_tensor")
     _check_var(mask, "mask", "fluid.layers.split_lod_tensor")
     if not isinstance(level, int) or isinstance(level, bool):
         raise ControlFlowTypeError(
             f"fluid.layers.split_lod_tensor: level must be an int, got {type(level).__name__}")
+    _reads_fed_lod(input, level + 1)  # a fed input's sequences are split, as fluid's
     helper = LayerHelper("split_lod_tensor")
     out_true = helper.create_variable_for_type_inference(input.dtype)
     out_false = helper.create_variable_for_type_inference(input.dtype)
@@ -160,6 +169,7 @@ def merge_lod_tensor(in_true, in_false, x, mask, level=0):
     where = "fluid.layers.merge_lod_tensor"
     for value, what in ((x, "x"), (mask, "mask"), (in_true, "in_true"), (in_false, "in_false")):
         _check_var(value, what, where)
+    _reads_fed_lod(x, level + 1)
     helper = LayerHelper("merge_lod_tensor")
     out = helper.create_variable_for_type_inference(in_true.dtype)
     helper.append_op("merge_lod_tensor",

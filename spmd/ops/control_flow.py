@@ -188,25 +188,36 @@ def _is_empty(ctx):
     ctx.set_output("Out", (1,), "bool")
 
 
+# The mask holds one value per unit: a row of X without LoD, else a sequence of X's LoD level
+# `level` (the units keep their sub-sequences). Its dtype is not checked when the op is built
+# (fluid's InferShape does not; its kernel reads the values as bool, and so does spmd's: a
+# fluid.layers.data mask declared float32 and fed bool works, as in Paddle's tests).
 @define_op("split_lod_tensor", inputs=["X", "Mask"], outputs=["OutTrue", "OutFalse"],
-           no_grad_inputs=("Mask",), grad_uses=("X", "Mask"), attrs={"level": ("int", 0)})
+           no_grad_inputs=("Mask",), grad_uses=("X", "Mask"), attrs={"level": ("int", 0)},
+           lod_inputs=("X",), lod_outputs=("OutTrue", "OutFalse"))
 def _split_lod_tensor(ctx):
     x = ctx.input("X")
-    _check_mask(ctx)
     shape = (-1, *x.shape[1:])
     ctx.set_output("OutTrue", shape, x.dtype)
     ctx.set_output("OutFalse", shape, x.dtype)
+    level = max(x.lod_level - ctx.attr("level"), 0)
+    ctx.set_lod_level("OutTrue", level)
+    ctx.set_lod_level("OutFalse", level)
 
 
 @define_op("merge_lod_tensor", inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["Out"],
-           no_grad_inputs=("X", "Mask"), grad_uses=("Mask", "InTrue", "InFalse"),
-           attrs={"level": ("int", 0)})
+           no_grad_inputs=("X", "Mask"), grad_uses=("X", "Mask", "InTrue", "InFalse"),
+           attrs={"level": ("int", 0)}, lod_inputs=("X", "InTrue", "InFalse"),
+           lod_outputs=("Out",))
 def _merge_lod_tensor(ctx):
-    _check_mask(ctx)
     x, t = ctx.input("X"), ctx.input("InTrue")
     ctx.set_output("Out", (x.shape[0] if x.shape else -1, *t.shape[1:]), t.dtype)
+    ctx.set_lod_level("Out", x.lod_level)
 
 
-def _check_mask(ctx):
-    m = ctx.input("Mask")
-    ctx.check(m.dtype == "bool", f"Mask '{m.name}' must be bool, got {m.dtype}")
+# fluid's inference form of merge_lod_tensor (same inputs and result, no gradient)
+@define_op("merge_lod_tensor_infer", inputs=["X", "Mask", "InTrue", "InFalse"],
+           outputs=["Out"], grad=None, attrs={"level": ("int", 0)},
+           lod_inputs=("X", "InTrue", "InFalse"), lod_outputs=("Out",))
+def _merge_lod_tensor_infer(ctx):
+    _merge_lod_tensor(ctx)

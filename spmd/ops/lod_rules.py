@@ -50,6 +50,7 @@ SHARE_LOD: dict[str, tuple[tuple[str, str], ...]] = {
     # a gradient keeps its input's LoD where fluid's grad kernel shares it (the default
     # <type>_grad ops get their pairs from this table too)
     "reorder_lod_tensor_by_rank_grad": (("X", "X@GRAD"),),
+    "split_lod_tensor_grad": (("X", "X@GRAD"),),
     "stack": (("X", "Y"),),
     "slice": (("Input", "Out"),),
     "strided_slice": (("Input", "Out"),),

@@ -92,10 +92,44 @@ def rnn_unit_names(fluid):
     return {"params": [[p.name, list(p.shape)] for p in main.all_parameters()]}
 
 
+SPLIT_X = np.arange(20, dtype="float32").reshape(10, 2)
+
+
+def split_merge_lod(fluid, x_lens, mask, level):
+    """split_lod_tensor / merge_lod_tensor of a LoD input (one mask value per sequence of LoD
+    level `level`): both halves with their LoD, the merge, and d sum(merge * w) / d x."""
+    from importlib import import_module
+
+    cf = import_module(fluid.__name__ + ".layers.control_flow")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 2], dtype="float32", lod_level=len(x_lens))
+        x.stop_gradient = False
+        m = fluid.data(name="m", shape=[-1, 1], dtype="bool")
+        t, f = cf.split_lod_tensor(input=x, mask=m, level=level)
+        out = cf.merge_lod_tensor(in_true=t, in_false=f, x=x, mask=m, level=level)
+        w = fluid.layers.assign(np.arange(20, dtype="float32").reshape(10, 2) / 10.0)
+        loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(out, w))
+        fluid.backward.append_backward(loss)
+    place = fluid.CPUPlace()
+    exe = fluid.Executor(place)
+    exe.run(startup)
+    feed = {"x": fluid.create_lod_tensor(SPLIT_X, x_lens, place),
+            "m": np.array(mask, "bool").reshape(-1, 1)}
+    got = exe.run(main, feed=feed, fetch_list=[t, f, out, "x@GRAD"], return_numpy=False)
+    return {k: {"value": np.array(v), "lod": v.recursive_sequence_lengths()}
+            for k, v in zip(("true", "false", "out", "x_grad"), got)}
+
+
 WHILE_CASES = [("square", 1.0), ("square", 5.0), ("accumulate", 1.0), ("accumulate", 5.0)]
 
 CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter,
-         "rnn_unit_names": rnn_unit_names}
+         "rnn_unit_names": rnn_unit_names,
+         "split_merge_level0": lambda fluid: split_merge_lod(fluid, [[3, 6, 1]], [0, 1, 0], 0),
+         "split_merge_level1": lambda fluid: split_merge_lod(
+             fluid, [[2, 1], [3, 4, 3]], [1, 0, 1], 1),
+         "split_merge_2levels_level0": lambda fluid: split_merge_lod(
+             fluid, [[2, 1], [3, 4, 3]], [0, 1], 0)}
 CASES.update({f"while_{kind}_{int(i0)}": (lambda fluid, k=kind, v=i0: while_loop_grads(
     fluid, k, v)) for kind, i0 in WHILE_CASES})
 

@@ -133,3 +133,43 @@ def test_rnn_cells_and_contribs_units_name_their_parameters_as_fluid():
     # names, shapes and creation order (Paddle's test_rnn_cell_api.py sets one unit's
     # parameters from the other's by name)
     assert CASES["rnn_unit_names"](fluid) == FLUID["rnn_unit_names"]
+
+
+@pytest.mark.parametrize("case", ["split_merge_level0", "split_merge_level1",
+                                  "split_merge_2levels_level0"])
+def test_split_and_merge_lod_tensor_of_a_lod_input_match_fluid(case):
+    # one mask value per sequence of LoD level `level`: the halves keep the chosen sequences
+    # with their sub-sequences, the merge and the gradient have x's LoD (fluid 1.8.5's)
+    want, got = FLUID[case], CASES[case](fluid)
+    for part in ("true", "false", "out", "x_grad"):
+        np.testing.assert_allclose(got[part]["value"], want[part]["value"], err_msg=part)
+        assert got[part]["lod"] == want[part]["lod"], part
+
+
+def test_split_lod_tensor_takes_a_mask_declared_float_and_fed_bool():
+    # Paddle's test_split_and_merge_lod_tensor_op.py: layers.data's default float32 mask,
+    # fed bool; fluid checks no dtype when building and reads the values as bool
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[1])
+        y = fluid.layers.data(name="y", shape=[1])
+        t, f = fluid.layers.control_flow.split_lod_tensor(input=x, mask=y)
+    xv = np.arange(4, dtype="float32").reshape(4, 1)
+    got_t, got_f = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": xv, "y": np.array([[1], [0], [0], [1]], bool)}, fetch_list=[t, f])
+    np.testing.assert_array_equal(got_t, xv[[0, 3]])
+    np.testing.assert_array_equal(got_f, xv[[1, 2]])
+
+
+def test_split_lod_tensor_names_a_mask_of_the_wrong_length():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[-1, 1], dtype="float32", lod_level=1)
+        m = fluid.data(name="m", shape=[-1, 1], dtype="bool")
+        t, _ = fluid.layers.control_flow.split_lod_tensor(input=x, mask=m)
+    place = fluid.CPUPlace()
+    feed = {"x": fluid.create_lod_tensor(np.zeros((5, 1), "float32"), [[2, 3]], place),
+            "m": np.array([[True]])}
+    with pytest.raises(Exception, match="Mask has 1 elements but LoD level 0 of the input "
+                                        "has 2 sequences"):
+        fluid.Executor(place).run(main, feed=feed, fetch_list=[t])

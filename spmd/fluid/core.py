@@ -350,7 +350,8 @@ def ProgramDesc():  # noqa: N802 - fluid's class name
 
 def __unittest_throw_exception__():  # noqa: N807 - fluid's name
     """Raise EnforceNotMet, as fluid's binding does for its exception test."""
-    raise EnforceNotMet("this is a test of exception (fluid.core.__unittest_throw_exception__)")
+    raise EnforceNotMet("test exception (fluid.core.__unittest_throw_exception__: the message "
+                        "fluid's binding raises)")
 
 
 def is_profiler_enabled() -> bool:

@@ -7,7 +7,7 @@ import itertools
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from ..ops.host import register_callable
-from .helper import LayerHelper
+from .helper import LayerHelper, check_variable
 
 __all__ = ["Print", "py_func"]
 
@@ -75,8 +75,8 @@ def Print(input, first_n=-1, message=None, summarize=20, print_tensor_name=True,
     ...     x = fluid.data("x", [2], "float32")
     ...     y = fluid.layers.Print(x, message="x is")
     """
-    if not isinstance(input, Variable):
-        raise InvalidArgumentError(f"Print: input must be a Variable, got {type(input).__name__}")
+    # a TypeError, as fluid's check_variable_and_dtype (float16 prints nowhere on a CPU)
+    check_variable(input, "input", "Print", dtypes=("float32", "float64", "int32", "int64", "bool"))
     phase = str(print_phase).upper()
     if phase not in ("FORWARD", "BACKWARD", "BOTH"):
         raise InvalidArgumentError(

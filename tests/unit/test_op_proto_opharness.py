@@ -74,3 +74,23 @@ def test_appended_op_accepts_fluids_role_attributes():
     (out,) = fluid.Executor(fluid.CPUPlace()).run(
         prog, feed={"a": np.array([1.0, 2.0], "float32")}, fetch_list=["b"])
     np.testing.assert_allclose(out, [3.0, 6.0])
+
+
+def test_print_refuses_a_non_variable_and_float16_with_type_error():
+    """Paddle's test_print_op: TypeError, as fluid's check_variable_and_dtype."""
+    import pytest
+
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        lod = fluid.create_lod_tensor(np.array([[-1.0]]), [[1]], fluid.CPUPlace())
+        with pytest.raises(TypeError):
+            fluid.layers.Print(lod)
+        half = fluid.layers.data(name="h", shape=[4], dtype="float16")
+        with pytest.raises(TypeError):
+            fluid.layers.Print(half)
+
+
+def test_unittest_exception_carries_fluids_message():
+    import pytest
+
+    with pytest.raises(core.EnforceNotMet, match="test exception"):
+        core.__unittest_throw_exception__()

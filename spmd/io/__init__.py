@@ -24,7 +24,7 @@ from ..core.places import array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
 from ..core.variable import Parameter, Variable
-from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
+from ..errors import ArgumentTypeError, InvalidArgumentError, NotFoundError, PreconditionError
 from ..passes.prune import prune
 from ..passes.state_sharding import sharding_of
 from .files import AtomicFiles, npz_bytes, npz_writer, reading, text_writer, write_array
@@ -83,7 +83,7 @@ def _as_program(program, who: str) -> Program:
                       stacklevel=3)
         program = inner
     if not isinstance(program, Program):
-        raise InvalidArgumentError(
+        raise ArgumentTypeError(  # a TypeError, as fluid's
             f"{who}: main_program must be a Program, got {type(program).__name__}")
     return program
 

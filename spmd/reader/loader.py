@@ -93,6 +93,8 @@ class GeneratorLoader:
         self._prefetch: Prefetcher | None = None
         self._running = False
         self._program = None  # iterable=False: the Program whose runs this loader feeds
+        self._queue = None  # a FeedQueue the program pushes batches into (py_reader.queue)
+        self._thread = None  # the last reading thread (fluid programs join py_reader.thread)
         if not self._iterable:
             self._program = default_main_program()
             self._program.run_hooks.append(_ReaderHook(self))
@@ -173,18 +175,33 @@ class GeneratorLoader:
         for i, batch in enumerate(self._batches()):
             yield _batch_arrays(batch, self._names, i)
 
+    def _feed_from(self, queue) -> None:
+        """Take the batches a program pushes into `queue` (a FeedQueue), from now on: the
+        runs read them without start(), as fluid's py_reader does with its queue."""
+        self._stop_thread()
+        self._queue = queue
+        self._prefetch = _QueueSource(queue, self._names)
+        self._running = True
+
     def _start(self):
+        if self._queue is not None and self._batches is None:  # the program pushes
+            self._queue.reopen()
+            self._prefetch = _QueueSource(self._queue, self._names)
+            self._running = True
+            return
         if self._batches is None:
             raise PreconditionError(
                 "DataLoader: no data source: call set_sample_generator, "
                 "set_sample_list_generator or set_batch_generator first")
         self._stop_thread()
         self._prefetch = Prefetcher(self._source(), self._capacity)
+        self._thread = self._prefetch.thread
         self._running = True
 
     def _stop_thread(self):
         if self._prefetch is not None:
-            self._prefetch.close()
+            if not isinstance(self._prefetch, _QueueSource):  # the program's queue stays
+                self._prefetch.close()
             self._prefetch = None
         self._running = False
 
@@ -234,7 +251,7 @@ class GeneratorLoader:
         if self._iterable:
             raise PreconditionError("DataLoader: start() is for iterable=False loaders; "
                                     "iterate the loader instead: for data in loader(): ...")
-        if self._running:
+        if self._running and not isinstance(self._prefetch, _QueueSource):
             raise PreconditionError(
                 "DataLoader: start() called twice: call reset() after the "
                 "fluid.core.EOFException that ends an epoch, then start() again")
@@ -282,6 +299,21 @@ class GeneratorLoader:
         if isinstance(feed, dict):
             return [{**feed, **f} for f in feeds]
         return [{**f0, **f} for f0, f in zip(feed, feeds)]
+
+
+class _QueueSource:
+    """A FeedQueue read as the loader reads its read-ahead thread: next() gives one batch
+    as LoDTensors in feed_list order, or END."""
+
+    def __init__(self, queue, names: list[str]):
+        self._queue, self._names, self._count = queue, names, 0
+
+    def next(self):
+        batch = self._queue.next()
+        if batch is Prefetcher.END:
+            return batch
+        self._count += 1
+        return _batch_arrays(batch, self._names, self._count - 1)
 
 
 def _runs_on_every_place(program) -> bool:

@@ -53,6 +53,11 @@ class Prefetcher:
             return
         self._put(END)
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The reading thread (fluid programs join a py_reader's after setting `exited`)."""
+        return self._thread
+
     def next(self):
         """The next item, or Prefetcher.END once the source is exhausted; re-raises the
         source's exception (with its traceback) if it raised."""

@@ -9,6 +9,7 @@ from ..core import unique_name
 from ..core.dtypes import convert_dtype
 from ..core.variable import Variable, normalize_shape
 from ..errors import InvalidArgumentError, PreconditionError
+from .feed_queue import FeedQueue
 from .loader import GeneratorLoader
 
 __all__: list[str] = []
@@ -49,6 +50,24 @@ class PyReaderVariable:
         self.persistable = True
         self._loader: GeneratorLoader | None = None
         self._source = None  # (setter name, reader) given before read_file
+        self._queue: FeedQueue | None = None
+        self.exited = False  # fluid's flag, set by programs before joining `thread`
+
+    @property
+    def queue(self) -> FeedQueue:
+        """The queue a program pushes its batches into itself (fluid's
+        LoDTensorBlockingQueue): `queue.push(tensor_array)` per batch, `queue.close()` at the
+        end of the data; the runs reading this reader take them, without start()."""
+        if self._queue is None:
+            self._queue = FeedQueue(self.capacity)
+            if self._loader is not None:
+                self._loader._feed_from(self._queue)
+        return self._queue
+
+    @property
+    def thread(self):
+        """The thread reading the decorated source (None before start())."""
+        return None if self._loader is None else self._loader._thread
 
     def _bind(self, out_vars: list[Variable]):
         if self._loader is not None:
@@ -57,6 +76,8 @@ class PyReaderVariable:
                 f"reuse the variables it returned")
         self._loader = GeneratorLoader(out_vars, self.capacity, self.use_double_buffer,
                                        iterable=False)
+        if self._queue is not None:
+            self._loader._feed_from(self._queue)
         if self._source is not None:
             getattr(self._loader, self._source[0])(self._source[1])
 

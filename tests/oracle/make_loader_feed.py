@@ -200,6 +200,37 @@ def io_cases():
     return out
 
 
+def py_reader_queue():
+    """Batches pushed into py_reader.queue by the program itself, read without start()."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        reader = fluid.layers.py_reader(capacity=2, shapes=[(-1, 2), (-1, 1)],
+                                        dtypes=["float32", "int64"])
+        queue = reader.queue
+        x, y = fluid.layers.read_file(reader)
+        out = fluid.layers.scale(x, 2.0)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    fetched = []
+    for i in range(3):
+        batch = fluid.LoDTensorArray()
+        for value in (np.full((i + 1, 2), i, "float32"), np.full((i + 1, 1), i, "int64")):
+            t = fluid.LoDTensor()
+            t.set(value, fluid.CPUPlace())
+            batch.append(t)
+        queue.push(batch)
+        fetched.append(exe.run(main, fetch_list=[out, y]))
+    queue.close()
+    try:
+        exe.run(main, fetch_list=[out])
+        end = "ran"
+    except fluid.core.EOFException:
+        end = "EOFException"
+    pushed_after_close = queue.push(fluid.LoDTensorArray())
+    return {"fetched": fetched, "end": end, "push_after_close": bool(pushed_after_close),
+            "capacity": queue.capacity()}
+
+
 if __name__ == "__main__":
     save("loader_feed", {
         "meta": {"fluid": paddle.__version__},
@@ -213,4 +244,5 @@ if __name__ == "__main__":
         "feed_errors": feed_errors(),
         "lod_into_a_dense_variable": lod_into_a_dense_variable(),
         "io": io_cases(),
+        "py_reader_queue": py_reader_queue(),
     })

@@ -1,8 +1,6 @@
 """Kernels: creation, copying and reshaping of tensors."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..core.selected_rows import SelectedRows, add_rows
@@ -32,10 +30,6 @@ def fill_constant(xp, ins, attrs, want):
         text, dtype = attrs["str_value"], attrs["dtype"]
         exact_int = dtype.startswith(("int", "uint")) and text.lstrip("-").isdigit()
         value = int(text) if exact_int else float(text) if text else attrs["value"]
-    if isinstance(value, (int, float)) and value == 0 and math.copysign(1.0, value) > 0:
-        # zeros come from calloc: a large one (an optimizer's moments of a table) is mapped
-        # page by page as rows are first written, instead of filled (faulted in) at start
-        return {"Out": xp.zeros(shape_arg(ins, attrs), dtype=attrs["dtype"])}
     return {"Out": xp.full(shape_arg(ins, attrs), value, dtype=attrs["dtype"])}
 
 

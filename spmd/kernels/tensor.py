@@ -1,6 +1,8 @@
 """Kernels: creation, copying and reshaping of tensors."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core.selected_rows import SelectedRows, add_rows

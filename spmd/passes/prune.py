@@ -26,7 +26,9 @@ def prune(program: Program, feeds: list[str], targets: list[str]) -> Program:
             f"feeds {unused} are not read when computing "
             f"{targets}; leave them out")
     block.ops = kept[::-1]
-    used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
+    # the sub-blocks' ops (a StaticRNN's step, a cond's branch) name global variables too
+    used = {n for b in program.blocks for op in b.ops
+            for n in op.input_arg_names + op.output_arg_names}
     block.vars = {n: v for n, v in block.vars.items() if n in used or n in feeds or n in targets}
     for n in feeds:
         block.vars[n].is_data = True  # the loaded program asks for them as feeds

@@ -66,11 +66,6 @@ DEFERRED: dict[str, str] = {
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
     **{f"{m}:{n}": CONTRIB_OP for m in ("contrib", "contrib.layers", "contrib.layers.nn")
        for n in ("search_pyramid_hash",)},
-    **{f"{m}:{n}": "the old contrib beam-search decoder (StateCell, TrainingDecoder, "
-       "BeamSearchDecoder over While); fluid.layers' BeamSearchDecoder and dynamic_decode, "
-       "which spmd has, replace it: in no open issue"
-       for m in ("contrib", "contrib.decoder", "contrib.decoder.beam_search_decoder")
-       for n in ("BeamSearchDecoder", "InitState", "StateCell", "TrainingDecoder")},
     "incubate.fleet.utils.fleet_barrier_util:check_all_trainers_ready": HDFS,
     "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
     "helpers of pslib jobs: in no open issue",

@@ -1,11 +1,6 @@
-"""fluid.contrib.decoder: fluid 1.8's contrib beam-search decoder (InitState, StateCell,
-TrainingDecoder, BeamSearchDecoder), superseded in fluid 1.8 by fluid.layers' BeamSearchDecoder
-and dynamic_decode, which spmd provides. spmd does not provide these names;
-docs/fluid_coverage.md says why.
-"""
-from ..._pending import missing_names
+"""fluid.contrib.decoder: fluid 1.8's contrib seq2seq decoder (InitState, StateCell,
+TrainingDecoder, BeamSearchDecoder over DynamicRNN and While; see beam_search_decoder)."""
+from . import beam_search_decoder
+from .beam_search_decoder import *  # noqa: F403
 
-__all__: list[str] = []
-
-missing_names(globals(), [
-    "BeamSearchDecoder", "InitState", "StateCell", "TrainingDecoder"])
+__all__ = list(beam_search_decoder.__all__)

@@ -563,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra-path", action="append", default=[],
                     help="a folder put on the children's PYTHONPATH (the tests' own deps: six)")
     ap.add_argument("--only", nargs="*", help="run just these chosen files")
+    ap.add_argument("--left-out", metavar="KIND",
+                    help="run the files left out as KIND (e.g. 'OpTest harness (C++ operators)') "
+                         "instead of the chosen ones: a separate figure, never the chosen set's")
     ap.add_argument("--list", action="store_true", help="print chosen files and helpers")
     ap.add_argument("--json", help="write the outcomes here")
     ap.add_argument("--oracle", action="append", default=[],
@@ -575,7 +578,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(sorted(sel.chosen) + helpers(args.checkout, sorted(sel.chosen))))
         return 0
-    files = {f: sel.deselected.get(f, []) for f in sel.chosen if not args.only or f in args.only}
+    pool = sel.chosen
+    if args.left_out:
+        if args.left_out not in sel.left_out:
+            ap.error(f"--left-out: no files are left out as {args.left_out!r}; the kinds are "
+                     f"{sorted(sel.left_out)}")
+        pool = sel.left_out[args.left_out]
+        # their own table: every such file in one area named by its kind
+        sel = Selection({f: args.left_out for f in pool}, {}, sel.left_out)
+    files = {f: sel.deselected.get(f, []) for f in pool if not args.only or f in args.only}
     if args.from_json:
         outcomes = load_outcomes(*args.from_json)
     else:
@@ -584,7 +595,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         _save(args.json, sel, outcomes)
     oracle = oracle_verdicts(load_outcomes(*args.oracle)) if args.oracle else None
-    print(left_out_text(sel))
+    if args.left_out:
+        print(f"left out as {args.left_out}: {len(files)} files run, a figure apart from the "
+              f"chosen set's")
+    else:
+        print(left_out_text(sel))
     print()
     print(table(sel, outcomes, oracle))
     if args.names:

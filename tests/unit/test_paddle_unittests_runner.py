@@ -265,3 +265,20 @@ def test_the_command_lists_chosen_files_and_helpers(checkout):
                           "--list"], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["test_cond.py", "test_dist_thing.py", "dist_model.py",
                                   "simple_nets.py"]
+
+
+def test_left_out_files_run_as_their_own_table(checkout, tmp_path):
+    """--left-out KIND measures the files the rules leave out as KIND, in a table of their own
+    (the chosen set's figure is untouched); the stand-ins here have no test to run."""
+    out = subprocess.run([sys.executable, str(COMPAT / "paddle_unittests.py"), str(checkout),
+                          "--left-out", "OpTest harness (C++ operators)", "--jobs", "1",
+                          "--only", "test_mul_op.py", "test_mul_more.py",
+                          "--json", str(tmp_path / "out.json")],
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.startswith("left out as OpTest harness (C++ operators): 2 files run")
+    assert "| OpTest harness (C++ operators) | 2 | 0 | 2 |" in out.stdout
+    assert "test_cond.py" not in out.stdout  # the chosen files are not run
+    bad = subprocess.run([sys.executable, str(COMPAT / "paddle_unittests.py"), str(checkout),
+                          "--left-out", "no such kind"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "the kinds are" in bad.stderr

@@ -277,7 +277,7 @@ def last_exception(text: str) -> str:
 
 def run_one(folder: pathlib.Path, name: str, python: str, env: dict[str, str],
             deselected: list[str], timeout: float, work: str) -> Outcome:
-    result = pathlib.Path(work) / (name + ".json")
+    result = pathlib.Path(work) / (name.replace("/", "__") + ".json")  # sequence/x.py: one file
     stem = name[:-3]
     logs = [p for p in folder.glob("*.log") if p.name.startswith(stem + "_")]
     for old in logs:

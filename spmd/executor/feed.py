@@ -247,8 +247,19 @@ def merge_fetches(per_place: list[list], merged: bool) -> list:
     for values in zip(*per_place):
         if not merged:
             out.append(list(values))
+        elif isinstance(values[0], list):  # a tensor array: each element over the places,
+            # as fluid merges a fetched LoDTensorArray
+            _check_same_length(values)
+            out.append(merge_fetches([list(v) for v in values], True))
         elif values[0].ndim == 0:
             out.append(np.stack(values))
         else:
             out.append(np.concatenate(values, axis=0))
     return out
+
+
+def _check_same_length(arrays: tuple) -> None:
+    if len({len(a) for a in arrays}) != 1:
+        raise FeedError(
+            f"cannot merge a fetched tensor array over the places: the places' arrays have "
+            f"{[len(a) for a in arrays]} elements; fetch it with return_merged=False")

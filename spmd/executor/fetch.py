@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FetchedArray", "as_fetched"]
+__all__ = ["FetchedArray", "as_fetched", "host_copy", "as_lod_tensors"]
 
 
 class FetchedArray(np.ndarray):
@@ -51,7 +51,31 @@ class FetchedArray(np.ndarray):
 
 
 def as_fetched(value):
-    """`value` (a host ndarray) viewed as a FetchedArray; other objects pass through."""
+    """`value` (a host ndarray) viewed as a FetchedArray, each of a list's (a fetched tensor
+    array) alike; other objects pass through."""
     if type(value) is np.ndarray:
         return value.view(FetchedArray)
+    if isinstance(value, list):
+        return [as_fetched(v) for v in value]
     return value
+
+
+def host_copy(value):
+    """A fetched value copied to the host (a fetch may be a view of a buffer the next step
+    reuses): an array, a sparse gradient as its dense table, a tensor array as a list."""
+    from ..core.scope import host_array
+    from ..core.selected_rows import dense_of
+
+    if isinstance(value, list):
+        return [host_copy(v) for v in value]
+    return host_array(dense_of(value), copy=True)
+
+
+def as_lod_tensors(value):
+    """A fetched host value for return_numpy=False: a LoDTensor, a tensor array as a
+    LoDTensorArray of them (fluid's, with `len`, indexing and `np.array(item)`)."""
+    from ..core.lod import LoDTensor, LoDTensorArray
+
+    if isinstance(value, list):
+        return LoDTensorArray(as_lod_tensors(v) for v in value)
+    return LoDTensor(value)

@@ -25,10 +25,8 @@ from ..comm.factory import (
 )
 from ..comm.local import LocalGroup
 from ..comm.topology import detect
-from ..core.lod import LoDTensor
 from ..core.operator import OpRole
-from ..core.scope import Scope, host_array
-from ..core.selected_rows import dense_of
+from ..core.scope import Scope
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..ops.registry import get_op_def
@@ -37,7 +35,7 @@ from ..passes.data_parallel import build_data_parallel
 from ..passes.state_sharding import StateSharding, sharding_of
 from ..passes.strategy import ExecutionStrategy, warn_unacted
 from .feed import merge_fetches, split_feed
-from .fetch import as_fetched
+from .fetch import as_fetched, as_lod_tensors, host_copy
 from .fingerprint import check_same_program
 from .inplace import MemoryOptions
 from .plan import Plan
@@ -290,12 +288,12 @@ class DataParallelRunner:
                                 f"collectives began")
             raise
         # copies: a fetched gradient may be a view of a bucket the next step reuses
-        per_place = [[host_array(dense_of(a), copy=True) for a in r] for r in results]
+        per_place = [[host_copy(a) for a in r] for r in results]
         if not return_numpy:  # as fluid 1.8: a LoDTensor per fetch, merged over the places,
             # or (return_merged=False) a list per fetch of one LoDTensor per place that ran
             if return_merged:
-                return [LoDTensor(v) for v in merge_fetches(per_place, True)]
-            return [[LoDTensor(a) for a in values]
+                return [as_lod_tensors(v) for v in merge_fetches(per_place, True)]
+            return [[as_lod_tensors(a) for a in values]
                     for values in merge_fetches(per_place, False)]
         return [as_fetched(v) for v in merge_fetches(per_place, return_merged)]
 

@@ -231,6 +231,41 @@ def py_reader_queue():
             "capacity": queue.capacity()}
 
 
+def fetched_tensor_array():
+    """A LoDTensorArray fetched from a data-parallel program on 2 CPU places, merged or not."""
+    os.environ["CPU_NUM"] = "2"
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        i = fluid.layers.zeros(shape=[1], dtype="int64")
+        img = fluid.data(name="image", shape=[-1, 4], dtype="float32")
+        label = fluid.data(name="label", shape=[-1, 1], dtype="int64")
+        pred = fluid.layers.fc(img, 3, act="softmax",
+                               param_attr=fluid.initializer.Constant(0.1),
+                               bias_attr=fluid.initializer.Constant(0.0))
+        loss = fluid.layers.mean(fluid.layers.cross_entropy(pred, label))
+        fluid.optimizer.SGD(0.5).minimize(loss)
+        array = fluid.layers.array_write(x=img, i=i)
+        i = fluid.layers.increment(i)
+        fluid.layers.array_write(x=label, i=i, array=array)
+        i = fluid.layers.increment(i)
+        fluid.layers.array_write(x=loss, i=i, array=array)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    feed = {"image": (np.arange(32, dtype="float32").reshape(8, 4) / 32),
+            "label": (np.arange(8) % 3).reshape(8, 1).astype("int64")}
+    binary = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    out = {"feed": feed}
+    loss_v, array_v = exe.run(binary, feed=feed, fetch_list=[loss, array], return_merged=False)
+    out["unmerged"] = {"loss": [np.array(v) for v in loss_v],
+                       "array": [[np.array(t) for t in place] for place in array_v]}
+    loss_v, array_v = exe.run(binary, feed=feed, fetch_list=[loss, array], return_merged=True)
+    out["merged"] = {"loss": np.array(loss_v), "array": [np.array(t) for t in array_v]}
+    _, tensors = exe.run(binary, feed=feed, fetch_list=[loss, array], return_numpy=False)
+    out["tensors"] = {"type": type(tensors).__name__, "len": len(tensors),
+                      "item_type": type(tensors[0]).__name__}
+    return out
+
+
 if __name__ == "__main__":
     save("loader_feed", {
         "meta": {"fluid": paddle.__version__},
@@ -245,4 +280,5 @@ if __name__ == "__main__":
         "lod_into_a_dense_variable": lod_into_a_dense_variable(),
         "io": io_cases(),
         "py_reader_queue": py_reader_queue(),
+        "fetched_tensor_array": fetched_tensor_array(),
     })

@@ -12,9 +12,9 @@ import numpy as np
 from ..core import unique_name
 from ..core.dtypes import convert_dtype
 from ..core.variable import Variable
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from .helper import LayerHelper, check_variable
-from .initializer import ConstantInitializer
+from .initializer import ConstantInitializer, Initializer
 from .param_attr import ParamAttr
 
 __all__ = [
@@ -31,8 +31,18 @@ def _int_list(value, arg: str, where: str) -> list[int]:
     return [int(v) for v in values]
 
 
-def _shape(shape, where: str) -> list[int]:  # a shape of python ints only
-    dims = _int_list(shape, "shape", where)
+def _shape(shape, where: str) -> list[int]:
+    """A list, tuple or 1-D numpy array of ints (python or numpy), as fluid 1.8.5's
+    check_type: anything else is an ArgumentTypeError (a TypeError)."""
+    if isinstance(shape, np.ndarray):
+        shape = shape.tolist()
+    if not isinstance(shape, (list, tuple)):
+        raise ArgumentTypeError(
+            f"{where}: shape must be a list, tuple or numpy.ndarray, got {type(shape).__name__}")
+    bad = [v for v in shape if not isinstance(v, numbers.Integral) or isinstance(v, bool)]
+    if bad:
+        raise ArgumentTypeError(f"{where}: the items of shape must be ints, got {shape!r}")
+    dims = [int(v) for v in shape]
     if any(d < 0 for d in dims):
         raise InvalidArgumentError(f"{where}: shape {dims} must not have negative dims")
     return dims
@@ -120,6 +130,7 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
     """
     helper = LayerHelper("global_var", name=name)
     dims = _shape(shape, "create_global_var")
+    _dtype(dtype, "create_global_var")
     # unnamed, it is `_generated_var_<n>` as in fluid 1.8, so checkpoints name it alike
     var = helper.create_global_variable(
         shape=dims, dtype=dtype, persistable=persistable, stop_gradient=True,
@@ -135,10 +146,26 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
 
     >>> # w = create_parameter([4, 3], "float32", attr=ParamAttr(name="w"))
     """
+    where = "create_parameter"
+    dims = _shape(shape, where)
+    _dtype(dtype, where)
+    if attr is not None and not isinstance(attr, ParamAttr):
+        raise ArgumentTypeError(f"{where}: attr must be None or a ParamAttr, got "
+                                f"{type(attr).__name__}")
+    if default_initializer is not None and not isinstance(default_initializer, Initializer):
+        raise ArgumentTypeError(f"{where}: default_initializer must be None or an "
+                                f"Initializer, got {type(default_initializer).__name__}")
     helper = LayerHelper("create_parameter", name=name)
     attr = ParamAttr(name=name) if attr is None else attr  # fluid: `name` only without `attr`
-    return helper.create_parameter(attr, _shape(shape, "create_parameter"), dtype, is_bias,
-                                   default_initializer)
+    return helper.create_parameter(attr, dims, dtype, is_bias, default_initializer)
+
+
+def _dtype(dtype, where: str) -> str:
+    """The dtype's name; one convert_dtype does not know is a ValueError, as fluid's."""
+    try:
+        return convert_dtype(dtype)
+    except (TypeError, ValueError, KeyError) as e:
+        raise InvalidArgumentError(f"{where}: dtype {dtype!r} is not supported ({e})") from None
 
 
 def assign(input, output=None):

@@ -121,10 +121,42 @@ def split_merge_lod(fluid, x_lens, mask, level):
             for k, v in zip(("true", "false", "out", "x_grad"), got)}
 
 
+ARG_CASES = {
+    "gv_int_shape": lambda L: L.create_global_var(1, 2.0, np.float32),
+    "gv_float_items": lambda L: L.create_global_var([1.0, 2.0], 2.0, "float32"),
+    "gv_complex": lambda L: L.create_global_var([1, 2], 2.0, np.complex128),
+    "gv_ndarray_shape": lambda L: L.create_global_var(np.array([2, 3]), 2.0, "float32"),
+    "gv_np_int_items": lambda L: L.create_global_var([np.int64(2), 3], 2.0, "float32"),
+    "gv_tuple": lambda L: L.create_global_var((2, 3), 2.0, "int64"),
+    "p_int_shape": lambda L: L.create_parameter(1, np.float32),
+    "p_float_items": lambda L: L.create_parameter([1.0, 2.0], "float32"),
+    "p_attr_array": lambda L: L.create_parameter([1, 2], np.float32, attr=np.arange(6)),
+    "p_init_array": lambda L: L.create_parameter([1, 2], np.float32,
+                                                 default_initializer=np.arange(6)),
+    "p_complex": lambda L: L.create_parameter([1, 2], np.complex128),
+    "p_ndarray_shape": lambda L: L.create_parameter(np.array([2, 3]), "float32"),
+}
+
+
+def argument_checks(fluid):
+    """create_global_var / create_parameter on bad and good arguments: the shape made, or
+    whether the error is a TypeError or a ValueError (Paddle's test_create_global_var.py and
+    test_create_parameter.py)."""
+    out = {}
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        for name, make in ARG_CASES.items():
+            try:
+                out[name] = {"shape": [int(d) for d in make(fluid.layers).shape]}
+            except Exception as e:  # noqa: BLE001 - the kind is what is recorded
+                out[name] = {"type_error": isinstance(e, TypeError),
+                             "value_error": isinstance(e, ValueError)}
+    return out
+
+
 WHILE_CASES = [("square", 1.0), ("square", 5.0), ("accumulate", 1.0), ("accumulate", 5.0)]
 
 CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter,
-         "rnn_unit_names": rnn_unit_names,
+         "rnn_unit_names": rnn_unit_names, "argument_checks": argument_checks,
          "split_merge_level0": lambda fluid: split_merge_lod(fluid, [[3, 6, 1]], [0, 1, 0], 0),
          "split_merge_level1": lambda fluid: split_merge_lod(
              fluid, [[2, 1], [3, 4, 3]], [1, 0, 1], 1),

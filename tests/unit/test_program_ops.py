@@ -173,3 +173,15 @@ def test_split_lod_tensor_names_a_mask_of_the_wrong_length():
     with pytest.raises(Exception, match="Mask has 1 elements but LoD level 0 of the input "
                                         "has 2 sequences"):
         fluid.Executor(place).run(main, feed=feed, fetch_list=[t])
+
+
+@pytest.mark.parametrize("case", sorted(FLUID["argument_checks"]))
+def test_create_global_var_and_create_parameter_check_arguments_as_fluid(case):
+    want = FLUID["argument_checks"][case]
+    got = CASES["argument_checks"](fluid)[case]
+    if "shape" in want:
+        assert got == want
+    elif want["type_error"]:  # spmd's ArgumentTypeError is a TypeError (and a ValueError)
+        assert got["type_error"]
+    else:
+        assert got == {"type_error": False, "value_error": True}

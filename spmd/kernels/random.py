@@ -22,31 +22,42 @@ def _batch_like_shape(ins, attrs):
     return shape
 
 
-# elements drawn (in float64, as numpy's Generator draws them) per chunk of a large tensor
-FILL_CHUNK = 1 << 20
+# elements drawn (in float64, as numpy's Generator draws them) per chunk of a large tensor:
+# 512 KiB of scratch, which stays in cache between the draw and the cast
+FILL_CHUNK = 1 << 16
 
 
-def _filled(draw, shape, dtype):
-    """`draw(size=...)`'s float64 values cast to `dtype`: for a large tensor a chunk at a time
-    into the output, so initialising a table makes no float64 temporary of its size (a 10M x
-    64 float32 table would need 5 GB more). The values are those of one whole draw: numpy's
-    Generator draws uniform and normal values one element after the other, so consecutive
-    chunks continue the same stream (tests/unit/test_sparse_large.py)."""
+def _filled(draw, scale, shift, shape, dtype):
+    """`shift + scale * draw(...)` in float64, cast to `dtype`: the values numpy's
+    Generator.uniform(low, high) (draw=random, scale=high-low, shift=low) and
+    Generator.normal(mean, std) (draw=standard_normal) give, bit for bit, in the same order of
+    operations. A large tensor is drawn a chunk at a time into one float64 scratch buffer and
+    cast into the output, so initialising a table makes no float64 temporary of its size (a
+    10M x 64 float32 table would need 5 GB more); consecutive chunks continue the one stream
+    (tests/unit/test_sparse_large.py)."""
     dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
-    if n <= FILL_CHUNK or dtype == np.float64:
-        return draw(size=shape).astype(dtype, copy=False)
+    if n <= FILL_CHUNK:
+        values = draw(size=n, dtype=np.float64)
+        values *= scale
+        values += shift
+        return values.astype(dtype, copy=False).reshape(shape)
     out = np.empty(shape, dtype=dtype)
     flat = out.reshape(-1)
+    buf = np.empty(FILL_CHUNK, dtype=np.float64)
     for a in range(0, n, FILL_CHUNK):
-        np.copyto(flat[a:a + FILL_CHUNK], draw(size=min(FILL_CHUNK, n - a)), casting="unsafe")
+        part = buf[:min(FILL_CHUNK, n - a)]
+        draw(out=part, dtype=np.float64)
+        part *= scale
+        part += shift
+        np.copyto(flat[a:a + part.size], part, casting="unsafe")
     return out
 
 
 def _uniform(attrs, ctx, shape):
-    rng = _draw_rng(attrs, ctx)
     low, high = attrs["min"], attrs["max"]
-    values = _filled(lambda size: rng.uniform(low, high, size=size), shape, attrs["dtype"])
+    values = _filled(_draw_rng(attrs, ctx).random, float(high) - float(low), low, shape,
+                     attrs["dtype"])
     num, step = attrs["diag_num"], attrs["diag_step"]
     if num > 0:
         flat = values.reshape(-1)
@@ -65,9 +76,8 @@ def uniform_random_batch_size_like(xp, ins, attrs, want, ctx):
 
 
 def _gaussian(attrs, ctx, shape):
-    rng = _draw_rng(attrs, ctx)
-    mean, std = attrs["mean"], attrs["std"]
-    return _filled(lambda size: rng.normal(mean, std, size=size), shape, attrs["dtype"])
+    return _filled(_draw_rng(attrs, ctx).standard_normal, attrs["std"], attrs["mean"], shape,
+                   attrs["dtype"])
 
 
 @kernel("gaussian_random", context=True)

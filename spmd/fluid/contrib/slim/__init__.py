@@ -1,10 +1,7 @@
-"""fluid.contrib.slim: fluid 1.8's model compression framework (slim: Compressor and its config-
-driven pruning, distillation, quantization and light-NAS strategies). spmd does not provide its
-names; docs/fluid_coverage.md says why for each.
-"""
-from ..._pending import missing_names
+"""fluid.contrib.slim: fluid 1.8's model compression framework: the Compressor running
+config-driven strategies (pruning, distillation, light NAS) over GraphWrappers. Its
+quantization names are listed in docs/fluid_coverage.md with the reason spmd lacks them."""
+from . import core, distillation, graph, nas, prune, quantization, searcher  # noqa: F401
+from .core import Compressor, ConfigFactory, Context, Strategy  # noqa: F401 - as fluid's *
 
-__all__: list[str] = []
-
-missing_names(globals(), [
-    "Compressor"])
+__all__ = ["Compressor"]

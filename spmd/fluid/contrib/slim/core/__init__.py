@@ -1,10 +1,8 @@
-"""fluid.contrib.slim.core: fluid 1.8's model compression framework (slim: Compressor and its
-config-driven pruning, distillation, quantization and light-NAS strategies). spmd does not
-provide its names; docs/fluid_coverage.md says why for each.
-"""
-from ...._pending import missing_names
+"""fluid.contrib.slim.core: Compressor and Context (compressor), ConfigFactory (config) and
+Strategy (strategy)."""
+from . import compressor, config, strategy  # noqa: F401 - fluid's submodules
+from .compressor import Compressor, Context
+from .config import ConfigFactory
+from .strategy import Strategy
 
-__all__: list[str] = []
-
-missing_names(globals(), [
-    "Compressor", "ConfigFactory", "Context", "Strategy"])
+__all__ = ["ConfigFactory", "Context", "Compressor", "Strategy"]

@@ -1,10 +1,7 @@
-"""fluid.contrib.slim.distillation: fluid 1.8's model compression framework (slim: Compressor and
-its config-driven pruning, distillation, quantization and light-NAS strategies). spmd does not
-provide its names; docs/fluid_coverage.md says why for each.
-"""
-from ...._pending import missing_names
+"""fluid.contrib.slim.distillation: the distillers (distiller) and DistillationStrategy
+(distillation_strategy)."""
+from . import distillation_strategy, distiller  # noqa: F401 - fluid's submodules
+from .distillation_strategy import DistillationStrategy
+from .distiller import FSPDistiller, L2Distiller, SoftLabelDistiller
 
-__all__: list[str] = []
-
-missing_names(globals(), [
-    "DistillationStrategy", "FSPDistiller", "L2Distiller", "SoftLabelDistiller"])
+__all__ = ["FSPDistiller", "L2Distiller", "SoftLabelDistiller", "DistillationStrategy"]

@@ -1,10 +1,7 @@
-"""fluid.contrib.slim.graph: fluid 1.8's model compression framework (slim: Compressor and its
-config-driven pruning, distillation, quantization and light-NAS strategies). spmd does not
-provide its names; docs/fluid_coverage.md says why for each.
-"""
-from ...._pending import missing_names
+"""fluid.contrib.slim.graph: GraphWrapper, VarWrapper, OpWrapper (graph_wrapper) and
+SlimGraphExecutor (executor)."""
+from . import executor, graph_wrapper  # noqa: F401 - fluid's submodules
+from .executor import SlimGraphExecutor
+from .graph_wrapper import GraphWrapper, OpWrapper, VarWrapper
 
-__all__: list[str] = []
-
-missing_names(globals(), [
-    "GraphWrapper", "OpWrapper", "SlimGraphExecutor", "VarWrapper"])
+__all__ = ["SlimGraphExecutor", "GraphWrapper", "VarWrapper", "OpWrapper"]

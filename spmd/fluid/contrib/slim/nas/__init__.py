@@ -1,9 +1,10 @@
-"""fluid.contrib.slim.nas: SearchSpace (search_space) and the file lock (lock); the light-NAS
-strategy, its search agent and controller server are named in docs/fluid_coverage.md."""
-from ...._pending import missing_names
-from . import lock, search_space  # noqa: F401 - fluid's submodules
+"""fluid.contrib.slim.nas: light NAS: LightNASStrategy (light_nas_strategy), ControllerServer
+(controller_server), SearchAgent (search_agent), SearchSpace (search_space) and the file lock
+(lock)."""
+from . import controller_server, light_nas_strategy, lock, search_agent, search_space  # noqa: F401
+from .controller_server import ControllerServer
+from .light_nas_strategy import LightNASStrategy
+from .search_agent import SearchAgent
 from .search_space import SearchSpace
 
-__all__ = ["SearchSpace"]
-
-missing_names(globals(), ["ControllerServer", "LightNASStrategy", "SearchAgent"])
+__all__ = ["LightNASStrategy", "ControllerServer", "SearchAgent", "SearchSpace"]

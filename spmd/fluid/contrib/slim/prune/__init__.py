@@ -1,10 +1,9 @@
-"""fluid.contrib.slim.prune: the pruners (Pruner, StructurePruner); the Compressor's prune
-strategies are named in docs/fluid_coverage.md with the reason."""
-from ...._pending import missing_names
-from . import pruner  # noqa: F401 - fluid's submodule
+"""fluid.contrib.slim.prune: the pruners (pruner), the filter-pruning strategies
+(prune_strategy) and the searched one (auto_prune_strategy)."""
+from . import auto_prune_strategy, prune_strategy, pruner  # noqa: F401 - fluid's submodules
+from .auto_prune_strategy import AutoPruneStrategy
+from .prune_strategy import PruneStrategy, SensitivePruneStrategy, UniformPruneStrategy
 from .pruner import Pruner, StructurePruner
 
-__all__ = ["Pruner", "StructurePruner"]
-
-missing_names(globals(), ["AutoPruneStrategy", "PruneStrategy", "SensitivePruneStrategy",
-                          "UniformPruneStrategy"])
+__all__ = ["Pruner", "StructurePruner", "SensitivePruneStrategy", "UniformPruneStrategy",
+           "PruneStrategy", "AutoPruneStrategy"]

@@ -70,6 +70,11 @@ class SAController(EvolutionaryController):
     def current_tokens(self):
         return self._tokens
 
+    @property
+    def iteration(self):
+        """How many updates (rewards) it has taken since reset."""
+        return self._iter
+
     def reset(self, range_table, init_tokens=None, constrain_func=None):
         self._range_table = range_table
         self._constrain_func = constrain_func

@@ -163,3 +163,17 @@ def test_three_pservers_and_a_sliced_table_equal_one_process_moving_only_rows(tm
         assert (out[t]["rows_received"] == rows_prefetched + 8 + 1).all()
         assert (out[t]["bytes_sent"] < table_bytes / 1000).all(), out[t]["bytes_sent"]
         assert (out[t]["bytes_received"] < table_bytes / 1000).all()
+
+
+def test_a_sparse_gradient_handed_back_is_its_dense_table():
+    """What exe.run(pserver_program) writes back to the scope for a sparse gradient (and a
+    checkpoint saves): its dense table, repeated rows summed, in memory its rows take."""
+    from spmd.ps.pserver import rows_backed_dense
+
+    rng = np.random.default_rng(1)
+    g = SelectedRows(np.array([3, 9, 3]), rng.standard_normal((3, DIM)).astype("float32"), 12)
+    dense = rows_backed_dense(g)
+    np.testing.assert_array_equal(dense, g.to_dense(np))
+    assert dense.shape == (12, DIM) and dense.dtype == np.float32 and dense.flags.writeable
+    assert rows_backed_dense(SelectedRows(np.zeros(0, np.int64),
+                                          np.zeros((0, DIM), "float32"), 0)).shape == (0, DIM)

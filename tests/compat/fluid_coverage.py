@@ -35,9 +35,6 @@ DOC = ROOT / "docs" / "fluid_coverage.md"
 DETECTION = "detection (issue 22 item 4: fluid.layers.detection and the ROI ops, in progress)"
 SLIM_IRGRAPH = ("slim's quantization rewrites fluid's C++ IrGraph (core.Graph and its passes, "
                 "int8 and MKL-DNN kernels), which spmd's Python IR and float kernels do not have")
-SLIM = ("slim's compression framework (Compressor running YAML-configured pruning, "
-        "distillation and light-NAS strategies over its GraphWrapper, a socket controller "
-        "for NAS): in no open issue")
 PSLIB = ("pslib: Baidu's closed-source parameter server (core.Fleet), not in fluid's public "
          "wheels; spmd's parameter server is fluid's gRPC transpiler mode")
 TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and device workers; "
@@ -74,19 +71,6 @@ DEFERRED: dict[str, str] = {
        for m in ("contrib", "contrib.utils", "contrib.utils.lookup_table_utils")
        for n in ("convert_dist_to_sparse_program", "load_persistables_for_increment",
                  "load_persistables_for_inference")},
-    **{f"{m}:*": SLIM for m in (
-        "contrib.slim", "contrib.slim.core", "contrib.slim.core.compressor",
-        "contrib.slim.core.config", "contrib.slim.core.strategy", "contrib.slim.distillation",
-        "contrib.slim.distillation.distillation_strategy",
-        "contrib.slim.distillation.distiller", "contrib.slim.graph",
-        "contrib.slim.graph.executor", "contrib.slim.graph.graph_wrapper", "contrib.slim.nas",
-        "contrib.slim.nas.controller_server", "contrib.slim.nas.light_nas_strategy",
-        "contrib.slim.nas.lock", "contrib.slim.nas.search_agent",
-        "contrib.slim.nas.search_space", "contrib.slim.prune",
-        "contrib.slim.prune.auto_prune_strategy", "contrib.slim.prune.prune_strategy",
-        "contrib.slim.prune.pruner", "contrib.slim.searcher",
-        "contrib.slim.searcher.controller")},
-    "contrib:Compressor": SLIM,
     "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"

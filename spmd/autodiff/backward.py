@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ..core.operator import OpRole
 from ..core.variable import Parameter, Variable
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
 from .overwritten import OverwrittenValues
 
@@ -327,6 +327,29 @@ def _append_error_clips(block, op, grad_of: dict):
             clip._append_clip_op(block, name)
 
 
+def _check_type(value, arg: str, types, where: str) -> None:
+    """fluid 1.8.5's check_type: a wrong type is a TypeError (ArgumentTypeError)."""
+    if not isinstance(value, types):
+        names = [t.__name__ for t in (types if isinstance(types, tuple) else (types,))]
+        raise ArgumentTypeError(
+            f"{where}: {arg} must be {' or '.join(names)}, got {type(value).__name__}")
+
+
+def _no_grad_set_names(no_grad_set) -> set:
+    """fluid's _get_no_grad_set_name: a set, list or tuple of Variables or names (else a
+    TypeError)."""
+    if no_grad_set is None:
+        return set()
+    if not isinstance(no_grad_set, (set, list, tuple)):
+        raise ArgumentTypeError(f"no_grad_set must be a set, list or tuple, got "
+                                f"{type(no_grad_set).__name__}")
+    for v in no_grad_set:
+        if not isinstance(v, (Variable, str)):
+            raise ArgumentTypeError(f"the members of no_grad_set must be Variables or str, "
+                                    f"got {type(v).__name__}")
+    return {v.name if isinstance(v, Variable) else v for v in no_grad_set}
+
+
 def _no_grad_names(block, no_grad_set) -> set:
     names = {v.name if isinstance(v, Variable) else v for v in (no_grad_set or ())}
     return names | {n for n, v in block.vars.items() if v.stop_gradient}
@@ -354,9 +377,15 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
 
     >>> # params_grads = append_backward(avg_loss)
     """
-    if not isinstance(loss, Variable):
-        raise InvalidArgumentError(
-            f"append_backward expects the loss Variable, got {type(loss).__name__}")
+    where = "fluid.backward.append_backward"
+    _check_type(loss, "loss", Variable, where)
+    if callbacks is not None:
+        _check_type(callbacks, "callbacks", list, where)
+    if parameter_list is not None:
+        _check_type(parameter_list, "parameter_list", (list, tuple, set), where)
+        for i, p in enumerate(parameter_list):
+            _check_type(p, f"parameter_list[{i}]", (Variable, str), where)
+    _no_grad_set_names(no_grad_set)
     block = loss.block
     if not any(loss.name in op.output_arg_names for op in block.ops):
         raise InvalidArgumentError(f"loss '{loss.name}' is not produced by any op of its program")
@@ -411,6 +440,15 @@ def _float_path_to(block, target: str) -> set[str]:
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     """Gradients of sum(targets) (weighted by target_gradients) w.r.t. inputs; None where an
     input does not reach any target."""
+    where = "fluid.backward.gradients"
+    _check_type(targets, "targets", (Variable, list, tuple), where)
+    _check_type(inputs, "inputs", (Variable, list, tuple), where)
+    _check_type(target_gradients, "target_gradients", (Variable, list, tuple, type(None)),
+                where)
+    for what, value in (("targets", targets), ("inputs", inputs)):
+        for i, v in enumerate(value if isinstance(value, (list, tuple)) else [value]):
+            _check_type(v, f"{what}[{i}]", Variable, where)
+    _no_grad_set_names(no_grad_set)
     targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
     inputs_list = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     block = targets[0].block

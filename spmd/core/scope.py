@@ -114,7 +114,17 @@ class ScopeVar:
 
     def get_lod_tensor_array(self) -> list:
         """The list of LoDTensors this variable holds (fluid's LoDTensorArray / fetch list;
-        core.set_feed_variable and get_fetch_variable use the same lists)."""
+        core.set_feed_variable and get_fetch_variable use the same lists). A tensor array a
+        run left here (a persistable one) is handed out as a LoDTensorArray of its elements,
+        each with its LoD: a snapshot of that run's value."""
+        value = self._scope.get(self._name)
+        if isinstance(value, list):
+            from .lod import LoDTensor, LoDTensorArray
+
+            lods = self._scope.lod(self._name)
+            lods = lods if isinstance(lods, list) else [None] * len(value)
+            return LoDTensorArray(v if isinstance(v, LoDTensor) else LoDTensor(v, lod)
+                                  for v, lod in zip(value, lods))
         return self._scope.tensor_list(self._name)
 
     get_fetch_list = get_lod_tensor_array

@@ -107,7 +107,11 @@ class Plan:
         self.lod_tracked = tracked = tracked_names(block)
         self.lod_aware = bool(tracked) or any(get_op_def(op.type).lod_inputs for _, op in ops)
         self._lod_reads = [n for n in self._from_scope if n in tracked]
-        self._lod_writes = [n for n in self.persist_writes if n in tracked]
+        # a persistable written with a LoD: tracked, or an op's LoD output of its own (the
+        # elements' LoDs of a tensor array lod_tensor_to_array writes)
+        lod_written = {n for _, op in ops for slot in get_op_def(op.type).lod_outputs
+                       for n in op.outputs.get(slot, ())}
+        self._lod_writes = [n for n in self.persist_writes if n in tracked or n in lod_written]
         self.fetched_lods: list | None = None  # the latest run's LoD per fetch (lod_aware)
 
     def _binding(self, rng, update_rng, place, inplace: bool, dying) -> Binding:

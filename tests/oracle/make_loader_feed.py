@@ -266,6 +266,34 @@ def fetched_tensor_array():
     return out
 
 
+def persisted_tensor_array():
+    """A persistable tensor array read back from the scope (var.get_lod_tensor_array())."""
+    from paddle.fluid.layers.control_flow import (
+        array_to_lod_tensor,
+        lod_rank_table,
+        lod_tensor_to_array,
+    )
+    t = fluid.LoDTensor()
+    t.set(np.arange(20).reshape(20, 1).astype("float32"), fluid.CPUPlace())
+    t.set_recursive_sequence_lengths([[2, 3], [3, 6, 2, 6, 3]])
+    program = fluid.Program()
+    with fluid.program_guard(program):
+        x = fluid.layers.data(name="x", shape=[1], lod_level=2)
+        table = lod_rank_table(x, level=0)
+        array = lod_tensor_to_array(x, table)
+        array.persistable = True
+        result = array_to_lod_tensor(array, table)
+        result.persistable = True
+    scope = fluid.core.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(program, feed={"x": t}, scope=scope)
+    elements = scope.find_var(array.name).get_lod_tensor_array()
+    back = scope.find_var(result.name).get_tensor()
+    return {"rows": np.array(t), "lengths": t.recursive_sequence_lengths(),
+            "elements": [np.array(e) for e in elements],
+            "element_lengths": [e.recursive_sequence_lengths() for e in elements],
+            "result": np.array(back), "result_lengths": back.recursive_sequence_lengths()}
+
+
 if __name__ == "__main__":
     save("loader_feed", {
         "meta": {"fluid": paddle.__version__},
@@ -281,4 +309,5 @@ if __name__ == "__main__":
         "io": io_cases(),
         "py_reader_queue": py_reader_queue(),
         "fetched_tensor_array": fetched_tensor_array(),
+        "persisted_tensor_array": persisted_tensor_array(),
     })

@@ -61,3 +61,35 @@ def test_a_fetched_tensor_array_over_two_places_is_fluids(monkeypatch):
     assert isinstance(tensors, list) and len(tensors) == ORACLE["tensors"]["len"]
     assert all(isinstance(t, fluid.LoDTensor) for t in tensors)
     assert [t.shape() for t in tensors] == [[8, 4], [8, 1], [2]]
+
+
+def test_a_persistable_tensor_array_reads_back_from_the_scope_with_its_lods():
+    """var.get_lod_tensor_array() after a run: the array's elements, each with its LoD, as
+    fluid 1.8.5's (the array variable has no lod_level of its own)."""
+    from spmd.fluid.layers.control_flow import (
+        array_to_lod_tensor,
+        lod_rank_table,
+        lod_tensor_to_array,
+    )
+    want = load("loader_feed")["persisted_tensor_array"]
+    t = fluid.LoDTensor()
+    t.set(want["rows"], fluid.CPUPlace())
+    t.set_recursive_sequence_lengths(want["lengths"])
+    program = fluid.Program()
+    with fluid.program_guard(program):
+        x = fluid.layers.data(name="x", shape=[1], lod_level=2)
+        table = lod_rank_table(x, level=0)
+        array = lod_tensor_to_array(x, table)
+        array.persistable = True
+        result = array_to_lod_tensor(array, table)
+        result.persistable = True
+    scope = fluid.core.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(program, feed={"x": t}, scope=scope)
+    elements = scope.find_var(array.name).get_lod_tensor_array()
+    assert len(elements) == len(want["elements"])
+    for got, w, w_lengths in zip(elements, want["elements"], want["element_lengths"]):
+        np.testing.assert_array_equal(np.array(got), w)
+        assert got.recursive_sequence_lengths() == w_lengths
+    back = scope.find_var(result.name).get_tensor()
+    np.testing.assert_array_equal(np.array(back), want["result"])
+    assert back.recursive_sequence_lengths() == want["result_lengths"]

@@ -65,16 +65,21 @@ class SelectedRows:
 
 
 def merge_rows(xp, rows, values):
-    """(each row once, increasing; the sum of its values): a sort and one add.reduceat, many
-    times faster than an unbuffered add.at over the repeats."""
+    """(each row once, increasing; the sum of its values): a stable sort of the batch's ids
+    and one add.reduceat over the repeats, many times faster than an unbuffered add.at; ids
+    that do not repeat skip the reduceat (a one-row segment sums to itself, bit for bit)."""
     rows = rows.reshape(-1)
-    if rows.size == 0:
+    n = rows.size
+    if n == 0:
         return rows, values
     order = xp.argsort(rows, kind="stable")
     ordered = rows[order]
-    starts = xp.concatenate([xp.zeros(1, dtype=bool), ordered[1:] != ordered[:-1]])
-    starts = xp.nonzero(starts)[0]
-    starts = xp.concatenate([xp.zeros(1, dtype=starts.dtype), starts])
+    first = xp.empty(n, dtype=bool)  # where each run of one id begins
+    first[0] = True
+    xp.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = xp.flatnonzero(first)
+    if starts.size == n:
+        return ordered, values[order]
     return ordered[starts], xp.add.reduceat(values[order], starts, axis=0)
 
 

@@ -75,3 +75,71 @@ def test_decayed_adagrad_takes_a_sparse_gradient_with_its_dense_semantics():
     assert "decayed_adagrad" in CASES["train/decayed_adagrad/sparse"]["error"]
     _close(train(fluid, OPTIMIZERS["decayed_adagrad"], True),
            CASES["train/decayed_adagrad/dense"], "decayed_adagrad sparse vs fluid dense")
+
+
+def _lazy_adam_with_fluids_powers(make_opt):
+    """3 steps of the make_sparse.py program with lazy Adam, the tables' beta powers started
+    one step ahead: fluid 1.8.5's sparse adam kernel writes Beta1PowOut / Beta2PowOut (the
+    same variables as its inputs) before its row functor reads Beta1Pow / Beta2Pow, so each
+    of its sparse steps uses the powers of the next one (adam_op.h); the dense fc keeps its
+    own. The rows it updates, and how, are otherwise spmd's."""
+    from make_sparse import IDS, Y
+
+    got = {}
+
+    def shift_powers(scope, main):
+        for v in main.list_vars():
+            if v.name.startswith("table") and "_pow_acc" in v.name:
+                beta = np.float32(0.9 if "beta1" in v.name else 0.999)
+                tensor = scope.find_var(v.name).get_tensor()
+                tensor.set(np.asarray(tensor) * beta, fluid.CPUPlace())
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss = _sparse_program(make_opt)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    shift_powers(scope, main)
+    losses = []
+    for ids_v, y_v in zip(IDS, Y):
+        (out,) = exe.run(main, feed={"ids": ids_v, "y": y_v}, fetch_list=[loss], scope=scope)
+        losses.append(float(np.asarray(out).reshape(-1)[0]))
+    got["losses"] = losses
+    got["params"] = {n: np.array(scope.find_var(n).get_tensor())
+                     for n in ("table_a", "table_b", "fc_w", "fc_b")}
+    return got
+
+
+def _sparse_program(make_opt):
+    from make_sparse import DIM, VOCAB, init
+
+    def attr(name, shape, offset):
+        return fluid.ParamAttr(name=name, initializer=fluid.initializer.NumpyArrayInitializer(
+            init(shape, offset)))
+
+    ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    a = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True,
+                               param_attr=attr("table_a", [VOCAB, DIM], 0))
+    b1 = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True,
+                                param_attr=attr("table_b", [VOCAB, DIM], 1))
+    b2 = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, param_attr="table_b")
+    h = fluid.layers.concat([a, b1 * b2], axis=1)
+    pred = fluid.layers.fc(h, 1, param_attr=attr("fc_w", [2 * DIM, 1], 2),
+                           bias_attr=attr("fc_b", [1], 3))
+    loss = fluid.layers.reduce_mean(fluid.layers.square(pred - y))
+    make_opt().minimize(loss)
+    return loss
+
+
+def test_lazy_adam_rows_are_fluids_given_its_kernels_beta_powers():
+    """spmd's lazy Adam updates the rows fluid 1.8.5's does, by the same formula: started
+    from the powers fluid's sparse kernel reads, it gives fluid's stored sparse runs (losses
+    and every parameter), plain and with a global-norm clip of the rows."""
+    fluid_sparse = load("sparse")["train/lazy_adam/sparse"]
+    _close(_lazy_adam_with_fluids_powers(lambda: fluid.optimizer.Adam(0.1, lazy_mode=True)),
+           fluid_sparse, "lazy adam, fluid's powers")
+    clipped = lambda: fluid.optimizer.Adam(  # noqa: E731
+        0.1, lazy_mode=True, grad_clip=fluid.clip.GradientClipByGlobalNorm(0.05))
+    _close(_lazy_adam_with_fluids_powers(clipped), CASES["train/lazy_adam_global_norm/sparse"],
+           "lazy adam + global norm clip, fluid's powers")

@@ -172,14 +172,14 @@ def _is_train(graph):
     return any(op.type.endswith("_grad") for op in graph.program.global_block().ops)
 
 
-def run_case(config_text, with_teacher, seed):
+def run_case(config_text, with_teacher, seed, allow_errors=False):
     # one name generator for the nets and for what the Compressor adds (optimizer state, the
     # distillers' layers), so that no name is made twice
     with fluid.unique_name.guard():
-        return _run_case(config_text, with_teacher, seed)
+        return _run_case(config_text, with_teacher, seed, allow_errors)
 
 
-def _run_case(config_text, with_teacher, seed):
+def _run_case(config_text, with_teacher, seed, allow_errors):
     built = build(with_teacher)
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
@@ -222,7 +222,7 @@ def _run_case(config_text, with_teacher, seed):
         recorder.remove()
         compressor_module._logger.error = original
         shutil.rmtree(work)
-    if failed:
+    if failed and not allow_errors:
         raise SystemExit(f"fluid's Compressor logged an error: {failed}")
     params = {p.name(): list(p.shape()) for p in graph.all_parameters()}
     final = {n: np.array(scope.find_var(n).get_tensor()) for n in params}

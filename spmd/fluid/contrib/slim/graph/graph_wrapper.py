@@ -332,20 +332,21 @@ class GraphWrapper:
                                 export_for_deployment=True)
 
     def _own_persistables(self):
+        for var in self.program.list_vars():  # the optimizer's state, added since __init__
+            if var.persistable and var.name not in self.persistables:
+                self.persistables[var.name] = var
         names = [n for n in self.persistables if "reader" not in n and "double_buffer" not in n]
         return [self.persistables[n] for n in names]
 
     def save_persistables(self, path, exe):
         """The persistables (a merged-in teacher's left out) under `path`, from the global
         scope (use scope_guard)."""
-        for var in self.program.list_vars():
-            if var.persistable and var.name not in self.persistables:
-                self.persistables[var.name] = var
         own = [v for v in self._own_persistables() if v.name not in self.teacher_persistables]
         io.save_vars(exe.exe, path, main_program=self.program, vars=own)
 
     def load_persistables(self, path, exe):
-        """Load those of the persistables that `path` holds."""
+        """Load those of the persistables that `path` holds (the optimizer's state too,
+        which fluid 1.8 leaves out: a resumed run continues as the uninterrupted one)."""
         present = [v for v in self._own_persistables()
                    if os.path.exists(os.path.join(path, v.name))
                    or os.path.exists(os.path.join(path, v.name + ".npy"))]

@@ -129,7 +129,7 @@ class AutoPruneStrategy(PruneStrategy):
         for name, value in self._param_backup.items():
             context.scope.find_var(name).get_tensor().set(value, context.place)
         self._restore_shapes(context.optimize_graph, self._param_shape_backup)
-        self._restore_shapes(context.eval_graph, self._param_shape_backup)
+        self._prune_graph(context.eval_graph, context.optimize_graph)
         self._param_backup, self._param_shape_backup = {}, {}
         context.optimize_graph.update_groups_of_conv()
         context.eval_graph.update_groups_of_conv()

@@ -420,7 +420,10 @@ class SensitivePruneStrategy(PruneStrategy):
         """The smallest ratio in (0, 1) where the cubic reaches `loss`; where it never does,
         the largest ratio measured."""
         shifted = np.array(coefficient, dtype=float)
+        shifted[np.abs(shifted) < 1e-12] = 0.0  # a flat fit (all losses 0) has no roots
         shifted[-1] -= loss
+        if not np.any(shifted[:-1]):
+            return float(max(entry["pruned_percent"], default=0.0))
         roots = [r.real for r in np.roots(shifted) if abs(r.imag) < 1e-9 and 0 < r.real < 1]
         if roots:
             return float(min(roots))

@@ -65,7 +65,8 @@ def install() -> None:
     settings = flags()
     rank, size = _launcher_rank_size()
     wants = (size > 1 and settings.supervise) or settings.status_file
-    if not wants or os.environ.get(_SUPERVISED_ENV) or not _safe_to_fork():
+    if not wants or os.environ.get(_SUPERVISED_ENV) or not _safe_to_fork() or \
+            _in_paddle_launch():
         return
     global _shared, _launcher_stops_failures
     _launcher_stops_failures = bool(settings.status_file)
@@ -88,15 +89,23 @@ def _reexec_env_only_trainer() -> None:
     if "PADDLE_TRAINERS_NUM" not in os.environ or os.environ.get(_SUPERVISED_ENV) or \
             not _safe_to_fork():
         return  # the common case costs one look-up: no join module loaded
-    launcher = sys.modules.get("launch")  # paddle-launch itself reads spmd.flags: never it
-    if launcher is not None and os.path.dirname(os.path.dirname(
-            getattr(launcher, "__file__", "") or "")) == \
-            os.path.dirname(os.path.dirname(os.path.dirname(__file__))):
+    if _in_paddle_launch():
         return
     from ..comm.join import env_only_start, reexec_under_mpiexec
 
     if env_only_start():
         reexec_under_mpiexec()
+
+
+def _in_paddle_launch() -> bool:
+    """Whether this process is paddle-launch itself (our launch package is loaded: it reads
+    spmd.flags, spmd.launcher_vars, ... and so imports spmd). It is never a rank: under an MPI
+    process manager it execs the worker (launch/job.py), which installs its own guard; a
+    supervisor forked here would outlive the exec and stand in for a program it cannot see."""
+    launcher = sys.modules.get("launch")
+    return launcher is not None and os.path.dirname(os.path.dirname(
+        getattr(launcher, "__file__", "") or "")) == \
+        os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 
 class _NoteMPIImport:
@@ -295,16 +304,25 @@ def rendezvous(comm) -> None:
     if _shared is None or _shared.slots[st.CHANNEL] != 0:
         return
 
-    from .channel import candidate_addresses
+    from .channel import NO_ADDRESS_MARK, candidate_addresses, no_address_reason
 
-    text = candidate_addresses(int(_shared.slots[st.LISTEN_PORT])) if comm.Get_rank() == 0 \
-        else ""
+    text = ""
+    if comm.Get_rank() == 0:
+        port = int(_shared.slots[st.LISTEN_PORT])
+        text = candidate_addresses(port) if port else NO_ADDRESS_MARK + no_address_reason()
     length = np.array([len(text.encode())], dtype=np.int64)
     comm.Bcast(length, root=0)
     buf = np.frombuffer(text.encode(), dtype=np.uint8).copy() if comm.Get_rank() == 0 else \
         np.empty(int(length[0]), dtype=np.uint8)
     comm.Bcast(buf, root=0)
-    _shared.set_address(buf.tobytes().decode())
+    text = buf.tobytes().decode()
+    if text.startswith(NO_ADDRESS_MARK):  # rank 0's supervisor could not listen: every rank
+        _shared.slots[st.CHANNEL] = -1    # fails alike, the lowest one reporting
+        from ..errors import CommunicationError
+
+        raise CommunicationError(f"[rank {comm.Get_rank()}/{comm.Get_size()}] "
+                                 f"{text[len(NO_ADDRESS_MARK):]}")
+    _shared.set_address(text)
     deadline = time.monotonic() + _CONNECT_WAIT_S
     while not _shared.slots[st.CONNECTED] and _shared.slots[st.CHANNEL] != -1 and \
             time.monotonic() < deadline:

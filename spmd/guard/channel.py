@@ -10,12 +10,13 @@ read; garbage, a truncated hello or another job's token is refused, logged and c
 never counts as a rank. Then lines of text (`hello R`, `gone R code=C signal=S collectives=N
 steps=M how=H`, `alldone`): no pickle, nothing executed.
 
-Rank 0's supervisor listens on the node's own address where it is known (POD_IP, or the host of
-PADDLE_CURRENT_ENDPOINT, when this machine has it), on loopback when every rank runs on this
-node, else on every interface; on a port the kernel picks. The addresses it offers are those a
-node really has: that address, or POD_IP, the endpoint's host and each interface's address,
-then the host name and loopback. They reach the others through the program's first MPI use
-(see spmd/guard/__init__.py).
+Rank 0's supervisor listens only where the job can reach it, never on every interface: on
+loopback when the process manager says every rank runs on this node, else on the node's own
+address (POD_IP, the host of PADDLE_CURRENT_ENDPOINT, or the node name the process manager
+gave, spmd/launcher_vars.py's NODE_NAME_VARS, when it is an address of this machine); on a port
+the kernel picks. A job over several nodes where none of them names this node's address gets
+no listener: the job fails at its first MPI use, saying what to set (no_address_reason). The
+address reaches the others through the program's first MPI use (see spmd/guard/__init__.py).
 """
 from __future__ import annotations
 
@@ -38,7 +39,12 @@ from .state import FAILED, LOST
 
 _TOKEN_MARK = ";token="
 _token: str | None = None  # rank 0: made by listen() when SPMD_JOB_TOKEN is not set
-_bound: str = "0.0.0.0"
+_bound: str = "127.0.0.1"
+NO_ADDRESS_MARK = "!"  # rank 0's address text when it has no listener: the reason follows
+
+
+class NodeAddressUnknown(OSError):
+    """Rank 0's supervisor cannot tell where the other nodes reach it (no_address_reason)."""
 
 
 def interface_addresses() -> list[str]:
@@ -65,13 +71,59 @@ def interface_addresses() -> list[str]:
     return found
 
 
+def _resolved(name: str) -> list[str]:
+    """IPv4 addresses of host `name` (itself when it is one); [] when it does not resolve."""
+    try:
+        socket.inet_aton(name)
+        return [name] if name.count(".") == 3 else []
+    except OSError:
+        pass
+    try:
+        return socket.gethostbyname_ex(name)[2]
+    except OSError:
+        return []
+
+
 def _own_address(env) -> str | None:
-    """POD_IP or the host of PADDLE_CURRENT_ENDPOINT, when it is an address of this machine."""
+    """This node's address as the job names it, when this machine has it: POD_IP, the host of
+    PADDLE_CURRENT_ENDPOINT (loopback too: every trainer is then on this machine), then the
+    node names of the process manager (never a loopback address they resolve to, as a
+    Debian host name does to 127.0.1.1: the other nodes could not reach it)."""
+    from ..launcher_vars import node_names
+
     mine = set(interface_addresses())
-    for ip in (env.get("POD_IP", ""), env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0]):
-        if ip and ip in mine:
-            return ip
+    endpoint_host = env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0]
+    for name in (env.get("POD_IP", ""), "127.0.0.1" if endpoint_host == "localhost" else
+                 endpoint_host):
+        if name and (name in mine or name.startswith("127.")):
+            return name
+    for name in node_names(env):
+        for ip in _resolved(name):
+            if ip in mine:
+                return ip
     return None
+
+
+def no_address_reason(env=None) -> str:
+    """Why rank 0's supervisor has no listener, and what to set."""
+    from ..launcher_vars import NODE_NAME_VARS, local_size, world_size
+
+    env = os.environ if env is None else env
+    here, size = local_size(env), world_size(env)
+    spread = (f"this job spans several nodes ({size} ranks, {here} of them on this one)"
+              if here and size else "the process manager does not say that every rank of the "
+              "job runs on this node")
+    named = ", ".join(f"{n}={env[n]}" for n in ("POD_IP", "PADDLE_CURRENT_ENDPOINT",
+                                                *NODE_NAME_VARS) if env.get(n))
+    return (f"rank 0's supervisor (spmd's guard: how a rank that ends early is told to the "
+            f"others) has no address to listen on: {spread}, and nothing names this node's "
+            f"address on the network the nodes share"
+            + (f" ({named}: not an address of this machine)" if named else "")
+            + ". Set POD_IP=<this node's address> in the ranks' environment (on rank 0's node "
+            "at least), give the process manager the nodes by address or by names that resolve "
+            "to them (mpiexec -hosts / a host file: PMI_HOSTNAME), or start the job with "
+            "paddle-launch (it sets PADDLE_CURRENT_ENDPOINT); SPMD_SUPERVISE=0 runs without the "
+            "guard (a rank that ends early is then noticed only by SPMD_COLLECTIVE_TIMEOUT)")
 
 
 def _all_ranks_here(env) -> bool:
@@ -84,12 +136,23 @@ def _all_ranks_here(env) -> bool:
     return one_node(env)
 
 
+def listen_address(env=None) -> str:
+    """Where rank 0's supervisor listens (see the module's doc); raises NodeAddressUnknown."""
+    env = os.environ if env is None else env
+    if _all_ranks_here(env):
+        return "127.0.0.1"
+    address = _own_address(env)
+    if address is None:
+        raise NodeAddressUnknown(no_address_reason(env))
+    return address
+
+
 def listen(env=None) -> socket.socket:
-    """Rank 0's listening socket, on the node's own address (see the module's doc)."""
+    """Rank 0's listening socket (see the module's doc); raises NodeAddressUnknown."""
     global _token, _bound
     env = os.environ if env is None else env
+    _bound = listen_address(env)
     _token = job_token(env) or new_token()
-    _bound = _own_address(env) or ("127.0.0.1" if _all_ranks_here(env) else "0.0.0.0")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((_bound, 0))
@@ -98,25 +161,11 @@ def listen(env=None) -> socket.socket:
 
 
 def candidate_addresses(port: int, env=None) -> str:
-    """Where the other ranks may reach rank 0's supervisor, best first, and (when the job has
-    no SPMD_JOB_TOKEN) the token rank 0's made: `host:port,host:port[;token=T]`."""
+    """Where the other ranks reach rank 0's supervisor (the one address it listens on) and,
+    when the job has no SPMD_JOB_TOKEN, the token rank 0's made: `host:port[;token=T]`.
+    (Its readers take a list, `host:port,host:port`, as earlier versions offered.)"""
     env = os.environ if env is None else env
-    if _bound != "0.0.0.0":
-        names = [_bound]
-    else:
-        names = [ip for ip in (env.get("POD_IP", ""),
-                               env.get("PADDLE_CURRENT_ENDPOINT", "").rpartition(":")[0])
-                 if ip]
-        names += interface_addresses()
-        host = socket.gethostname()
-        names.append(host)
-        try:
-            names += socket.gethostbyname_ex(host)[2]
-        except OSError:
-            pass
-        names.append("127.0.0.1")
-    unique = list(dict.fromkeys(names))
-    text = ",".join(f"{name}:{port}" for name in unique)
+    text = f"{_bound}:{port}"  # the one address it listens on
     if _token is not None and _token != job_token(env):
         text += _TOKEN_MARK + _token  # travels over MPI, the job's own channel
     return text

@@ -16,7 +16,7 @@ import sys
 import time
 
 from . import state as st
-from .channel import Channel, listen
+from .channel import Channel, NodeAddressUnknown, listen
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 _POLL_S = 0.05
@@ -41,7 +41,12 @@ def supervise(rank: int, size: int, shared: st.SharedState, on_end=None,
     `launcher_stops_ranks`: after a peer failed, leave stopping this rank to the launcher
     (paddle-launch asks where each rank was first); otherwise the supervisor stops it, so a
     launcher that does not (srun without -K) still ends the job."""
-    listener = listen() if rank == 0 and size > 1 else None
+    listener = None
+    if rank == 0 and size > 1:
+        try:
+            listener = listen()
+        except NodeAddressUnknown:
+            pass  # LISTEN_PORT stays 0: the job's first MPI use fails, saying what to set
     if listener is not None:
         shared.slots[st.LISTEN_PORT] = listener.getsockname()[1]
     parent = os.getpid()

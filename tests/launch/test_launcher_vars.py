@@ -113,3 +113,16 @@ def test_the_table_imports_nothing_and_does_nothing_when_imported():
                                  ast.FunctionDef)), ast.dump(node)[:200]
         if isinstance(node, ast.Expr):
             assert isinstance(node.value, ast.Constant)
+
+
+def test_the_launcher_reads_the_table_without_arming_a_supervisor(token):
+    """paddle-launch under mpiexec imports spmd (for this table) and then execs the worker: a
+    supervisor forked in it would outlive the exec and stand in for a program it cannot see
+    (MPI_Init after the job: 'PMI_Init returned -1'). The launcher is never a rank."""
+    from launch_helpers import MPIEXEC, PYTHON, run
+
+    code = ("import os, launch.scheduler, spmd.guard as g; "
+            "print('supervised', os.environ.get('SPMD_SUPERVISED'), g.supervised())")
+    res = run([MPIEXEC, "-n", "2", PYTHON, "-c", code], token, timeout=60)
+    assert res.returncode == 0, res.output[-3000:]
+    assert res.stdout.count("supervised None False") == 2, res.output[-3000:]

@@ -10,9 +10,11 @@ import pytest
 from spmd.guard import state as st
 from spmd.guard.channel import Channel, candidate_addresses, listen
 
+ONE_NODE = {"PMI_RANK": "0", "PMI_SIZE": "3", "MPI_LOCALNRANKS": "3"}  # rank 0 listens on loopback
+
 
 def _three_supervisors():
-    listener = listen()
+    listener = listen(env=ONE_NODE)
     seen = {0: [], 1: [], 2: []}
     channels = [Channel(0, 3, listener, seen[0].append)]
     addresses = candidate_addresses(listener.getsockname()[1])
@@ -73,7 +75,7 @@ def test_rank_0_gone_is_seen_by_the_others_even_without_a_message():
 
 
 def test_connect_tries_each_address_in_turn():
-    listener = listen()
+    listener = listen(env=ONE_NODE)
     try:
         port = listener.getsockname()[1]
         with socket.socket() as unused:

@@ -70,12 +70,13 @@ def test_strangers_are_refused_and_the_job_goes_on(monkeypatch, capsys):
 
 def test_a_shared_token_travels_in_the_environment_not_the_address(monkeypatch):
     monkeypatch.setenv("SPMD_JOB_TOKEN", "s3cret")
-    listener = ch.listen(env={"SPMD_JOB_TOKEN": "s3cret"})
+    listener = ch.listen(env={"SPMD_JOB_TOKEN": "s3cret", "MPI_LOCALNRANKS": "2",
+                              "PMI_SIZE": "2"})
     port = listener.getsockname()[1]
     root = ch.Channel(0, 2, listener, lambda info: None)
     addresses = ch.candidate_addresses(port, env={"SPMD_JOB_TOKEN": "s3cret"})
     assert "token" not in addresses and "s3cret" not in addresses
-    assert "127.0.0.1" in addresses  # loopback last, after the node's own addresses
+    assert addresses == f"127.0.0.1:{port}"  # one node: loopback, the one address it listens on
     other = ch.Channel(1, 2, None, lambda info: None)
     assert other.connect(addresses)
     _pump([root, other], lambda: root.peers_connected == 1)
@@ -94,3 +95,62 @@ def test_the_nodes_own_address_is_where_rank_0_listens():
             f"{mine[0]}:{listener.getsockname()[1]}"
     finally:
         listener.close()
+
+
+def _bound_to(env: dict) -> str:
+    listener = ch.listen(env=env)
+    try:
+        return listener.getsockname()[0]
+    finally:
+        listener.close()
+
+
+def _an_interface_address() -> str:
+    mine = ch.interface_addresses()
+    if not mine:
+        pytest.skip("this machine has no interface address but loopback")
+    return mine[0]
+
+
+TWO_NODES = {"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALNRANKS": "2"}  # 2 of 4 ranks here
+
+
+@pytest.mark.parametrize("name", ["PMI_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME"])
+def test_a_node_named_by_the_process_manager_is_where_rank_0_listens(name):
+    ip = _an_interface_address()
+    assert _bound_to({**TWO_NODES, name: ip}) == ip
+
+
+def test_a_node_name_resolving_to_loopback_is_no_address_for_other_nodes():
+    """Debian's /etc/hosts gives the host name 127.0.1.1: the other nodes cannot reach it."""
+    with pytest.raises(ch.NodeAddressUnknown) as err:
+        ch.listen(env={**TWO_NODES, "PMI_HOSTNAME": "localhost"})
+    assert "PMI_HOSTNAME=localhost: not an address of this machine" in str(err.value)
+
+
+def test_an_env_only_trainer_on_loopback_listens_on_loopback():
+    env = {"SPMD_JOIN_START": "1", "PMI_RANK": "0", "PMI_SIZE": "1", "MPI_LOCALNRANKS": "1",
+           "PADDLE_CURRENT_ENDPOINT": "127.0.0.1:6170"}
+    assert _bound_to(env) == "127.0.0.1"
+
+
+def test_a_multi_node_job_without_an_address_says_what_to_set():
+    with pytest.raises(ch.NodeAddressUnknown) as err:
+        ch.listen(env={**TWO_NODES, "PMI_HOSTNAME": "nowhere.invalid"})
+    why = str(err.value)
+    for words in ("no address to listen on", "4 ranks, 2 of them on this one",
+                  "PMI_HOSTNAME=nowhere.invalid", "Set POD_IP=<this node's address>",
+                  "mpiexec -hosts", "paddle-launch", "SPMD_SUPERVISE=0"):
+        assert words in why, why
+    with pytest.raises(ch.NodeAddressUnknown, match="does not say that every rank"):
+        ch.listen(env={})  # a process manager that says nothing of its nodes
+
+
+@pytest.mark.parametrize("env", [{**TWO_NODES, "POD_IP": "<ip>"},
+                                 {**TWO_NODES, "PADDLE_CURRENT_ENDPOINT": "<ip>:6170"},
+                                 {**TWO_NODES, "PMI_HOSTNAME": "<ip>"},
+                                 {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}])
+def test_never_on_every_interface(env):
+    ip = _an_interface_address()
+    env = {k: v.replace("<ip>", ip) for k, v in env.items()}
+    assert _bound_to(env) in (ip, "127.0.0.1")

@@ -66,11 +66,6 @@ DEFERRED: dict[str, str] = {
     "incubate.fleet.utils.fleet_barrier_util:check_all_trainers_ready": HDFS,
     "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
     "helpers of pslib jobs: in no open issue",
-    **{f"{m}:{n}": "the distributed lookup table's checkpoint conversion for pserver "
-       "inference: in no open issue"
-       for m in ("contrib", "contrib.utils", "contrib.utils.lookup_table_utils")
-       for n in ("convert_dist_to_sparse_program", "load_persistables_for_increment",
-                 "load_persistables_for_inference")},
     "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"

@@ -31,9 +31,7 @@ __all__ = ["decorate", "mixed_precision",
 
 # fluid.contrib's names spmd lacks (each module says so too; docs/fluid_coverage.md says why)
 missing_names(globals(), [
-    *layers.nn.MISSING, *layers.metric_op.MISSING, "QuantizeTranspiler",
-    "convert_dist_to_sparse_program", "load_persistables_for_increment",
-    "load_persistables_for_inference"])
+    *layers.nn.MISSING, *layers.metric_op.MISSING, "QuantizeTranspiler"])
 __all__ += ["Compressor"]  # noqa: F405 - slim's, loaded at first use (0.4 s of imports)
 _missing_getattr = globals()["__getattr__"]  # installed by missing_names
 

@@ -85,9 +85,11 @@ class DistributeTranspiler(_Transpiler):
             endpoints = workers if workers is not None else trainers
             program._trainers_endpoints = [e for e in str(endpoints).split(",") if e]
             return
+        # (the transpile has already turned a distributed table's lookups into its prefetch)
         tables = [op.input("W")[0] for op in program.global_block().ops
-                  if op.type in ("lookup_table", "lookup_table_v2")
-                  and op.attrs.get("is_distributed")]
+                  if op.type == "distributed_lookup_table"
+                  or (op.type in ("lookup_table", "lookup_table_v2")
+                      and op.attrs.get("is_distributed"))]
         program._is_distributed = True
         program._endpoints = [e for e in pservers.split(",") if e]
         program._ps_endpoint = current_endpoint

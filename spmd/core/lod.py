@@ -122,6 +122,13 @@ class LoDTensor:
         self._array = xp.array(array, copy=True)
         self._where = place
 
+    def _copy(self, place=None) -> LoDTensor:
+        """A copy of the data and LoD, on `place` (fluid's `Tensor._copy(place)`)."""
+        out = LoDTensor(None, self._lod)
+        if self._array is not None:
+            out.set(self._array, place)
+        return out
+
     def _place(self):
         """The place the data is on (fluid's `t._place()`, compared with `._equals(place)`):
         the one set() was given, else CPUPlace for a numpy array, CUDAPlace(i) for cupy's."""

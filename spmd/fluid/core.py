@@ -19,7 +19,7 @@ from ..core.dtypes import VarType, convert_dtype
 from ..core.lod import LoDTensor, LoDTensorArray
 from ..core.places import Place
 from ..core.selected_rows import SelectedRows
-from ..errors import EOFException, SpmdError
+from ..errors import EOFException, InvalidArgumentError, SpmdError
 
 __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "EnforceNotMet",
            "EventSortingKey", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState",
@@ -179,18 +179,26 @@ def set_feed_variable(scope, value, var_name: str, index: int) -> None:
     holder[index] = value if isinstance(value, LoDTensor) else LoDTensor(value)
 
 
+# flags of fluid's core.globals() beyond the public ones that programs and Paddle's op_test
+# read, each with spmd's fixed value (spmd has no MKL-DNN kernels)
+_FIXED_FLAGS = {"FLAGS_use_mkldnn": False}
+
+
 class _Globals(MutableMapping):
     """fluid's `core.globals()`: its public FLAGS_* read and set like a dict (through
-    fluid.get_flags / set_flags, so a value set here is the one spmd acts on)."""
+    fluid.get_flags / set_flags, so a value set here is the one spmd acts on), and the
+    fixed ones in _FIXED_FLAGS."""
 
     def _names(self):
         from .device import _FLUID_DEFAULTS
 
-        return _FLUID_DEFAULTS
+        return set(_FLUID_DEFAULTS) | set(_FIXED_FLAGS)
 
     def __getitem__(self, name):
         from .device import get_flags
 
+        if name in _FIXED_FLAGS:
+            return _FIXED_FLAGS[name]
         if name not in self._names():
             raise KeyError(name)
         return get_flags(name)[name]
@@ -198,6 +206,12 @@ class _Globals(MutableMapping):
     def __setitem__(self, name, value):
         from .device import set_flags
 
+        if name in _FIXED_FLAGS:
+            if bool(value) != bool(_FIXED_FLAGS[name]):
+                raise InvalidArgumentError(
+                    f"core.globals()['{name}'] = {value!r}: spmd has no MKL-DNN kernels, the "
+                    f"flag stays {_FIXED_FLAGS[name]}")
+            return
         set_flags({name: value})
 
     def __delitem__(self, name):

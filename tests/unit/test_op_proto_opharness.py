@@ -94,3 +94,24 @@ def test_unittest_exception_carries_fluids_message():
 
     with pytest.raises(core.EnforceNotMet, match="test exception"):
         core.__unittest_throw_exception__()
+
+
+def test_tensor_copy_keeps_data_and_lod_on_the_place():
+    t = core.LoDTensor()
+    t.set(np.arange(6, dtype="float32").reshape(3, 2), fluid.CPUPlace())
+    t.set_recursive_sequence_lengths([[1, 2]])
+    place = core.Place()
+    place.set_place(fluid.CPUPlace())
+    copy = t._copy(place)
+    t.set(np.zeros((3, 2), "float32"), fluid.CPUPlace())  # the copy is its own
+    np.testing.assert_array_equal(np.array(copy), np.arange(6).reshape(3, 2))
+    assert copy.recursive_sequence_lengths() == [[1, 2]]
+
+
+def test_globals_report_mkldnn_off_and_refuse_turning_it_on():
+    import pytest
+
+    assert core.globals()["FLAGS_use_mkldnn"] is False
+    core.globals()["FLAGS_use_mkldnn"] = False
+    with pytest.raises(ValueError, match="no MKL-DNN kernels"):
+        core.globals()["FLAGS_use_mkldnn"] = True

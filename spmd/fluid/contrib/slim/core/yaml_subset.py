@@ -178,13 +178,14 @@ class _Parser:
             rest = content[1:].strip()
             if not rest:
                 value, i = self.nested(i + 1, indent, False)
-            elif _split_key(rest) is not None:
-                # '- key: value' opens a mapping whose keys line up with 'key'
+            elif _split_key(rest) is not None or rest == "-" or rest.startswith("- "):
+                # '- key: value' opens a mapping whose keys line up with 'key', '- - x' a
+                # sequence whose items line up with the second dash
                 inner = indent + (len(content) - len(rest))
                 lines = list(self.lines)
                 lines[i] = (lines[i][0], inner, rest)
                 sub = _Parser(lines, self.where)
-                value, i = sub.mapping(i, inner)
+                value, i = sub.block(i, inner)
             else:
                 value = self.scalar(rest, i)
                 i += 1

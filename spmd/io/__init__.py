@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -179,10 +180,45 @@ def _check_matches(var: Variable, header: Header):
     )
 
 
-def _read_checked(vars: list[Variable], headers: dict) -> dict:
+def _read_checked(vars: list[Variable], headers: dict, into: dict | None = None) -> dict:
     for var in vars:
         _check_matches(var, headers[var.name])
-    return read_arrays([headers[v.name] for v in vars])
+    return read_arrays([headers[v.name] for v in vars], into)
+
+
+# A variable this large is loaded straight into the array the scope holds for it, when that
+# array fits and nothing else holds it: a checkpoint loaded over a trained table (or the one
+# the startup program made) then never holds two copies of the table (reading.read_arrays)
+LOAD_IN_PLACE_MIN = 1 << 24
+
+
+def _count_alone() -> int:
+    """sys.getrefcount of an array only a Scope and one local name hold (calibrated)."""
+    from ..core.scope import Scope
+
+    probe = Scope()
+    probe.put("x", np.empty(1))
+    a = probe.get("x")
+    return sys.getrefcount(a)
+
+
+_ALONE = _count_alone()
+
+
+def _in_place_targets(executor, vars: list[Variable]) -> dict:
+    """{name: the scope's array} for the large host arrays a load may read into: owning their
+    memory, writable, C-contiguous, and held by the scope alone (an array a user took with
+    np.asarray(scope.find_var(name).get_tensor()) keeps its values: it gets a new one)."""
+    scope, targets = global_scope(), {}
+    for var in vars:
+        a = scope.get(var.name)
+        if (type(a) is not np.ndarray or a.base is not None or a.nbytes < LOAD_IN_PLACE_MIN
+                or not (a.flags.c_contiguous and a.flags.writeable)
+                or _placer(executor, scope, var.name) is not np.asarray):
+            continue
+        if sys.getrefcount(a) == _ALONE:
+            targets[var.name] = a
+    return targets
 
 
 def _store(executor, vars: list[Variable], arrays: dict):
@@ -213,7 +249,8 @@ def _stage_vars(files: AtomicFiles, arrays: dict, filename: str | None):
         files.write(filename, npz_writer(arrays))
 
 
-def _read_vars(dirname: str, vars: list[Variable], filename: str | None) -> dict:
+def _read_vars(dirname: str, vars: list[Variable], filename: str | None,
+               into: dict | None = None) -> dict:
     """The arrays of `vars` saved in `dirname`, per file or in the archive `filename`; every
     file checked (header, size, manifest, the program's shape and dtype) before any is read."""
     with reading(dirname) as manifest:  # an interrupted save is finished first
@@ -224,7 +261,7 @@ def _read_vars(dirname: str, vars: list[Variable], filename: str | None) -> dict
             files = {v.name: _var_file(dirname, v.name) for v in vars}
             headers = {n: inspect_npy(os.path.join(dirname, f), n, manifest.get(f))
                        for n, f in files.items()}
-        return _read_checked(vars, headers)
+        return _read_checked(vars, headers, into)
 
 
 def _check_dirname(dirname, who: str):
@@ -291,7 +328,8 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     _refuse_sharded(selected)
     if filename:
         dirname, filename = os.path.split(os.path.join(dirname, filename))
-    _store(executor, selected, _read_vars(dirname, selected, filename))
+    _store(executor, selected, _read_vars(dirname, selected, filename,
+                                          _in_place_targets(executor, selected)))
 
 
 def save_params(executor, dirname: str | None, main_program: Program | None = None,

@@ -184,11 +184,14 @@ def inspect_npy(path: str, name: str, entry: dict | None = None) -> Header:
     return Header(name, path, shape, dtype, fortran, offset, crc)
 
 
-def _read_npy(h: Header) -> np.ndarray:
+def _read_npy(h: Header, into: np.ndarray | None = None) -> np.ndarray:
+    """The array of the checked header `h`: in a buffer of the size the header announced, or
+    straight into `into` (its shape, dtype and C order; read_arrays checked the file's CRC-32
+    before: a mismatch now means another process changed the file while it was read)."""
     nbytes = math.prod(h.shape) * h.dtype.itemsize
     with open(h.path, "rb") as f:
         crc = zlib.crc32(f.read(h.offset))
-        flat = np.empty(nbytes, np.uint8)  # the size the checked header announced
+        flat = np.empty(nbytes, np.uint8) if into is None else into.reshape(-1).view(np.uint8)
         view, done = memoryview(flat), 0
         while done < nbytes:
             n = f.readinto(view[done:])
@@ -199,12 +202,36 @@ def _read_npy(h: Header) -> np.ndarray:
             done += n
     crc = zlib.crc32(view, crc) if h.crc32 is not None else None
     if crc != h.crc32:
+        found = f"the same size but another CRC-32 ({crc})"
+        if into is not None:
+            found += ("; it was checked before its array was read in place, so another "
+                      "process changed it meanwhile, and the variable now holds part of it")
         raise _changed(h.path, f"variable '{h.name}'",
-                       {"bytes": h.offset + nbytes, "crc32": h.crc32},
-                       f"the same size but another CRC-32 ({crc})")
+                       {"bytes": h.offset + nbytes, "crc32": h.crc32}, found)
+    if into is not None:
+        return into
     if h.dtype.itemsize == 0:
         return np.empty(h.shape, h.dtype)
     return flat.view(h.dtype).reshape(h.shape, order="F" if h.fortran else "C")
+
+
+def _fits(h: Header, target) -> bool:
+    """Whether the .npy file of `h` may be read straight into `target`."""
+    return (h.member is None and type(target) is np.ndarray and not h.fortran
+            and target.shape == tuple(h.shape) and target.dtype == h.dtype
+            and target.flags.c_contiguous and target.flags.writeable and target.size > 0)
+
+
+def _check_crc(h: Header) -> None:
+    """Refuse `h`'s file, before anything is read from it, if its CRC-32 is not the
+    manifest's (a pass over the file in 1 MiB pieces)."""
+    if h.crc32 is None:
+        return
+    with open(h.path, "rb") as f:
+        crc = crc32_of(f)
+    if crc != h.crc32:
+        raise _changed(h.path, f"variable '{h.name}'", {"crc32": h.crc32},
+                       f"another CRC-32 ({crc})")
 
 
 # -- .npz --------------------------------------------------------------------------------------
@@ -305,11 +332,18 @@ def read_npz_bytes(data: bytes, names: list[str], check) -> dict:
 
 
 # -- both --------------------------------------------------------------------------------------
-def read_arrays(headers: list[Header]) -> dict:
-    """{variable: array} of checked headers (inspect_npy / inspect_npz)."""
-    out, archives = {}, {}
+def read_arrays(headers: list[Header], into: dict | None = None) -> dict:
+    """{variable: array} of checked headers (inspect_npy / inspect_npz). `into`: {variable:
+    array} the caller lets a .npy file be read straight into (a large table: no second copy
+    of it while it loads), where its shape, dtype and order fit; those are read last, after
+    every other array loaded and a first pass checked their own files' CRC-32, so a damaged
+    checkpoint leaves them as they were."""
+    out, archives, in_place = {}, {}, []
     for h in headers:
-        if h.member is None:
+        target = (into or {}).get(h.name)
+        if target is not None and _fits(h, target):
+            in_place.append((h, target))
+        elif h.member is None:
             out[h.name] = _read_npy(h)
         else:
             archives.setdefault(h.path, []).append(h)
@@ -317,6 +351,10 @@ def read_arrays(headers: list[Header]) -> dict:
         with zipfile.ZipFile(path) as archive:
             for h in members:
                 out[h.name] = _read_member(archive, h)
+    for h, _ in in_place:
+        _check_crc(h)
+    for h, target in in_place:
+        out[h.name] = _read_npy(h, target)
     return out
 
 

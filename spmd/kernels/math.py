@@ -360,8 +360,17 @@ def int_power(xp, x, y):
     return xp.where(ok, xp.trunc(xp.where(ok, r, 0.0)), info.min).astype(x.dtype)
 
 
+def _float_power(xp, x, y):
+    """x ** y as fluid's kernel gives it: glibc's powf for float32, which the float64 power
+    rounded to float32 matches (1999 of 2000 random pairs; numpy 2's own float32 power is 1 ulp
+    off in about one pair of five)."""
+    if x.dtype == xp.float32:
+        return xp.power(x.astype(xp.float64), y).astype(xp.float32)
+    return xp.power(x, y)
+
+
 _elementwise("elementwise_pow", lambda xp, x, y: int_power(xp, x, y)
-             if x.dtype.kind in "iu" else xp.power(x, y))
+             if x.dtype.kind in "iu" else _float_power(xp, x, y))
 _elementwise("elementwise_floordiv", _floordiv)
 _elementwise("elementwise_mod", _mod)
 

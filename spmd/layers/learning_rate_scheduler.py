@@ -99,10 +99,43 @@ def _schedule(kind: str, attrs: dict, begin=0, inputs=None, dtype="float32"):
 
 
 def _decay(kind, learning_rate, decay_steps, decay_rate, staircase):
-    return _schedule(kind, {
-        "learning_rate": _number(learning_rate, "learning_rate", kind),
-        "decay_steps": _number(decay_steps, "decay_steps", kind, positive=True),
-        "decay_rate": _number(decay_rate, "decay_rate", kind), "staircase": bool(staircase)})
+    """The exponential, natural-exp and inverse-time decays as fluid 1.8.5 builds them, one op
+    per step of its Python arithmetic (cast, scale, floor, elementwise_pow, exp, ...): the
+    same float32 values, and the same ops in a transpiled pserver's learning-rate block. The
+    last op writes a persistable variable (optimizer.current_step_lr reads it after a run)."""
+    from . import activation, math_ops
+
+    lr = _number(learning_rate, "learning_rate", kind)
+    steps = _number(decay_steps, "decay_steps", kind, positive=True)
+    rate = _number(decay_rate, "decay_rate", kind)
+    helper = LayerHelper(kind)
+    with helper.main_program.role_guard(OpRole.LR_SCHED):
+        div = _decay_step_counter() / steps
+        if staircase:
+            div = activation.floor(div)
+        # written by the main program before anything reads it: no startup op (fluid has none)
+        out = helper.create_global_variable(shape=[1], dtype="float32", persistable=True,
+                                            stop_gradient=True)
+        if kind == "exponential_decay":  # lr * rate ** div
+            helper.append_op("scale", {"X": [rate ** div]}, {"Out": [out]},
+                             {"scale": lr, "bias": 0.0, "bias_after_scale": True})
+        elif kind == "natural_exp_decay":  # lr * exp(-rate * div)
+            helper.append_op("scale", {"X": [math_ops.exp(-1 * rate * div)]}, {"Out": [out]},
+                             {"scale": lr, "bias": 0.0, "bias_after_scale": True})
+        else:  # inverse_time_decay: lr / (1 + rate * div)
+            denom = 1 + rate * div
+            num = _fill_like(helper, denom, lr)
+            helper.append_op("elementwise_div", {"X": [num], "Y": [denom]}, {"Out": [out]},
+                             {"axis": -1})
+    return out
+
+
+def _fill_like(helper, var, value: float):
+    """fluid's scalar operand of `value / var`: a fill_constant of var's shape and dtype."""
+    const = helper.create_variable_for_type_inference(var.dtype, stop_gradient=True)
+    helper.append_op("fill_constant", {}, {"Out": [const]},
+                     {"shape": list(var.shape), "dtype": var.dtype, "value": float(value)})
+    return const
 
 
 def exponential_decay(learning_rate, decay_steps, decay_rate, staircase=False):

@@ -231,9 +231,9 @@ def build_pserver_startup(t, endpoint: str, pserver_program: Program) -> Program
         for i in range(t.trainer_num):
             name = f"{t.counter_name}.trainer_{i}"
             if sg.has_var(name):
-                var = sg.var(name)
-                sg.append_op("fill_constant", {}, {"Out": [name]},
-                             {"shape": list(var.shape), "dtype": var.dtype, "value": 1.0})
+                var = sg.var(name)  # prepended, as fluid 1.8.5 (trainer_1's, trainer_0's, ...)
+                sg._prepend_op("fill_constant", {}, {"Out": [name]},
+                               {"shape": list(var.shape), "dtype": var.dtype, "value": 1.0})
     if t.config.enable_dc_asgd:
         for pb in t.ep_params[endpoint]:
             for i in range(t.trainer_num):

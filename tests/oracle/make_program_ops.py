@@ -153,15 +153,53 @@ def argument_checks(fluid):
     return out
 
 
+DECAYS = {"exponential": ("exponential_decay", 1.0, 5, 0.5),
+          "natural_exp": ("natural_exp_decay", 1.0, 5, 0.5),
+          "inverse_time": ("inverse_time_decay", 1.0, 5, 0.5)}
+
+
+def lr_decay(fluid, kind, staircase):
+    """The ops an LR decay builds (main and startup) and its value over 10 runs."""
+    layer, lr, steps, rate = DECAYS[kind]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        out = getattr(fluid.layers, layer)(lr, steps, rate, staircase)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    values = [exe.run(main, fetch_list=[out])[0] for _ in range(10)]
+    return {"main": [op.type for op in main.global_block().ops],
+            "startup": [op.type for op in startup.global_block().ops],
+            "values": np.concatenate(values)}
+
+
+POW_R = np.random.RandomState(9)
+POW_X = POW_R.uniform(0.1, 3, (300,)).astype("float32")
+POW_Y = POW_R.uniform(-3, 3, (300,)).astype("float32")
+
+
+def elementwise_pow(fluid):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [300], "float32")
+        y = fluid.data("y", [300], "float32")
+        z = fluid.layers.elementwise_pow(x, y)
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": POW_X, "y": POW_Y},
+                                                fetch_list=[z])
+    return {"out": got}
+
+
 WHILE_CASES = [("square", 1.0), ("square", 5.0), ("accumulate", 1.0), ("accumulate", 5.0)]
 
 CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter,
          "rnn_unit_names": rnn_unit_names, "argument_checks": argument_checks,
+         "elementwise_pow": elementwise_pow,
          "split_merge_level0": lambda fluid: split_merge_lod(fluid, [[3, 6, 1]], [0, 1, 0], 0),
          "split_merge_level1": lambda fluid: split_merge_lod(
              fluid, [[2, 1], [3, 4, 3]], [1, 0, 1], 1),
          "split_merge_2levels_level0": lambda fluid: split_merge_lod(
              fluid, [[2, 1], [3, 4, 3]], [0, 1], 0)}
+CASES.update({f"lr_{kind}_{int(st)}": (lambda fluid, k=kind, v=st: lr_decay(fluid, k, v))
+              for kind in DECAYS for st in (False, True)})
 CASES.update({f"while_{kind}_{int(i0)}": (lambda fluid, k=kind, v=i0: while_loop_grads(
     fluid, k, v)) for kind, i0 in WHILE_CASES})
 

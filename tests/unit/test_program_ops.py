@@ -185,3 +185,20 @@ def test_create_global_var_and_create_parameter_check_arguments_as_fluid(case):
         assert got["type_error"]
     else:
         assert got == {"type_error": False, "value_error": True}
+
+
+@pytest.mark.parametrize("case", sorted(k for k in FLUID if k.startswith("lr_")))
+def test_lr_decays_build_fluids_ops_and_give_its_float32_values(case):
+    # one op per step of fluid 1.8.5's arithmetic, so a transpiled pserver's LR block has
+    # fluid's ops (Paddle's test_dist_transpiler_async_decay.py) and the values are fluid's
+    want, got = FLUID[case], CASES[case](fluid)
+    assert got["main"] == want["main"] and got["startup"] == want["startup"]
+    np.testing.assert_allclose(got["values"], want["values"], rtol=2e-7)
+    if "exponential" in case:  # pow rounded as fluid's: bit for bit
+        np.testing.assert_array_equal(got["values"], want["values"])
+
+
+def test_float32_elementwise_pow_is_fluids_bit_for_bit():
+    # fluid's kernel is glibc's powf; numpy 2's float32 power is 1 ulp off in ~1 pair of 5
+    np.testing.assert_array_equal(CASES["elementwise_pow"](fluid)["out"],
+                                  FLUID["elementwise_pow"]["out"])

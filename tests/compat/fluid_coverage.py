@@ -39,7 +39,6 @@ PSLIB = ("pslib: Baidu's closed-source parameter server (core.Fleet), not in flu
          "wheels; spmd's parameter server is fluid's gRPC transpiler mode")
 TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and device workers; "
                 "spmd's train_from_dataset runs the program itself")
-HDFS = "a client of the hadoop command line (HDFS/AFS): in no open issue"
 CONTRIB_OP = ("search_pyramid_hash: a contributed op of fluid 1.8.5 whose gradient op updates "
               "its embedding table itself (an SGD step at its `lr`), with bloom-filter white "
               "and black lists in fluid's binary format: not built")
@@ -63,7 +62,6 @@ DEFERRED: dict[str, str] = {
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
     **{f"{m}:{n}": CONTRIB_OP for m in ("contrib", "contrib.layers", "contrib.layers.nn")
        for n in ("search_pyramid_hash",)},
-    "incubate.fleet.utils.fleet_barrier_util:check_all_trainers_ready": HDFS,
     "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
     "helpers of pslib jobs: in no open issue",
     "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,

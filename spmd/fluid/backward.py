@@ -4,7 +4,13 @@ from ..autodiff import append_backward, gradients
 
 __all__ = ["append_backward", "gradients"]
 
-calc_gradient = gradients
+
+
+def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):
+    """gradients' list, but a single Variable (or None) when there is one input, as fluid
+    1.8.5's calc_gradient returns (fluid.gradients always returns a list)."""
+    grads = gradients(targets, inputs, target_gradients, no_grad_set)
+    return grads[0] if len(grads) == 1 else grads
 
 
 def _as_list(x) -> list:

@@ -43,3 +43,17 @@ def test_right_types_still_differentiate():
         assert [p.name for p, _ in pg] == ["my_fc.w_0"]
         dx, = fluid.gradients(y, x, no_grad_set=("my_fc.w_0",))
         assert dx is not None
+
+
+def test_calc_gradient_returns_one_variable_for_one_input():
+    # fluid 1.8.5's calc_gradient: grad_vars[0] when there is one input, else the list
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.layers.create_parameter(dtype="float32", shape=[5, 10])
+        y = fluid.layers.create_parameter(dtype="float32", shape=[10, 8])
+        out = fluid.layers.mean(fluid.layers.mul(x=x, y=y))
+        one = fluid.backward.calc_gradient(out, x)
+        two = fluid.backward.calc_gradient(out, [x, y])
+        listed = fluid.gradients(out, x)
+    assert one.name == "create_parameter_0.w_0@GRAD" or one.name.endswith("@GRAD")
+    assert isinstance(two, list) and len(two) == 2 and isinstance(listed, list)

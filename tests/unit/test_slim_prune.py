@@ -11,8 +11,12 @@ import numpy as np
 
 import spmd.fluid as fluid
 from spmd.fluid.contrib.slim.core import Compressor, Context
-from spmd.fluid.contrib.slim.graph import GraphWrapper
-from spmd.fluid.contrib.slim.prune import AutoPruneStrategy, StructurePruner
+from spmd.fluid.contrib.slim.graph import GraphWrapper, SlimGraphExecutor
+from spmd.fluid.contrib.slim.prune import (
+    AutoPruneStrategy,
+    StructurePruner,
+    UniformPruneStrategy,
+)
 from spmd.fluid.contrib.slim.searcher import SAController
 from tests.oracle_io import load
 from tests.unit.test_slim_compressor import DATA, ORACLE, build, reader
@@ -183,3 +187,127 @@ def test_context_eval_converged_and_sampled_eval(tmp_path):
                    fetch_list=[built["student"]["acc"]], scope=scope)
     assert 0.0 <= float(np.mean(full)) <= 1.0 and os.path.isdir(context.cache_path)
     assert float(np.asarray(acc).reshape(-1)[0]) >= 0.0
+
+
+def _conv_net_without_bn():
+    with fluid.unique_name.guard():
+        main, start = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, start):
+            x = fluid.data("image", [None, 1, 8, 8])
+            y = fluid.data("label", [None, 1], dtype="int64")
+            c1 = fluid.layers.conv2d(x, 4, 3, padding=1, act="relu",
+                                     param_attr=fluid.ParamAttr(name="conv1_weights"))
+            c2 = fluid.layers.conv2d(c1, 6, 3, padding=1, act="relu",
+                                     param_attr=fluid.ParamAttr(name="conv2_weights"))
+            pool = fluid.layers.pool2d(c2, 2, pool_stride=2)
+            logits = fluid.layers.fc(pool, 3)
+            loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
+        test = main.clone(for_test=True)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(start, scope=scope)
+    rng = np.random.RandomState(4)
+    for v in sorted(main.all_parameters(), key=lambda v: v.name):
+        scope.find_var(v.name).get_tensor().set(
+            rng.uniform(-0.5, 0.5, v.shape).astype("float32"), fluid.CPUPlace())
+    return main, test, scope, loss, logits
+
+
+def _prune_after_an_epoch(monkeypatch, places):
+    monkeypatch.setenv("CPU_NUM", str(places))
+    main, test, scope, loss, logits = _conv_net_without_bn()
+    comp = Compressor(fluid.CPUPlace(), scope, main, train_reader=reader, train_feed_list=FEEDS,
+                      train_fetch_list=[("loss", loss.name)], eval_program=test,
+                      eval_reader=reader, eval_feed_list=FEEDS,
+                      eval_fetch_list=[("loss", loss.name), ("logits", logits.name)],
+                      train_optimizer=fluid.optimizer.Momentum(0.05, 0.9), log_period=100)
+    comp._add_strategy(UniformPruneStrategy(
+        StructurePruner({"*": 0}, {"*": "l1_norm"}), start_epoch=1, end_epoch=3,
+        target_ratio=0.5, metric_name="loss"))
+    graph = comp.run()
+    assert comp.failed_epochs == []
+    return comp, graph, scope
+
+
+def test_two_places_train_the_pruned_net_as_one(monkeypatch):
+    """Pruned after an epoch of training: the places' copies of the parameters are the
+    pruned ones (the data-parallel program is rebuilt), so 2 places on half batches each
+    equal 1 place on the whole batch."""
+    one, graph, _ = _prune_after_an_epoch(monkeypatch, 1)
+    two, _, _ = _prune_after_an_epoch(monkeypatch, 2)
+    assert graph.var("conv1_weights").shape()[0] < 4
+    np.testing.assert_allclose([r["loss"] for r in two.context.get("train_results")],
+                               [r["loss"] for r in one.context.get("train_results")],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_pruned_eval_graph_saves_an_inference_model(monkeypatch, tmp_path):
+    comp, graph, scope = _prune_after_an_epoch(monkeypatch, 1)
+    exe = SlimGraphExecutor(fluid.CPUPlace())
+    logits_name = graph.out_nodes["logits"]
+    with fluid.scope_guard(scope):
+        graph.save_infer_model(str(tmp_path / "infer"), exe, (["image"], [logits_name]))
+    batch = next(reader())
+    image = np.stack([d[0] for d in batch])
+    want = exe.run(graph.clone(for_test=True), scope, data=batch)[1]
+    program, feeds, fetches = fluid.io.load_inference_model(
+        str(tmp_path / "infer"), fluid.Executor(fluid.CPUPlace()),
+        model_filename="__model__.infer", params_filename="__params__")
+    got, = fluid.Executor(fluid.CPUPlace()).run(program, feed={feeds[0]: image},
+                                                fetch_list=fetches)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # and the inference program declares the pruned shapes
+    assert program.global_block().var("conv1_weights").shape == \
+        graph.var("conv1_weights").shape()
+
+
+def test_pruning_follows_depthwise_and_concat():
+    """Cutting conv1's filters cuts a depthwise convolution reading them (its filters and
+    bias), then, through a concat at offset 0, the input channels of the convolution after."""
+    with fluid.unique_name.guard():
+        main, start = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, start):
+            x = fluid.data("image", [None, 1, 8, 8])
+            c1 = fluid.layers.conv2d(x, 4, 3, padding=1,
+                                     param_attr=fluid.ParamAttr(name="conv1_weights"))
+            dw = fluid.layers.conv2d(c1, 4, 3, padding=1, groups=4, use_cudnn=False,
+                                     param_attr=fluid.ParamAttr(name="dw_weights"))
+            side = fluid.layers.conv2d(x, 2, 1, param_attr=fluid.ParamAttr(name="side_weights"))
+            cat = fluid.layers.concat([dw, side], axis=1)
+            out = fluid.layers.conv2d(cat, 5, 1, param_attr=fluid.ParamAttr(name="out_weights"))
+            fluid.layers.mean(out)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(start, scope=scope)
+    ops = [op.type for op in main.global_block().ops]
+    assert "depthwise_conv2d" in ops and "concat" in ops
+    w = np.ones((4, 1, 3, 3), "float32") * np.array([3, 1, 4, 2], "float32")[:, None, None,
+                                                                               None]
+    scope.find_var("conv1_weights").get_tensor().set(w, fluid.CPUPlace())
+    before = {n: np.asarray(scope.find_var(n).get_tensor()).copy()
+              for n in ("dw_weights", "out_weights")}
+    graph = GraphWrapper(main)
+    context = Context(fluid.CPUPlace(), scope, eval_graph=graph.clone(), train_graph=graph)
+    context.optimize_graph = graph
+    strategy = UniformPruneStrategy(StructurePruner({"*": 0}, {"*": "l1_norm"}),
+                                    target_ratio=0.5, pruned_params="conv1_weights")
+    strategy.on_epoch_begin(context)
+    cut = int(round(4 * strategy.ratios[0]))
+    kept = sorted(np.argsort([3, 1, 4, 2], kind="stable")[cut:].tolist())  # the strongest
+    assert 0 < cut < 4
+    shapes = {p.name(): p.shape() for p in graph.all_parameters()}
+    assert shapes["conv1_weights"] == (4 - cut, 1, 3, 3)
+    assert shapes["dw_weights"] == (4 - cut, 1, 3, 3)
+    assert shapes["out_weights"] == (5, 4 - cut + 2, 1, 1)  # dw's channels left + side's 2
+    assert shapes["side_weights"] == (2, 1, 1, 1)
+    dw_bias = dw.op.input("Y")[0]  # the bias added to the depthwise output
+    assert shapes[dw_bias] == (4 - cut,)
+    np.testing.assert_array_equal(np.asarray(scope.find_var("dw_weights").get_tensor()),
+                                  before["dw_weights"][kept])
+    np.testing.assert_array_equal(np.asarray(scope.find_var("out_weights").get_tensor()),
+                                  before["out_weights"][:, kept + [4, 5]])
+    assert {p.name(): p.shape() for p in context.eval_graph.all_parameters()} == shapes
+    graph.infer_shape()  # the outputs' declared shapes follow
+    assert graph.var(out.name).shape()[1] == 5 and graph.var(dw.name).shape()[1] == 4 - cut
+    loss, = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"image": np.ones((2, 1, 8, 8), "float32")},
+        fetch_list=[main.global_block().ops[-1].output("Out")[0]], scope=scope)
+    assert np.isfinite(loss).all()

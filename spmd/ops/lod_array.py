@@ -56,8 +56,9 @@ def _lod_tensor_to_array(ctx):
               f"LoD tensor: declare it with lod_level=1 and feed a LoDTensor")
     ctx.set_output("Out", (-1, *x.shape[1:]), x.dtype)
     # elements keep the levels below the table's (the table's level is known at run time;
-    # level 0 is DynamicRNN's)
-    ctx.set_lod_level("Out", max(x.lod_level - 1, 0))
+    # level 0 is DynamicRNN's). Tracked even where x declares one level: a fed x may carry
+    # more (fluid reads the feed's LoD), and then its elements have LoD too
+    ctx.set_lod_level("Out", max(x.lod_level - 1, 1))
 
 
 @define_op("array_to_lod_tensor", inputs=["X", "RankTable"], outputs=["Out"],

@@ -36,3 +36,23 @@ def test_reorder_lod_tensor_by_rank_gradient_has_the_inputs_lod():
     dx[order] = np.arange(16, dtype="float32").reshape(8, 2)
     np.testing.assert_array_equal(np.array(g), dx)
     assert g.recursive_sequence_lengths() == x_lens
+
+
+def test_a_fed_multi_level_lod_goes_through_a_tensor_array_and_back():
+    # Paddle's test_lod_tensor_array_ops.py (passes on fluid 1.8.5): x declared without LoD,
+    # fed 3 levels; the rank table splits level 0, each element keeps the levels below and
+    # array_to_lod_tensor gives x back with its whole LoD
+    lens = [[2, 3, 1], [2, 3, 1, 4, 2, 1], [3, 4, 4, 6, 4, 1, 1, 4, 4, 8, 6, 1, 4]]
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[1], dtype="int32")
+        cf = fluid.layers.control_flow
+        table = cf.lod_rank_table(x, level=0)
+        array = cf.lod_tensor_to_array(x, table)
+        back = cf.array_to_lod_tensor(array, table)
+    place = fluid.CPUPlace()
+    xv = np.arange(50, dtype="int32").reshape(50, 1)
+    feed = {"x": fluid.create_lod_tensor(xv, lens, place)}
+    got, = fluid.Executor(place).run(main, feed=feed, fetch_list=[back], return_numpy=False)
+    np.testing.assert_array_equal(np.array(got), xv)
+    assert got.recursive_sequence_lengths() == lens

@@ -24,7 +24,7 @@ from ..comm.factory import (
     world_communicator,
 )
 from ..comm.local import LocalGroup
-from ..comm.topology import detect
+from ..comm.topology import detect, launched_by_mpi
 from ..core.operator import OpRole
 from ..core.scope import Scope
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
@@ -272,8 +272,8 @@ class DataParallelRunner:
         try:
             shards = [plans[i].checked_feed(shard, xp) for i, shard in enumerate(shards)]
         except FeedError as e:
-            if not self.tag or self.topology.size == 1:  # one process: fluid's words as they are
-                raise
+            if not self.tag or (self.topology.size == 1 and not launched_by_mpi()):
+                raise  # one process of its own: fluid's words as they are
             tagged = FeedError(f"{self.tag} {e}")
             for note in getattr(e, "__notes__", ()):  # the fix, said beside fluid's words
                 tagged.add_note(note)

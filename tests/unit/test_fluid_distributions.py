@@ -65,6 +65,13 @@ def test_argument_checks():
             fluid.layers.Categorical(x).kl_divergence(fluid.layers.Normal(x, x))
         with pytest.raises(TypeError):
             fluid.layers.Uniform("a", 1.0)
+        # fluid 1.8.5's check_type: log_prob's value a Variable, sample's seed an int
+        for dist in (fluid.layers.Uniform(0.0, 1.0), fluid.layers.Normal(0.0, 1.0)):
+            with pytest.raises(TypeError, match="'value' in log_prob"):
+                dist.log_prob([1.0, 2.0])
+            with pytest.raises(TypeError, match="'seed' in sample"):
+                dist.sample([2, 3], 1.0)
+            assert list(dist.sample([2, 3], 1).shape) == [2, 3]
 
 
 def test_the_modules_hold_the_same_classes():

@@ -76,6 +76,7 @@ class Uniform(Distribution):
 
     def sample(self, shape, seed=0):
         _check(shape, "shape", "sample", (list,))
+        _check(seed, "seed", "sample", (int,))
         L = _L()
         batch_shape = list((self.low + self.high).shape)
         out_shape = shape + batch_shape
@@ -90,6 +91,7 @@ class Uniform(Distribution):
         return L.reshape(out, shape) if self.all_arg_is_float else out
 
     def log_prob(self, value):
+        _check(value, "value", "log_prob", (Variable,))
         L = _L()
         inside = (L.cast(L.less_than(self.low, value), value.dtype)
                   * L.cast(L.less_than(value, self.high), value.dtype))
@@ -112,6 +114,7 @@ class Normal(Distribution):
 
     def sample(self, shape, seed=0):
         _check(shape, "shape", "sample", (list,))
+        _check(seed, "seed", "sample", (int,))
         L = _L()
         batch_shape = list((self.loc + self.scale).shape)
         out_shape = shape + batch_shape
@@ -132,6 +135,7 @@ class Normal(Distribution):
         return 0.5 + 0.5 * math.log(2 * math.pi) + L.log(self.scale + zeros)
 
     def log_prob(self, value):
+        _check(value, "value", "log_prob", (Variable,))
         L = _L()
         var = self.scale * self.scale
         return (-1.0 * ((value - self.loc) * (value - self.loc)) / (2.0 * var)

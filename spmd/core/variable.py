@@ -106,7 +106,7 @@ class Parameter(Variable):
 
     def __init__(self, block, name, shape, dtype="float32", trainable=True, initializer=None,
                  regularizer=None, learning_rate=1.0, need_clip=True, gradient_clip_attr=None,
-                 do_model_average=None, **kwargs):
+                 do_model_average=None, optimize_attr=None, **kwargs):
         kwargs.setdefault("persistable", True)
         super().__init__(block, name, shape, dtype, **kwargs)
         if any(d < 0 for d in self.shape):
@@ -117,7 +117,9 @@ class Parameter(Variable):
         self.stop_gradient = not self.trainable
         self.initializer = initializer
         self.regularizer = regularizer
-        self.optimize_attr = {"learning_rate": float(learning_rate)}
+        # fluid's Parameter(optimize_attr={'learning_rate': r}) names the rate this way too
+        self.optimize_attr = dict(optimize_attr or {}, learning_rate=float(
+            (optimize_attr or {}).get("learning_rate", learning_rate)))
         self.need_clip = need_clip
         self.gradient_clip_attr = gradient_clip_attr
         self.do_model_average = do_model_average

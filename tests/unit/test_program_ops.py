@@ -202,3 +202,25 @@ def test_float32_elementwise_pow_is_fluids_bit_for_bit():
     # fluid's kernel is glibc's powf; numpy 2's float32 power is 1 ulp off in ~1 pair of 5
     np.testing.assert_array_equal(CASES["elementwise_pow"](fluid)["out"],
                                   FLUID["elementwise_pow"]["out"])
+
+
+def test_create_parameter_takes_fluids_optimize_attr():
+    # Paddle's test_optimizer.py builds parameters with optimize_attr={'learning_rate': r}
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        w = main.global_block().create_parameter(
+            name="w", shape=[3, 1], dtype="float32", optimize_attr={"learning_rate": 2.0})
+        startup.global_block().create_parameter(
+            name="w", shape=[3, 1], dtype="float32",
+            initializer=fluid.initializer.Constant(1.0))
+        x = fluid.data("x", [-1, 3], "float32")
+        loss = fluid.layers.mean(fluid.layers.mul(x, w))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    assert w.optimize_attr == {"learning_rate": 2.0}
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    xv = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]], "float32")
+    exe.run(main, feed={"x": xv}, fetch_list=[loss])
+    got = np.array(fluid.global_scope().find_var("w").get_tensor())
+    # d mean(x w) / d w = mean of x's rows; the step is 0.1 * 2.0 times it
+    np.testing.assert_allclose(got, 1.0 - 0.2 * xv.mean(0, keepdims=True).T, rtol=1e-6)

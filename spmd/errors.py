@@ -16,6 +16,12 @@ class ArgumentTypeError(InvalidArgumentError, TypeError):
     `except InvalidArgumentError` catch it."""
 
 
+class MissingArgumentError(ArgumentTypeError, AssertionError):
+    """A required argument given as None where fluid 1.8 asserts it is given (`assert x is not
+    None` in paddle.tensor's builders, such as logsumexp): `except AssertionError` catches it
+    as there, and `except TypeError` as for any other wrong argument."""
+
+
 class NotFoundError(SpmdError, KeyError):
     """A named thing (variable, op type, kernel) does not exist."""
 

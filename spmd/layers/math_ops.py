@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 
 from ..core.variable import Variable
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, MissingArgumentError
 from .helper import LayerHelper, check_variable
 
 __all__ = [
@@ -355,6 +355,8 @@ def logsumexp(x, dim=None, keepdim=False, out=None, name=None):
 
     >>> # lse = fluid.layers.logsumexp(x, dim=1)
     """
+    if x is None:
+        raise MissingArgumentError("logsumexp: x is None; give the Variable to reduce")
     check_variable(x, "x", "logsumexp", {"float32", "float64"})
     total = reduce_sum(exp(x), dim, keepdim)
     if out is None:

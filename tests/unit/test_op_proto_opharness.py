@@ -115,3 +115,14 @@ def test_globals_report_mkldnn_off_and_refuse_turning_it_on():
     core.globals()["FLAGS_use_mkldnn"] = False
     with pytest.raises(ValueError, match="no MKL-DNN kernels"):
         core.globals()["FLAGS_use_mkldnn"] = True
+
+
+def test_logsumexp_of_none_is_an_assertion_error_as_in_fluid():
+    """Paddle's test_logsumexp: fluid 1.8 asserts x is not None."""
+    import pytest
+
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        with pytest.raises(AssertionError, match="x is None"):
+            fluid.layers.logsumexp(None)
+        with pytest.raises(TypeError):
+            fluid.layers.logsumexp(fluid.layers.data(name="u", shape=[4], dtype="uint8"))

@@ -241,3 +241,110 @@ def var_conv_2d_grad(xp, ins, attrs, want):
         dcol = w.T @ g
         add_rows(xp, dx, xp.asarray(src[mask]), dcol[m])
     return {"X@GRAD": dx.reshape(x.shape), "W@GRAD": dw}
+
+
+# -- pyramid_hash (search_pyramid_hash) --------------------------------------------------------
+# Every n-gram (2 <= n <= pyramid_layer) of a sequence's ids, as float32 bytes, is hashed with
+# XXH32: chunk j (j = 0, rand_len, ... < num_emb) of its embedding is W[h_j : h_j + rand_len]
+# with h_j = XXH32(bytes, seed=j) % space_len. Training drops an n-gram when glibc's rand_r
+# (seeded by `seed` each run) / RAND_MAX < drop_out_percent; inference scales the output by
+# drop_out_percent, as fluid 1.8.5 does. A sequence with no n-gram left gives one zero row.
+
+_M32 = 0xFFFFFFFF
+_X1, _X2, _X3, _X4, _X5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_RAND_MAX = 2147483647
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32 of `data` (Yann Collet's 32-bit xxHash)."""
+    n, i, seed = len(data), 0, seed & _M32
+    if n >= 16:
+        v = [(seed + _X1 + _X2) & _M32, (seed + _X2) & _M32, seed, (seed - _X1) & _M32]
+        while i + 16 <= n:
+            for k in range(4):
+                lane = int.from_bytes(data[i + 4 * k:i + 4 * k + 4], "little")
+                v[k] = (_rotl32((v[k] + lane * _X2) & _M32, 13) * _X1) & _M32
+            i += 16
+        h = (_rotl32(v[0], 1) + _rotl32(v[1], 7) + _rotl32(v[2], 12) + _rotl32(v[3], 18))
+        h &= _M32
+    else:
+        h = (seed + _X5) & _M32
+    h = (h + n) & _M32
+    while i + 4 <= n:
+        h = (h + int.from_bytes(data[i:i + 4], "little") * _X3) & _M32
+        h = (_rotl32(h, 17) * _X4) & _M32
+        i += 4
+    while i < n:
+        h = (h + data[i] * _X5) & _M32
+        h = (_rotl32(h, 11) * _X1) & _M32
+        i += 1
+    h ^= h >> 15
+    h = (h * _X2) & _M32
+    h ^= h >> 13
+    h = (h * _X3) & _M32
+    return h ^ (h >> 16)
+
+
+def _rand_r(state: list) -> int:
+    """glibc's rand_r on a one-element [seed] state."""
+    nxt = state[0]
+    nxt = (nxt * 1103515245 + 12345) & _M32
+    result = (nxt // 65536) % 2048
+    nxt = (nxt * 1103515245 + 12345) & _M32
+    result = (result << 10) ^ ((nxt // 65536) % 1024)
+    nxt = (nxt * 1103515245 + 12345) & _M32
+    result = (result << 10) ^ ((nxt // 65536) % 1024)
+    state[0] = nxt
+    return result
+
+
+@kernel("pyramid_hash")
+def pyramid_hash(xp, ins, attrs, want):
+    ids = _host(ins["X"]).reshape(-1)
+    off = one_level(ins, "X", "pyramid_hash")
+    if int(off[-1]) != ids.size:
+        raise InvalidArgumentError(f"pyramid_hash: the LoD of X covers {int(off[-1])} ids, X "
+                                   f"has {ids.size}")
+    if attrs["use_filter"] and (attrs["white_list_len"] > 0 or attrs["black_list_len"] > 0):
+        raise InvalidArgumentError(
+            "pyramid_hash: use_filter with white / black lists needs fluid's bloom filters "
+            "(its C bloomfilter struct in the WhiteList / BlackList parameters), which spmd "
+            "does not read; pass use_filter=False")
+    w = ins["W"]
+    table = _host(w).reshape(-1)
+    num_emb, rand_len, space = attrs["num_emb"], attrs["rand_len"], attrs["space_len"]
+    layers, training = attrs["pyramid_layer"], attrs["is_training"] != 0
+    rate, state = np.float32(attrs["drop_out_percent"]), [attrs["seed"] & _M32]
+    as_float = ids.astype(np.float32)
+    rows, out_sizes, kept_sizes, drop = [], [], [], []
+    for b in range(off.size - 1):
+        seq = as_float[off[b]:off[b + 1]]
+        kept = 0
+        for n in range(2, min(layers, seq.size) + 1):
+            for start in range(seq.size - n + 1):
+                keep = 1
+                if training:
+                    keep = 0 if np.float32(_rand_r(state)) / np.float32(_RAND_MAX) < rate else 1
+                drop.append(keep)
+                if not keep:
+                    continue
+                data = seq[start:start + n].tobytes()
+                rows.append(np.concatenate([
+                    table[xxh32(data, j) % space:][:rand_len] for j in range(0, num_emb,
+                                                                              rand_len)]))
+                kept += 1
+        if kept == 0:
+            rows.append(np.zeros(num_emb, table.dtype))
+        out_sizes.append(max(kept, 1))
+        kept_sizes.append(kept)
+    out = np.stack(rows).astype(table.dtype) if rows else np.zeros((0, num_emb), table.dtype)
+    if not training:
+        out = out * np.asarray(rate, table.dtype)
+    return {"Out": xp.asarray(out), "Out@LOD": make_lod([_offsets(out_sizes)]),
+            "DropPos": xp.asarray(np.asarray(drop, np.int32).reshape(-1, 1)),
+            "DropPos@LOD": make_lod([_offsets(kept_sizes)]),
+            "X_Temp_Out": xp.asarray(as_float.reshape(ins["X"].shape).astype(table.dtype))}

@@ -83,3 +83,34 @@ def _var_conv_2d(ctx):
     ctx.set_output("Col", (-1, 1), x.dtype)
     ctx.set_lod_level("Out", 1)
     ctx.set_lod_level("Col", 1)
+
+
+@define_op("pyramid_hash", inputs=["X", "W", "WhiteList?", "BlackList?"],
+           outputs=["Out", "DropPos", "X_Temp_Out"], grad=None,
+           attrs={"num_emb": ("int", 0), "space_len": ("int", 0), "pyramid_layer": ("int", 2),
+                  "rand_len": ("int", 0), "drop_out_percent": ("float", 0.0),
+                  "is_training": ("int", 0), "use_filter": ("bool", True),
+                  "white_list_len": ("int", 0), "black_list_len": ("int", 0),
+                  "seed": ("int", 0), "lr": ("float", 0.0),
+                  "distribute_update_vars": ("str", "")},
+           lod_inputs=("X",), lod_outputs=("Out", "DropPos"))
+def _pyramid_hash(ctx):
+    """No gradient: fluid 1.8.5's layer freezes the table (W.stop_gradient) and the ids are
+    ints, so its backward never holds a pyramid_hash_grad either."""
+    x, w = ctx.input("X"), ctx.input("W")
+    a = {k: ctx.attr(k) for k in ("num_emb", "space_len", "pyramid_layer", "rand_len")}
+    ctx.check(x.dtype == "int32" and len(x.shape) == 2,
+              f"X must be int32 [ids, 1] with one LoD level, got {x.dtype} {list(x.shape)}")
+    need_lod(ctx, "X", "pyramid_hash")
+    ctx.check(a["pyramid_layer"] >= 2, f"pyramid_layer must be >= 2, got {a['pyramid_layer']}")
+    ctx.check(a["rand_len"] >= 1 and a["num_emb"] % a["rand_len"] == 0,
+              f"num_emb ({a['num_emb']}) must be a multiple of rand_len ({a['rand_len']})")
+    ctx.check(a["space_len"] >= 1, f"space_len must be >= 1, got {a['space_len']}")
+    ctx.check(tuple(w.shape) == (a["space_len"] + a["rand_len"], 1),
+              f"W must be [space_len + rand_len, 1] = [{a['space_len'] + a['rand_len']}, 1], "
+              f"got {list(w.shape)}")
+    ctx.set_output("Out", (-1, a["num_emb"]), w.dtype)
+    ctx.set_output("DropPos", (-1, 1), "int32")
+    ctx.set_output("X_Temp_Out", tuple(x.shape), w.dtype)
+    ctx.set_lod_level("Out", 1)
+    ctx.set_lod_level("DropPos", 1)

@@ -28,8 +28,9 @@ MODULES = {
         "c_reducescatter", "c_sync_calc_stream", "c_sync_comm_stream", "flat_slice",
     ),
     "spmd.ops.contrib_search": (
-        "match_matrix_tensor", "match_matrix_tensor_grad", "sequence_topk_avg_pooling",
-        "sequence_topk_avg_pooling_grad", "var_conv_2d", "var_conv_2d_grad",
+        "match_matrix_tensor", "match_matrix_tensor_grad", "pyramid_hash",
+        "sequence_topk_avg_pooling", "sequence_topk_avg_pooling_grad", "var_conv_2d",
+        "var_conv_2d_grad",
     ),
     "spmd.ops.contrib_tree": (
         "filter_by_instag", "filter_by_instag_grad", "rank_attention", "rank_attention_grad",

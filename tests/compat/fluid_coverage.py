@@ -39,9 +39,6 @@ PSLIB = ("pslib: Baidu's closed-source parameter server (core.Fleet), not in flu
          "wheels; spmd's parameter server is fluid's gRPC transpiler mode")
 TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and device workers; "
                 "spmd's train_from_dataset runs the program itself")
-CONTRIB_OP = ("search_pyramid_hash: a contributed op of fluid 1.8.5 whose gradient op updates "
-              "its embedding table itself (an SGD step at its `lr`), with bloom-filter white "
-              "and black lists in fluid's binary format: not built")
 PROTO = ("loads variables fluid dumped next to its protobuf ProgramDesc files; spmd's program "
          "files are its own JSON: in no open issue")
 FP16 = ("fluid's float16 rewrite; spmd trains in the program's own dtype "
@@ -60,8 +57,6 @@ DEFERRED: dict[str, str] = {
         "deformable_roi_pooling", "prroi_pool", "psroi_pool", "roi_align", "roi_pool")},
     "layers:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
-    **{f"{m}:{n}": CONTRIB_OP for m in ("contrib", "contrib.layers", "contrib.layers.nn")
-       for n in ("search_pyramid_hash",)},
     "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
     "helpers of pslib jobs: in no open issue",
     "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,

@@ -155,6 +155,19 @@ def _tdm_sampler(ids, negs, output_positive=True, output_list=False, travel=TDM_
     return feeds, build
 
 
+def _pyramid(lengths, layers, training, drop, seed=3, num_emb=6, rand_len=2, space_len=40):
+    ids = _rng("pyramid").randint(0, 30, (sum(lengths), 1)).astype("int32")
+    feeds = {"x": (ids, [lengths], False)}
+
+    def build(fluid, v, param):
+        table = fluid.initializer.NumpyArrayInitializer(
+            _floats("pyramid_w", space_len + rand_len, 1))
+        return [_contrib(fluid).search_pyramid_hash(
+            v["x"], num_emb, space_len, layers, rand_len, drop, training, False, 1, 1, seed,
+            0.1, param_attr=fluid.ParamAttr(name="ph.w", initializer=table))]
+    return feeds, build
+
+
 CASES = {
     "match_matrix_tensor/basic": _match([2, 3], [3, 1], 2, 2),
     "match_matrix_tensor/act_empty": _match([1, 0, 2], [2, 3, 1], 3, 3, act="tanh"),
@@ -167,6 +180,10 @@ CASES = {
                                    nms_threshold=0.3, normalized=False),
     "multiclass_nms2/no_index": _nms2(False, score_threshold=0.4, nms_top_k=-1, keep_top_k=3,
                                       background_label=-1),
+    "search_pyramid_hash/infer": _pyramid([4, 1, 0, 3], 3, False, 0.5),
+    "search_pyramid_hash/infer_layers4": _pyramid([6, 2], 4, False, 1.0, num_emb=4,
+                                                  rand_len=4),
+    "search_pyramid_hash/train_dropout": _pyramid([5, 3, 7], 3, True, 0.4, seed=11),
     "tree_conv/depth2": _tree_conv(4, 2, 2),
     "tree_conv/depth3_no_bias": _tree_conv(2, 1, 3, act=None, bias=False),
     "tree_conv/one_output": _tree_conv(1, 1, 2, act=None),
@@ -200,7 +217,8 @@ def run_case(fluid, name):
                         wv = fluid.data(f"w{i}", list(w.shape), "float32")
                         terms.append(fluid.layers.reduce_sum(o * wv))
                 loss = fluid.layers.sums(terms) if len(terms) > 1 else terms[0]
-                params = sorted(prog.global_block().all_parameters(), key=lambda p: p.name)
+                params = sorted((p for p in prog.global_block().all_parameters()
+                                 if not p.stop_gradient), key=lambda p: p.name)
                 wrt = [vs[k] for k in sorted(feeds_spec) if feeds_spec[k][2]] + params
                 grads = fluid.gradients([loss], wrt)
         return prog, startup, outs, grads
@@ -217,7 +235,7 @@ def run_case(fluid, name):
     result = {"outs": arrays, "lods": [_lod(t) for t in got]}
     weights = [_ramp(a.shape, 0.5, 1.5) if a.dtype.kind == "f" and a.size else None
                for a in arrays]
-    has_params = any(True for _ in prog.global_block().all_parameters())
+    has_params = any(not p.stop_gradient for p in prog.global_block().all_parameters())
     trainable = any(feeds_spec[k][2] for k in feeds_spec) or has_params
     if not trainable or all(w is None for w in weights):
         result["grads"] = []

@@ -368,3 +368,51 @@ def test_tdm_sampler_checks_its_lists():
             fluid.contrib.layers.tdm_sampler(x, [1], [2, 4], 4)
         with pytest.raises(ValueError, match="must be less than the number of nodes"):
             fluid.contrib.layers.tdm_sampler(x, [2, 1], [2, 4], 4)
+
+
+# -- search_pyramid_hash -----------------------------------------------------------------------
+
+def test_xxh32_known_values():
+    from spmd.kernels.contrib_search import xxh32
+
+    assert xxh32(b"") == 0x02CC5D05 and xxh32(b"a") == 0x550D7456
+    assert xxh32(b"abc") == 0x32D153FF
+    assert xxh32(b"Nobody inspects the spammish repetition") == 0xE2293B2F  # > 16 bytes
+    assert xxh32(b"abc", 1) != xxh32(b"abc", 0)
+
+
+def _pyramid_program(use_filter):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 1], "int32", lod_level=1)
+        out = fluid.contrib.layers.search_pyramid_hash(
+            x, 4, 20, 3, 2, 0.0, True, use_filter, 1, 1, 1, 0.1,
+            param_attr=fluid.ParamAttr(name="ph_w"))
+        loss = fluid.layers.mean(out)
+        fluid.optimizer.SGD(0.5).minimize(loss)
+    return main, startup, loss
+
+
+def test_search_pyramid_hash_table_is_frozen_as_in_fluid():
+    main, startup, loss = _pyramid_program(False)
+    assert "pyramid_hash_grad" not in [op.type for op in main.global_block().ops]
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": fluid.create_lod_tensor(np.array([[1], [2], [3]], "int32"), [[3]],
+                                         fluid.CPUPlace())}
+    with fluid.scope_guard(fluid.core.Scope()):
+        exe.run(startup)
+        before = np.array(fluid.global_scope().find_var("ph_w").get_tensor())
+        exe.run(main, feed=feed, fetch_list=[loss])
+        np.testing.assert_array_equal(
+            np.array(fluid.global_scope().find_var("ph_w").get_tensor()), before)
+
+
+def test_search_pyramid_hash_refuses_bloom_filter_lists():
+    main, startup, loss = _pyramid_program(True)
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": fluid.create_lod_tensor(np.array([[1], [2]], "int32"), [[2]],
+                                         fluid.CPUPlace())}
+    with fluid.scope_guard(fluid.core.Scope()):
+        exe.run(startup)
+        with pytest.raises(ExecutionError, match="bloom filters"):
+            exe.run(main, feed=feed, fetch_list=[loss])

@@ -132,6 +132,6 @@ def multiclass_nms2(bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_
     return (out, index) if return_index else out
 
 
-# fluid 1.8 names spmd does not provide (ops with their own C++ kernels)
-MISSING = ["search_pyramid_hash"]
+# fluid 1.8 names spmd does not provide
+MISSING: list[str] = []
 missing_names(globals(), MISSING)

@@ -16,7 +16,8 @@ from ....core.variable import Variable
 from ....errors import InvalidArgumentError
 from ....layers.helper import LayerHelper
 
-__all__ = ["match_matrix_tensor", "sequence_topk_avg_pooling", "var_conv_2d"]
+__all__ = ["match_matrix_tensor", "search_pyramid_hash", "sequence_topk_avg_pooling",
+           "var_conv_2d"]
 
 
 def _pair(value, what: str, where: str) -> list[int]:
@@ -94,3 +95,49 @@ def var_conv_2d(input, row, col, input_channel, output_channel, filter_size, str
                      {"InputChannel": input_channel, "OutputChannel": output_channel,
                       "StrideH": sh, "StrideW": sw, "KernelH": kh, "KernelW": kw})
     return helper.append_activation(out)
+
+
+def search_pyramid_hash(input, num_emb, space_len, pyramid_layer, rand_len, drop_out_percent,
+                        is_training, use_filter, white_list_len, black_list_len, seed, lr,
+                        param_attr=None, param_attr_wl=None, param_attr_bl=None, name=None,
+                        distribute_update_vars=None, dtype="float32"):
+    """Pyramid hash embedding: one row per n-gram (2 <= n <= pyramid_layer) of each sequence
+    of int32 ids, its num_emb values gathered from a [space_len + rand_len, 1] table in
+    chunks of rand_len at XXH32 hashes of the n-gram; training drops n-grams with probability
+    drop_out_percent, inference scales by it (as fluid 1.8.5). The table is frozen
+    (stop_gradient), as in fluid. use_filter with white / black lists (fluid's bloom
+    filters) is refused at run time; use_filter=False runs."""
+    where = "search_pyramid_hash"
+    _variable(input, "input", where)
+    helper = LayerHelper(where, param_attr=param_attr, name=name)
+    w = helper.create_parameter(helper.param_attr, [space_len + rand_len, 1], dtype)
+    w.stop_gradient = True
+    inputs = {"X": [input], "W": [w]}
+    for slot, length, attr in (("WhiteList", white_list_len, param_attr_wl),
+                               ("BlackList", black_list_len, param_attr_bl)):
+        if length > 0:
+            lst = helper.create_parameter(attr, [length, 1], dtype)
+            lst.stop_gradient = True
+            inputs[slot] = [lst]
+    update_vars = ""
+    if distribute_update_vars:
+        if not isinstance(distribute_update_vars, list):
+            raise InvalidArgumentError(f"{where}: distribute_update_vars must be a list of "
+                                       f"parameter names, got {distribute_update_vars!r}")
+        known = [getattr(a, "name", None) for a in (param_attr, param_attr_wl, param_attr_bl)
+                 if a]
+        for param in distribute_update_vars:
+            if param not in known:
+                raise ValueError(f"Pyramid Hash layer didn't have parameter {param}")
+        update_vars = ",".join(distribute_update_vars)
+    out = helper.create_variable_for_type_inference(dtype)
+    drop_pos = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    x_temp = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op("pyramid_hash", inputs,
+                     {"Out": [out], "DropPos": [drop_pos], "X_Temp_Out": [x_temp]},
+                     {"num_emb": num_emb, "space_len": space_len, "pyramid_layer": pyramid_layer,
+                      "rand_len": rand_len, "drop_out_percent": float(drop_out_percent),
+                      "is_training": int(is_training), "use_filter": bool(use_filter),
+                      "white_list_len": white_list_len, "black_list_len": black_list_len,
+                      "seed": seed, "lr": float(lr), "distribute_update_vars": update_vars})
+    return out

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ..errors import ArgumentTypeError, InvalidArgumentError
+
 __all__ = ["BlockCompat", "OperatorCompat", "ProgramCompat", "VariableCompat"]
 
 
@@ -163,6 +165,12 @@ def _names(targets) -> list[str]:
             for t in items]
 
 
+def _check_program(other, where: str) -> None:
+    if not hasattr(other, "global_block") or not hasattr(other, "blocks"):
+        raise ArgumentTypeError(f"Program.{where}: expects a Program, got "
+                                f"{type(other).__name__}")
+
+
 class ProgramCompat:
     """Program's fluid extras."""
 
@@ -193,12 +201,14 @@ class ProgramCompat:
 
     def _copy_dist_param_info_from(self, other) -> None:
         """Take `other`'s distributed attributes (a clone's, a transpiled program's)."""
+        _check_program(other, "_copy_dist_param_info_from")
         for name in _DIST_ATTRS:
             setattr(self, name, getattr(other, name))
 
     def _copy_param_info_from(self, other) -> None:
         """Take the parameter attributes (trainable, regularizer, optimize_attr, ...) of the
         same-named parameters of `other`'s global block."""
+        _check_program(other, "_copy_param_info_from")
         mine = self.global_block().vars
         for param in other.global_block().all_parameters():
             target = mine.get(param.name)
@@ -235,6 +245,19 @@ class ProgramCompat:
 
     def _prune_with_input(self, feeded_var_names, targets):
         """A copy keeping only the ops that compute `targets` from `feeded_var_names`."""
+        feeds = (feeded_var_names if isinstance(feeded_var_names, (list, tuple, set))
+                 else [] if feeded_var_names is None else [feeded_var_names])
+        bad = [n for n in feeds if not isinstance(n, str)]
+        if bad:  # fluid 1.8.5's check (a ValueError)
+            raise InvalidArgumentError(
+                f"Program._prune_with_input: all feeded_var_names must be str, got {bad!r}")
+        items = targets if isinstance(targets, (list, tuple, set)) else [targets]
+        bad = [t for t in items if not isinstance(t, str) and not hasattr(t, "name")
+               and not hasattr(t, "output_arg_names")]
+        if bad:
+            raise InvalidArgumentError(
+                f"Program._prune_with_input: targets must be Variables, names or Operators, "
+                f"got {bad!r}")
         new = self.clone()
         block = new.global_block()
         block.ops = _live_ops(block, _names(targets), _names(feeded_var_names or []))

@@ -153,7 +153,7 @@ class Program(ProgramCompat):
 
     def __init__(self):
         self.blocks = [Block(self, 0)]
-        self.random_seed = 0
+        self._random_seed = 0
         self.current_role = OpRole.FORWARD
         self.grad_var_map: dict[str, str] = {}  # forward var name -> its gradient's name
         # parameter name -> its optimizer's accumulator vars (moments, velocity, beta pows)
@@ -206,6 +206,20 @@ class Program(ProgramCompat):
     def _rollback(self) -> None:
         """Make the current block's parent current again (the end of a control-flow body)."""
         self._current_block_idx = max(self.current_block().parent_idx, 0)
+
+    @property
+    def random_seed(self) -> int:
+        """The seed of this program's random ops (0: the executor's generator)."""
+        return self._random_seed
+
+    @random_seed.setter
+    def random_seed(self, seed) -> None:
+        import numbers
+
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise InvalidArgumentError(  # fluid 1.8.5: a ValueError
+                f"Program.random_seed must be an int, got {seed!r} ({type(seed).__name__})")
+        self._random_seed = int(seed)
 
     def block(self, idx) -> Block:
         """Block `idx`; also given a Block or its desc (what a block attribute holds)."""

@@ -224,3 +224,20 @@ def test_create_parameter_takes_fluids_optimize_attr():
     got = np.array(fluid.global_scope().find_var("w").get_tensor())
     # d mean(x w) / d w = mean of x's rows; the step is 0.1 * 2.0 times it
     np.testing.assert_allclose(got, 1.0 - 0.2 * xv.mean(0, keepdims=True).T, rtol=1e-6)
+
+
+def test_program_methods_check_their_arguments_as_fluid():
+    # Paddle's test_program.py (fluid 1.8.5): a ValueError for a seed that is no int and for
+    # feed names that are not str; a TypeError for copying info from a non-Program
+    program = fluid.Program()
+    with pytest.raises(ValueError, match="random_seed must be an int"):
+        program.random_seed = "seed"
+    program.random_seed = np.int64(7)
+    assert program.random_seed == 7 and type(program.random_seed) is int
+    with pytest.raises(ValueError, match="feeded_var_names must be str"):
+        program._prune_with_input([2, 3, 4], [])
+    with pytest.raises(TypeError, match="expects a Program"):
+        program._copy_param_info_from("program")
+    with pytest.raises(TypeError, match="expects a Program"):
+        program._copy_dist_param_info_from("program")
+    assert program.clone().random_seed == 7

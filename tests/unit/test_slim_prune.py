@@ -311,3 +311,44 @@ def test_pruning_follows_depthwise_and_concat():
         main, feed={"image": np.ones((2, 1, 8, 8), "float32")},
         fetch_list=[main.global_block().ops[-1].output("Out")[0]], scope=scope)
     assert np.isfinite(loss).all()
+
+
+def test_concat_offsets_count_the_channels_cut_before():
+    """Both inputs of a concat pruned in one go: the second input's channels sit after what
+    is left of the first (fluid 1.8 offsets them by the first's declared channels)."""
+    with fluid.unique_name.guard():
+        main, start = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, start):
+            x = fluid.data("image", [None, 1, 8, 8])
+            a = fluid.layers.conv2d(x, 4, 3, padding=1, param_attr=fluid.ParamAttr(name="a_w"),
+                                    bias_attr=False)
+            b = fluid.layers.conv2d(x, 4, 3, padding=1, param_attr=fluid.ParamAttr(name="b_w"),
+                                    bias_attr=False)
+            cat = fluid.layers.concat([a, b], axis=1)
+            out = fluid.layers.conv2d(cat, 3, 1, param_attr=fluid.ParamAttr(name="out_w"),
+                                      bias_attr=False)
+            fluid.layers.mean(out)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(start, scope=scope)
+    strength = np.array([1, 4, 2, 3], "float32")[:, None, None, None]
+    for name in ("a_w", "b_w"):
+        scope.find_var(name).get_tensor().set(np.ones((4, 1, 3, 3), "float32") * strength,
+                                              fluid.CPUPlace())
+    out_w = np.arange(3 * 8, dtype="float32").reshape(3, 8, 1, 1)
+    scope.find_var("out_w").get_tensor().set(out_w, fluid.CPUPlace())
+    graph = GraphWrapper(main)
+    context = Context(fluid.CPUPlace(), scope, eval_graph=graph.clone(), train_graph=graph)
+    context.optimize_graph = graph
+    strategy = UniformPruneStrategy(StructurePruner({"*": 0}, {"*": "l1_norm"}),
+                                    target_ratio=0.5, pruned_params="._w")
+    strategy.on_epoch_begin(context)
+    assert strategy.params == ["a_w", "b_w"]
+    cut = int(round(4 * strategy.ratios[0]))
+    kept = sorted(np.argsort(strength.reshape(-1), kind="stable")[cut:].tolist())
+    columns = kept + [4 + k for k in kept]  # out_w's input channels: a's, then b's
+    np.testing.assert_array_equal(np.asarray(scope.find_var("out_w").get_tensor()),
+                                  out_w[:, columns])
+    loss, = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"image": np.ones((2, 1, 8, 8), "float32")},
+        fetch_list=[main.global_block().ops[-1].output("Out")[0]], scope=scope)
+    assert np.isfinite(loss).all()

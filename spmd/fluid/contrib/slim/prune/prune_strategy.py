@@ -5,8 +5,10 @@ pruner's criterion) cuts, along the same channels, everything downstream that re
 bias added to its output, a following batch_norm's scale, bias, mean and variance, a depthwise
 convolution's filters, the input channels (axis 1) of the next convolution, the rows of a
 following fc's weight (each channel's H*W rows), with the channel offset a concat puts them
-at; and the accumulators the optimizer keeps for each of those (velocity, moments). The walk
-stops at the next convolution and at an fc.
+at; and the accumulators the optimizer keeps for each of those (velocity, moments) when they
+have the parameter's shape. The walk stops at the next convolution and at an fc. Unlike
+fluid 1.8, a concat of two pruned inputs offsets the second by what is left of the first and
+cuts the next convolution's input channels for both.
 
 - PruneStrategy: that machinery (the base).
 - UniformPruneStrategy: at start_epoch, one ratio for every parameter matching pruned_params,
@@ -57,6 +59,7 @@ class PruneStrategy(Strategy):
         self.metric_name = metric_name
         self.pruned_params = pruned_params
         self.pruned_list = [[], []]
+        self._cut_channels = {}
 
     def _eval_graph(self, context, sampled_rate=None, cached_id=0):
         results, names = context.run_eval_graph(sampled_rate, cached_id)
@@ -68,10 +71,14 @@ class PruneStrategy(Strategy):
 
     # -- cutting tensors -------------------------------------------------------------------
     def _cut(self, scope, params, pruned_idx, axis, place, lazy, only_graph,
-             param_backup, param_shape_backup):
+             param_backup, param_shape_backup, source=None):
         """Cut `pruned_idx` out of each of `params` along `axis` (or zero them: lazy), in the
-        scope (unless only_graph) and in the declared shapes, keeping backups when asked."""
-        if params[0].name() in self.pruned_list[axis]:
+        scope (unless only_graph) and in the declared shapes, keeping backups when asked.
+        A parameter's filters (axis 0) are cut once; its input channels (axis 1) once per
+        pruned parameter whose channels reach it (`source`: two pruned convolutions
+        concatenated into a third both cut its input channels; fluid cuts the first's only)."""
+        key = params[0].name() if axis == 0 or source is None else (params[0].name(), source)
+        if key in self.pruned_list[axis]:
             return
         for param in params:
             tensor = scope.find_var(param.name()).get_tensor()
@@ -87,7 +94,7 @@ class PruneStrategy(Strategy):
             shape[axis] = pruned.shape[axis]
             param.set_shape(shape)
             _logger.debug("pruned %s on axis %d to %s", param.name(), axis, shape)
-            self.pruned_list[axis].append(param.name())
+            self.pruned_list[axis].append(key if param is params[0] else param.name())
 
     def _prune_filters_by_ratio(self, scope, params, ratio, place, lazy=False,
                                 only_graph=False, param_shape_backup=None, param_backup=None):
@@ -103,9 +110,9 @@ class PruneStrategy(Strategy):
 
     def _prune_parameter_by_idx(self, scope, params, pruned_idx, pruned_axis, place,
                                 lazy=False, only_graph=False, param_shape_backup=None,
-                                param_backup=None):
+                                param_backup=None, source=None):
         self._cut(scope, params, pruned_idx, pruned_axis, place, lazy, only_graph,
-                  param_backup, param_shape_backup)
+                  param_backup, param_shape_backup, source)
 
     # -- the walk --------------------------------------------------------------------------
     def _forward_search_related_op(self, graph, param):
@@ -189,13 +196,20 @@ class PruneStrategy(Strategy):
                 only_graph=only_graph, param_shape_backup=param_shape_backup,
                 param_backup=param_backup)
         corrected = list(pruned_idxs)
+        for op in related:  # the channels each variable on the walk lost
+            if op.type() == "mul" or (op.type() == "conv2d" and
+                                      param.name() not in op.op.input_arg_names):
+                continue
+            for name in set(op.op.output_arg_names):
+                self._cut_channels[name] = self._cut_channels.get(name, 0) + len(pruned_idxs)
         for i, op in enumerate(related):
             kind = op.type()
             params = [v for v in op.all_inputs() if graph.is_parameter(v)]
             if kind == "conv2d" and param.name() not in op.op.input_arg_names:
                 for p in params:
                     self._prune_parameter_by_idx(scope, self._with_accumulators(graph, p),
-                                                 corrected, pruned_axis=1, **common)
+                                                 corrected, pruned_axis=1,
+                                                 source=param.name(), **common)
             elif kind == "depthwise_conv2d":
                 for p in params:
                     self._prune_parameter_by_idx(scope, self._with_accumulators(graph, p),
@@ -213,11 +227,15 @@ class PruneStrategy(Strategy):
                 self._prune_parameter_by_idx(scope, self._with_accumulators(graph, fc_param),
                                              corrected, pruned_axis=0, **common)
             elif kind == "concat":
+                # the input this walk reached (fluid takes the previous op's output) sits
+                # after the channels of the inputs before it, less those cut from them
+                # earlier in this pruning (their declared shapes are not updated; fluid
+                # counts them as declared)
                 inputs = op.inputs("X")
-                before = related[i - 1] if i > 0 else None
-                names = set(before.op.output_arg_names) if before is not None else set()
-                where = next((k for k, v in enumerate(inputs) if v.name() in names), 0)
-                offset = sum(inputs[k].shape()[1] for k in range(where))
+                reached = {n for prior in related[:i] for n in prior.op.output_arg_names}
+                where = next((k for k, v in enumerate(inputs) if v.name() in reached), 0)
+                offset = sum(inputs[k].shape()[1] - self._cut_channels.get(inputs[k].name(), 0)
+                             for k in range(where))
                 corrected = [x + offset for x in pruned_idxs]
             elif kind == "batch_norm":
                 for slot in ("Mean", "Variance", "Scale", "Bias"):
@@ -232,6 +250,7 @@ class PruneStrategy(Strategy):
         if len(params) != len(ratios):
             raise ValueError(f"{len(params)} parameters but {len(ratios)} ratios")
         self.pruned_list = [[], []]
+        self._cut_channels = {}
         for name, ratio in zip(params, ratios):
             if not isinstance(name, str):
                 raise TypeError(f"parameters are given by name, got {type(name).__name__}")

@@ -216,8 +216,9 @@ def _read_npy(h: Header, into: np.ndarray | None = None) -> np.ndarray:
 
 
 def _fits(h: Header, target) -> bool:
-    """Whether the .npy file of `h` may be read straight into `target`."""
-    return (h.member is None and type(target) is np.ndarray and not h.fortran
+    """Whether the array of `h` (a .npy file or an archive's member) may be read straight
+    into `target`."""
+    return (type(target) is np.ndarray and not h.fortran
             and target.shape == tuple(h.shape) and target.dtype == h.dtype
             and target.flags.c_contiguous and target.flags.writeable and target.size > 0)
 
@@ -298,10 +299,28 @@ def _not_an_archive(f, size: int) -> str:
             f"damaged, truncated, or was not written by spmd.io / np.savez")
 
 
-def _read_member(archive: zipfile.ZipFile, h: Header) -> np.ndarray:
+def _read_member(archive: zipfile.ZipFile, h: Header, into: np.ndarray | None = None,
+                 check_only: bool = False) -> np.ndarray | None:
+    """The array of member `h`: a new one, or read straight into `into` (its shape, dtype and
+    C order), or with `check_only` read through and dropped, a piece at a time, which checks
+    the member's CRC-32 (zipfile does at its end) before anything is written in place."""
     try:
         with archive.open(h.member) as member:
-            return np.lib.format.read_array(member, allow_pickle=False)
+            if into is None and not check_only:
+                return np.lib.format.read_array(member, allow_pickle=False)
+            member.read(h.offset)  # the .npy header (inspect_npz checked it)
+            if check_only:
+                while member.read(_CHUNK):
+                    pass
+                return None
+            view, done = memoryview(into.reshape(-1).view(np.uint8)), 0
+            while done < len(view):
+                n = member.readinto(view[done:done + _CHUNK])
+                if not n:
+                    raise EOFError("the member ended before its array did")
+                done += n
+            member.read()  # at its end zipfile compares the member's CRC-32
+            return into
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
         raise InvalidArgumentError(
             f"cannot load variable '{h.name}' from '{h.path}': the archive is damaged ({e}); "
@@ -334,10 +353,10 @@ def read_npz_bytes(data: bytes, names: list[str], check) -> dict:
 # -- both --------------------------------------------------------------------------------------
 def read_arrays(headers: list[Header], into: dict | None = None) -> dict:
     """{variable: array} of checked headers (inspect_npy / inspect_npz). `into`: {variable:
-    array} the caller lets a .npy file be read straight into (a large table: no second copy
-    of it while it loads), where its shape, dtype and order fit; those are read last, after
-    every other array loaded and a first pass checked their own files' CRC-32, so a damaged
-    checkpoint leaves them as they were."""
+    array} the caller lets a .npy file or archive member be read straight into (a large
+    table: no second copy of it while it loads), where its shape, dtype and order fit; those
+    are read last, after every other array loaded and a first pass checked their own CRC-32
+    (the file's, the member's), so a damaged checkpoint leaves them as they were."""
     out, archives, in_place = {}, {}, []
     for h in headers:
         target = (into or {}).get(h.name)
@@ -351,10 +370,18 @@ def read_arrays(headers: list[Header], into: dict | None = None) -> dict:
         with zipfile.ZipFile(path) as archive:
             for h in members:
                 out[h.name] = _read_member(archive, h)
-    for h, _ in in_place:
-        _check_crc(h)
+    for h, _ in in_place:  # every check first, then the writes
+        if h.member is None:
+            _check_crc(h)
+        else:
+            with zipfile.ZipFile(h.path) as archive:
+                _read_member(archive, h, check_only=True)
     for h, target in in_place:
-        out[h.name] = _read_npy(h, target)
+        if h.member is None:
+            out[h.name] = _read_npy(h, target)
+        else:
+            with zipfile.ZipFile(h.path) as archive:
+                out[h.name] = _read_member(archive, h, target)
     return out
 
 

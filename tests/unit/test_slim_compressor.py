@@ -237,3 +237,41 @@ def test_slim_graph_executor_feeds_samples_and_dicts():
     np.testing.assert_allclose(by_samples[0], by_dict[0])
     with pytest.raises(TypeError, match="GraphWrapper"):
         exe.run(built["test"], scope)
+
+
+def test_non_iterable_loader_and_eval_func():
+    """A non-iterable DataLoader feeds the program itself: the Compressor starts it each epoch
+    and stops at its end; eval_func callbacks give the evaluations."""
+    with fluid.unique_name.guard():
+        main, start = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, start):
+            x = fluid.data("x", [None, 4])
+            y = fluid.data("y", [None, 1], dtype="int64")
+            loader = fluid.io.DataLoader.from_generator(feed_list=[x, y], capacity=4,
+                                                        iterable=False)
+            logits = fluid.layers.fc(x, 3)
+            loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
+        test = main.clone(for_test=True)
+    rng = np.random.RandomState(0)
+    data = [[(rng.randn(4).astype("float32"), np.array([rng.randint(3)], "int64"))
+             for _ in range(8)] for _ in range(3)]
+    loader.set_sample_list_generator(lambda: iter(data))
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(start, scope=scope)
+    calls = []
+
+    def weight_norm(program, s):
+        calls.append(program)
+        return float(np.abs(np.asarray(s.find_var("fc_0.w_0").get_tensor())).sum())
+
+    comp = Compressor(fluid.CPUPlace(), scope, main, train_reader=loader,
+                      train_fetch_list=[("loss", loss.name)],
+                      train_optimizer=fluid.optimizer.SGD(0.5), eval_program=test,
+                      eval_func={"norm": weight_norm}, log_period=100)
+    comp.epoch = 3
+    comp.run()
+    assert comp.failed_epochs == []
+    losses = [r["loss"] for r in comp.context.get("train_results")]
+    assert len(losses) == 9  # 3 batches an epoch, the loader restarted each epoch
+    assert np.mean(losses[6:]) < np.mean(losses[:3])
+    assert len(comp.context.eval_results["norm"]) == 3 and calls[0] is test

@@ -558,7 +558,8 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
         if opt:
             headers.update(inspect_npz(prefix + ".pdopt", [v.name for v in opt],
                                        manifest.get(base + ".pdopt")))
-        arrays = _read_checked(params + opt, headers)
+        arrays = _read_checked(params + opt, headers,
+                               _in_place_targets(executor, params + opt))
     _store(executor, params + opt, arrays)
 
 

@@ -170,3 +170,19 @@ def test_a_damaged_file_changes_no_table_loaded_in_place(tmp_path, filename):
         after = {n: np.array(scope.find_var(n).get_tensor()) for n in before}
     for name, value in before.items():
         np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
+def test_fluid_save_and_load_stream_the_table(tmp_path):
+    vocab, dim = 300_000, 16  # 19.2 MB a table, three with lazy adam's moments
+    main, start, loss = _sparse_model(vocab, dim)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    feed = {"ids": np.array([[1], [5]]), "y": np.array([[0], [2]])}
+    with fluid.scope_guard(scope):
+        exe.run(start)
+        exe.run(main, feed=feed, fetch_list=[loss])
+        fluid.save(main, str(tmp_path / "step"))
+        want = np.array(scope.find_var("table").get_tensor())
+        exe.run(main, feed=feed, fetch_list=[loss])
+        _, peak = _peak(lambda: fluid.load(main, str(tmp_path / "step"), exe))
+        np.testing.assert_array_equal(np.asarray(scope.find_var("table").get_tensor()), want)
+    assert peak < (4 << 20), f"load's peak {peak} B, a table is {vocab * dim * 4} B"

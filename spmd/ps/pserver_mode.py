@@ -167,6 +167,7 @@ class PServerTranspile:
         if not self.sync_mode:
             self._send_lr_counter(block)
         self._dispatch_params()
+        self._send_where_params_are(block)
         insert_recvs(self, block, dummies)
         rewrite_startup(self, self.startup, block)
 
@@ -218,6 +219,22 @@ class PServerTranspile:
             self.ep_params[ep].append(pb)
             self.ep_grads[ep].append(gb)
             self.grad_of_block[pb.name] = gb
+
+    def _send_where_params_are(self, block):
+        """Each gradient block is sent to the pserver that holds (and updates) its parameter
+        block. fluid 1.8 dispatches the gradients' names for the sends and the parameters'
+        for the placement: the same pservers under RoundRobin, but under a name-hashing
+        split_method a gradient can go where its parameter is not (fluid's pserver then never
+        updates that block; the job cannot train), so spmd sends it after its parameter."""
+        where = {gb.name: self.block_endpoint[pb.name]
+                 for pb, gb in ((pb, self.grad_of_block[pb.name]) for pb in
+                                (p for ps in self.ep_params.values() for p in ps))}
+        for op in block.ops:
+            if op.type != "send" or op.attrs.get("merge_add") or not op.attrs.get("epmap"):
+                continue
+            names = list(op.attrs.get("send_varnames") or []) or op.input("X")
+            if all(n in where for n in names):
+                op._set_attr("epmap", [where[n] for n in names])
 
     def trainer_program(self, wait_port: bool):
         if self.geo:  # Geo-SGD: the trainer keeps its optimizer

@@ -113,7 +113,12 @@ def _dc_asgd(t, block, pb, grad: str) -> str:
     return prev
 
 
-def _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block, sparse_to_param):
+def _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block, sparse_to_param,
+                    own_state=False):
+    """`own_state`: another block of the same parameter is updated on this pserver too, so
+    this block's optimizer state (moments, beta powers, ...) gets its own variables,
+    `<state>.blockN` (fluid 1.8 names the state of every block of a parameter alike, so two
+    blocks on one pserver would share one slice's moments and advance its powers twice)."""
     block = _new_block(prog, parent)
     merged = ".".join(p for p in varname_parts(gb.name)[:2] if p)
     grad_to_block.append(f"{merged}:{block.idx}")
@@ -121,12 +126,19 @@ def _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block, sparse_to_param
     full = t.origin.global_block().var(upd.param)
     sliced = tuple(pb.shape) != tuple(full.shape)
     rename = {upd.param: pb.name, upd.grad: merged}
+    own = set()
+    if own_state:
+        index = varname_parts(pb.name)[1]
+        for slot, names in upd.optimizer.inputs.items():
+            if slot not in ("Param", "Grad", "LearningRate"):
+                own.update(names)
+        rename.update({n: f"{n}.{index}" for n in own})
     shapes = {}
     for op in upd.ops:
         for _slot, names in op.inputs.items():
             for n in names:
                 v = t.origin.global_block()._var_recursive(n)
-                if n not in rename and tuple(v.shape) == tuple(full.shape):
+                if (n not in rename or n in own) and tuple(v.shape) == tuple(full.shape):
                     shapes[n] = pb.shape  # optimizer state and temporaries shaped like it
         if sliced and op.type not in ROW_SEPARABLE:
             raise InvalidArgumentError(
@@ -172,12 +184,12 @@ def build_pserver_program(t, endpoint: str) -> Program:
     parent = prog.num_blocks - 1
     grad_to_block, sparse_to_param = [], []
     for upd in t.origin_analysis.updates:
-        for pb in params:
-            if varname_parts(pb.name)[0] != upd.param or pb.name not in t.grad_of_block:
-                continue
+        mine = [pb for pb in params
+                if varname_parts(pb.name)[0] == upd.param and pb.name in t.grad_of_block]
+        for pb in mine:
             gb = t.grad_of_block[pb.name]
             block = _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block,
-                                    sparse_to_param)
+                                    sparse_to_param, own_state=len(mine) > 1)
             optimize_blocks.append(block.idx)
     if not optimize_blocks:
         warnings.warn(f"DistributeTranspiler: pserver {endpoint} has no optimize block (no "
@@ -218,6 +230,12 @@ def build_pserver_startup(t, endpoint: str, pserver_program: Program) -> Program
     for pb in t.ep_params[endpoint]:
         if varname_parts(pb.name)[1]:
             sliced.setdefault(varname_parts(pb.name)[0], []).append(pb)
+    # the optimizer state a block has of its own (<state>.blockN, _optimize_block's
+    # own_state), initialized as the origin state is
+    for name in pvars:
+        orig, index, trainer = varname_parts(name)
+        if index and not trainer and orig not in t.param_blocks and "@GRAD" not in orig:
+            sliced.setdefault(orig, []).append(pserver_program.global_block().var(name))
     for op in t.origin_startup.global_block().ops:
         firsts = [names[0] for names in op.outputs.values() if names]
         blocks = next((sliced[n] for n in firsts if n in sliced), None)

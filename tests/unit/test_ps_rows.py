@@ -136,6 +136,26 @@ def test_a_pserver_step_writes_the_rows_of_its_slice_in_place(opt):
     np.testing.assert_allclose(table[touched], want, rtol=1e-5, atol=1e-6)
 
 
+def test_two_blocks_of_a_table_on_one_pserver_keep_their_own_adam_state(tmp_path):
+    """HashName puts both blocks of the 2-pserver table on pserver 0 (crc32 of their names):
+    each block's lazy Adam has its own moments and beta powers there, its gradients are sent
+    where it is, and the job equals one process."""
+    args = ["--model", "wide", "--opt", "lazy_adam", "--steps", "3", "--hash"]
+    out = run_job(tmp_path, args, pservers=2)
+    assert {"embedding_0.w_0.block0", "embedding_0.w_0.block1",
+            "embedding_0.w_0_moment1_0.block0", "embedding_0.w_0_moment1_0.block1",
+            "embedding_0.w_0_beta1_pow_acc_0.block1"} <= set(out["ps0.init"])
+    init = assemble(out["ps0.init"], out["ps1.init"])
+    names = ["embedding_0.w_0", "fc_0.w_0", "fc_0.b_0"]
+    local = run_local(tmp_path, init, args, names)
+    final = assemble(out["ps0"], out["ps1"])
+    for name in names:
+        np.testing.assert_allclose(final[name], local[name], rtol=1e-5, atol=1e-6,
+                                   err_msg=f"pservers' {name} vs one process")
+    np.testing.assert_allclose(out["ps0"]["embedding_0.w_0_beta1_pow_acc_0.block0"],
+                               [0.9 ** 4], rtol=1e-6)  # advanced once a step, from 0.9
+
+
 @pytest.mark.parametrize("opt", ["sgd", "lazy_adam"])
 def test_three_pservers_and_a_sliced_table_equal_one_process_moving_only_rows(tmp_path, opt):
     args = ["--model", "wide", "--opt", opt, "--steps", "3"]

@@ -80,11 +80,34 @@ def _predecessors(ops):
 NORMALIZE = {"square_error_cost_grad": "elementwise_sub_grad"}  # spmd's fused loss op
 
 
+def _sent_where_params_are(ops):
+    """fluid's trainer ops with each gradient block sent to the pserver its parameter block
+    is received from (and updated on). fluid 1.8.5 hashes the gradients' own names for the
+    sends: under a name-hashing split_method (big_param_hash) fc_0.w_0's gradient blocks go
+    to 6171 while both its parameter blocks live, and wait for them, on 6170, so fluid's job
+    never updates them; spmd sends them to 6170 (pserver_mode._send_where_params_are)."""
+    held = {}
+    for op in ops:
+        if op["type"] == "recv":
+            held.update(zip(op["outputs"]["Out"], op["attrs"]["epmap"]))
+    out = []
+    for op in ops:
+        if op["type"] == "send" and op["attrs"].get("epmap") and not op["attrs"]["merge_add"]:
+            params = [n.replace("@GRAD", "").replace(".trainer_0", "").replace(".trainer_1", "")
+                      for n in op["inputs"]["X"]]
+            if all(p in held for p in params):
+                op = dict(op, attrs=dict(op["attrs"], epmap=[held[p] for p in params]))
+        out.append(op)
+    return out
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_trainer_program_matches_fluid(case):
     want, got = FLUID18[case], spmd_case(case)
     w_ops, g_ops = want["trainer"][0]["ops"], got["trainer"][0]["ops"]
-    assert _comm_ops(g_ops) == _comm_ops(w_ops)
+    assert _comm_ops(g_ops) == _comm_ops(_sent_where_params_are(w_ops))
+    if case == "big_param_hash":  # the one case where that moves a send
+        assert _comm_ops(w_ops) != _comm_ops(_sent_where_params_are(w_ops))
     assert [NORMALIZE.get(t, t) for t in _predecessors(g_ops)] == _predecessors(w_ops)
     assert not GONE & {op["type"] for op in g_ops}
     g_vars, w_vars = got["trainer"][0]["vars"], want["trainer"][0]["vars"]

@@ -173,6 +173,7 @@ def main(argv=None):
     p.add_argument("--decay", action="store_true")
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--async", dest="async_", action="store_true")
+    p.add_argument("--hash", action="store_true", help="split_method HashName")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True)
     p.add_argument("--init")
@@ -197,7 +198,10 @@ def main(argv=None):
     endpoints = os.environ["PADDLE_PSERVERS_IP_PORT_LIST"]
     trainers = int(os.environ["PADDLE_TRAINERS_NUM"])
     trainer_id = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
-    t = fluid.DistributeTranspiler()
+    config = fluid.DistributeTranspilerConfig()
+    if args.hash:
+        config.split_method = fluid.transpiler.HashName
+    t = fluid.DistributeTranspiler(config)
     t.transpile(trainer_id, program=main_prog, pservers=endpoints, trainers=trainers,
                 sync_mode=not args.async_, startup_program=startup)
     if role == "PSERVER":

@@ -57,8 +57,6 @@ DEFERRED: dict[str, str] = {
         "deformable_roi_pooling", "prroi_pool", "psroi_pool", "roi_align", "roi_pool")},
     "layers:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
-    "incubate.fleet.utils.fleet_util:FleetUtil": "PaddleRec's HDFS/AFS model and metric "
-    "helpers of pslib jobs: in no open issue",
     "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"

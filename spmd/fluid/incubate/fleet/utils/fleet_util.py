@@ -148,8 +148,9 @@ class FleetUtil:
                            abserr_name="abserr", prob_name="prob", q_name="q",
                            pos_ins_num_name="pos", total_ins_num_name="total"):
         """[auc, bucket_error, mae, rmse, actual_ctr, predicted_ctr, copc,
-        mean_predict_qvalue, total_ins_num] over the workers (fluid.contrib.layers.ctr_metric_bundle's
-        states and the auc buckets); nine Nones when a state is missing."""
+        mean_predict_qvalue, total_ins_num] over the workers (the states of
+        fluid.contrib.layers.ctr_metric_bundle and the auc buckets); nine Nones when a state
+        is missing."""
         scope = scope if scope is not None else global_scope()
         names = dict(stat_pos_name=stat_pos_name, stat_neg_name=stat_neg_name,
                      sqrerr_name=sqrerr_name, abserr_name=abserr_name, prob_name=prob_name,

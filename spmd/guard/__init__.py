@@ -245,6 +245,9 @@ def report_failure(error: BaseException, print_traceback) -> None:
     tag = f"[rank {rank}/{size}]"
     if isinstance(error, StoppedByPeer):
         time.sleep(0.5)  # the rank that failed prints its block first
+        if _shared is not None and _shared.slots[st.STOP_SAID]:
+            time.sleep(1.5)
+            return  # its supervisor said it already (a peer aborts the job)
         text = str(error).splitlines()[0] if str(error) else "stopped"
         sys.stderr.write((text if text.startswith("[rank") else f"{tag} {text}") + "\n")
         sys.stderr.flush()
@@ -254,6 +257,8 @@ def report_failure(error: BaseException, print_traceback) -> None:
         _shared.set_error(summary(error))
         _shared.slots[st.FAILING] = 1
     first = _peer_failed_first(rank) if size > 1 else None
+    if first is not None and _shared is not None and _shared.slots[st.STOP_SAID]:
+        return  # its supervisor said it already (a peer aborts the job)
     if first is not None:
         ended = (f"signal {first['signal']}" if first["signal"] else
                  f"exit code {first['code']}")
@@ -399,6 +404,26 @@ def note_step() -> None:
 def steps() -> int:
     """How many Executor.run calls this process started (named when a collective times out)."""
     return _steps
+
+
+_TOLD_WAIT_S = 1.0  # for the supervisor to send the news (it polls every 50 ms)
+_PRINT_WAIT_S = 0.5  # for the others' supervisors to hear it and print their line
+
+
+def tell_peers_before_abort(code: int) -> None:
+    """Before this rank MPI_Aborts the job (which kills every rank at once, none able to say
+    why): its supervisor tells the others' through the channel, and their supervisors print
+    each rank's `stopped: rank k failed first (...)` line; a moment for that, then the abort."""
+    if _shared is None or _shared.slots[st.CHANNEL] != 1 or _launcher_stops_failures:
+        return
+    slots = _shared.slots
+    slots[st.ABORT_CODE] = code
+    slots[st.ABORTING] = 1
+    deadline = time.monotonic() + _TOLD_WAIT_S
+    while not slots[st.ABORT_TOLD] and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if slots[st.ABORT_TOLD]:
+        time.sleep(_PRINT_WAIT_S)
 
 
 def let_the_reporter_speak() -> None:

@@ -23,6 +23,9 @@ def abort_job(code: int) -> None:
         # trainers joined without a launcher (spmd/comm/join.py) each have a COMM_WORLD of
         # one: their supervisors end the others (spmd/guard/supervisor.py)
         if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
+            from . import tell_peers_before_abort
+
+            tell_peers_before_abort(code)
             flush_to_process_manager()
             mpi.COMM_WORLD.Abort(code)
         if mpi.Is_initialized() and not mpi.Is_finalized() and \

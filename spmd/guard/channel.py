@@ -177,8 +177,9 @@ def _split_token(addresses: str, env=None) -> tuple[str, str]:
 
 
 def _gone_line(info: dict) -> str:
+    """`aborting=1`: the rank fails and is about to MPI_Abort the job (everyone is killed)."""
     return ("gone {rank} code={code} signal={signal} collectives={collectives} steps={steps} "
-            "how={how}\n").format(**info)
+            "how={how}").format(**info) + (" aborting=1" if info.get("aborting") else "") + "\n"
 
 
 def _parse_gone(words: list[str]) -> dict:
@@ -237,6 +238,7 @@ class Channel:
         self._pending: list[_Lines] = []  # rank 0: accepted, not yet said hello
         self._upstream: _Lines | None = None  # other ranks: the connection to rank 0
         self._gone: set[int] = set()
+        self._aborting: set[int] = set()  # rank 0: ranks that said they abort the job
         self._failed: set[int] = set()
         self.all_done = False
         self.connected = rank == 0
@@ -366,7 +368,12 @@ class Channel:
         failed = info["how"] == FAILED
         if info["rank"] in self._gone and (not failed or info["rank"] in self._failed):
             return
-        self._gone.add(info["rank"])
+        if info.get("aborting"):  # news before its end (the abort ends every rank), once
+            if info["rank"] in self._aborting:
+                return
+            self._aborting.add(info["rank"])
+        else:
+            self._gone.add(info["rank"])
         if failed:
             self._failed.add(info["rank"])
         if info["rank"] != 0:

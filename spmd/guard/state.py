@@ -18,6 +18,10 @@ import time
 # stands in for it; FAILING: an uncaught error is being reported; the ERROR text says which)
 COLLECTIVES, STEPS, LEAVING, EXIT_CODE, ADDRESS_READY, CHANNEL, MPI_STARTED, FAILING = range(8)
 MPI_START_FAILED = 24  # the program: MPI start-up timed out (a peer never started MPI)
+# the program is about to MPI_Abort the job (ABORTING, with ABORT_CODE): its supervisor tells
+# the others first (ABORT_TOLD when it has), whose supervisors then print each rank's "stopped"
+# line before the abort kills them all; STOP_SAID: that line was printed (by either process)
+ABORTING, ABORT_TOLD, STOP_SAID, ABORT_CODE = range(25, 29)
 # slots written by the supervisor: the first peer that left, while this program ran; and the
 # earliest failure heard of, by (collective count, rank): the job's root cause
 (DEPARTED, D_RANK, D_CODE, D_SIGNAL, D_COLLECTIVES, D_STEPS, D_HOW, CONNECTED,

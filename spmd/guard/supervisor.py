@@ -92,6 +92,8 @@ class _Parent:
         if info["how"] == st.FAILED:
             self.shared.record_failure(info["rank"], info["collectives"], info["code"],
                                        info["signal"])
+        if info.get("aborting"):
+            self._say_stopped_by_abort(info)
         failed = info["how"] in (st.FAILED, st.LOST)
         if failed and not self.launcher_stops_ranks and self.stop_at is None:
             # the program may be failing already, with a better message: give it a moment
@@ -99,6 +101,19 @@ class _Parent:
             ended = (f"signal {info['signal']}" if info["signal"] else
                      f"exit code {info['code']}" if info["code"] >= 0 else "its process lost")
             self.stop_reason = f"rank {info['rank']} failed ({ended})"
+
+    def _say_stopped_by_abort(self, info: dict) -> None:
+        """A peer is about to MPI_Abort the job, which kills this rank too, before it can say
+        anything: its line now, unless the program is reporting an error of its own (it then
+        says it was stopped) or paddle-launch stops the ranks (its report says it)."""
+        s = self.shared.slots
+        if self.launcher_stops_ranks or s[st.FAILING] or s[st.STOP_SAID] or self.left:
+            return
+        s[st.STOP_SAID] = 1
+        sys.stderr.write(f"{self.tag} stopped: rank {info['rank']} failed first (exit code "
+                         f"{info['code']}, after its collective #{info['collectives']}); it "
+                         f"ends the job (MPI_Abort)\n")
+        sys.stderr.flush()
 
     def _progress(self) -> tuple[int, int]:
         s = self.shared.slots
@@ -111,6 +126,18 @@ class _Parent:
         collectives, steps = self._progress()
         self.channel.leave({"code": code, "signal": sig, "collectives": collectives,
                             "steps": steps, "how": how})
+
+    def _tell_abort(self) -> None:
+        """The program fails and is about to MPI_Abort the job: the others hear it first.
+        Not a departure yet (the abort ends every rank; a rank still holding its exit must
+        not take it for the job's end and exit 0 before the abort's code is the job's)."""
+        s = self.shared.slots
+        if self.channel is not None and not self.left:
+            collectives, steps = self._progress()
+            self.channel.leave({"code": int(s[st.ABORT_CODE]), "signal": 0,
+                                "collectives": collectives, "steps": steps, "how": st.FAILED,
+                                "aborting": 1})
+        s[st.ABORT_TOLD] = 1
 
     def _tend_channel(self) -> None:
         s, channel = self.shared.slots, self.channel
@@ -131,6 +158,8 @@ class _Parent:
             s[st.CONNECTED] = 1
         if not waiting:
             channel.poll(_POLL_S)
+        if s[st.ABORTING] and not s[st.ABORT_TOLD]:
+            self._tell_abort()
         if s[st.LEAVING] and not self.left:  # the script ended; the program is finishing
             self._leave(int(s[st.EXIT_CODE]), 0, st.SCRIPT_ENDED)
 

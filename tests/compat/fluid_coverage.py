@@ -39,8 +39,6 @@ PSLIB = ("pslib: Baidu's closed-source parameter server (core.Fleet), not in flu
          "wheels; spmd's parameter server is fluid's gRPC transpiler mode")
 TRAINER_DESC = ("a protobuf description of fluid's C++ dataset trainers and device workers; "
                 "spmd's train_from_dataset runs the program itself")
-PROTO = ("loads variables fluid dumped next to its protobuf ProgramDesc files; spmd's program "
-         "files are its own JSON: in no open issue")
 FP16 = ("fluid's float16 rewrite; spmd trains in the program's own dtype "
         "(contrib.mixed_precision.decorate says so)")
 
@@ -57,7 +55,6 @@ DEFERRED: dict[str, str] = {
         "deformable_roi_pooling", "prroi_pool", "psroi_pool", "roi_align", "roi_pool")},
     "layers:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
-    "incubate.fleet.utils.utils:check_saved_vars_try_dump": PROTO,
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"
        for n in ("GeneralRoleMaker", "MPISymetricRoleMaker")},

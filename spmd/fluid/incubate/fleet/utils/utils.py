@@ -1,9 +1,10 @@
 """fluid.incubate.fleet.utils.utils: fleet's program-file helpers: save_program /
 load_program (binary: spmd's serialized program, Program.serialize_to_string; text: its
 indented JSON), program_type_trans between the two, graphviz of a block, and
-check_pruned_program_vars. fluid writes protobuf ProgramDescs; spmd's program files are its
-own JSON, so files cross between the two only through spmd. check_saved_vars_try_dump
-(loading fluid's dumped variables) is named in docs/fluid_coverage.md.
+check_pruned_program_vars, and check_saved_vars_try_dump (load an inference model's program
+and variables, check them and run one batch of random or file-read feeds). fluid writes
+protobuf ProgramDescs; spmd's program files are its own JSON, so files cross between the
+two only through spmd.
 
 >>> import os, tempfile
 >>> import spmd.fluid as fluid
@@ -22,12 +23,16 @@ import json
 import logging
 import os
 
+import numpy as np
+
 from .....core.program import Program
-from ...._pending import missing_names
 from ....debugger import draw_block_graphviz
 
-__all__ = ["check_pruned_program_vars", "graphviz", "load_program", "parse_program",
-           "program_type_trans", "save_program"]
+__all__ = ["check_pruned_program_vars", "check_saved_vars_try_dump", "graphviz",
+           "load_program", "parse_program", "program_type_trans", "save_program"]
+
+# ops an inference program should not hold once pruned (fluid's list)
+not_expected_op_types = ["lookup_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,4 +105,120 @@ def check_pruned_program_vars(train_prog, pruned_prog) -> bool:
     return ok
 
 
-missing_names(globals(), ["check_saved_vars_try_dump"])
+
+def check_not_expected_ops(prog) -> None:
+    """Warn once per op type of not_expected_op_types found in `prog`."""
+    seen = set()
+    for op in prog.global_block().ops:
+        if op.type in not_expected_op_types and op.type not in seen:
+            logger.warning("find op type '%s' in program, please check if your program is "
+                           "pruned correctly !", op.type)
+            seen.add(op.type)
+
+
+def reader(batch_size, fn, dim):
+    """Batches [batch_size, *dim] of the space-separated floats of file `fn`."""
+    shape = list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    size = int(np.prod(shape)) * batch_size
+    data = []
+    with open(fn) as f:
+        for line in f:
+            fields = [float(d) for d in line.split()]
+            while len(fields) >= size:
+                data.append(np.array(fields[:size]).reshape([batch_size] + shape))
+                fields = fields[size:]
+    return data
+
+
+def feed_gen(batch_size, feeded_vars_dims, feeded_vars_filelist):
+    return [reader(batch_size, fn, feeded_vars_dims[i])
+            for i, fn in enumerate(feeded_vars_filelist)]
+
+
+def check_saved_vars_try_dump(dump_dir, dump_prog_fn, is_text_dump_program, feed_config,
+                              fetch_config, batch_size=1, save_filename=None):
+    """Load the inference model saved in `dump_dir` (program file `dump_prog_fn`, variables
+    per file or in `save_filename`), check every persistable's loaded shape against the
+    program and the feeds against `feed_config` (feeded_vars_names, feeded_vars_dims,
+    feeded_vars_types, feeded_vars_filelist), then run one batch (random values, or read
+    from the files) and return the fetched values (fetch_config.fetch_vars_names, or the
+    model's own targets)."""
+    from .....core.places import CPUPlace
+    from .....core.scope import Scope, global_scope, scope_guard
+    from .... import io
+    from ....data_feeder import DataFeeder
+    from ....executor import Executor
+    from ....lod_tensor import create_lod_tensor
+
+    dump_prog = load_program(os.path.join(dump_dir, dump_prog_fn), is_text_dump_program)
+    saved_params = [v for v in dump_prog.list_vars() if io.is_persistable(v)]
+    logger.info("persistable vars in dump program: %s", [v.name for v in saved_params])
+    check_not_expected_ops(dump_prog)
+    place = CPUPlace()
+    exe = Executor(place)
+    with scope_guard(Scope()):
+        if is_text_dump_program:
+            dump_prog_fn = program_type_trans(dump_dir, dump_prog_fn, is_text_dump_program)
+        program, feed_names, fetch_targets = io.load_inference_model(
+            dump_dir, exe, model_filename=dump_prog_fn, params_filename=save_filename)
+        for var in saved_params:
+            found = global_scope().find_var(var.name)
+            if found is None:
+                raise RuntimeError(f"can't not find var: {var.name}")
+            got = np.array(found.get_tensor()).shape
+            if tuple(got) != tuple(var.shape):
+                raise RuntimeError(
+                    f"Shape not matching: the Program requires a parameter with a shape of "
+                    f"({tuple(var.shape)}), while the loaded parameter (namely [ {var.name} ]) "
+                    f"has a shape of  ({tuple(got)}).")
+        fetch_names = [v.name for v in fetch_targets]
+        if not feed_names:
+            logger.warning("no feed targets in program.")
+        if not fetch_names:
+            logger.warning("no fetch targets in program.")
+        fetch_list = fetch_targets
+        wanted_feeds = feed_config.feeded_vars_names
+        if wanted_feeds is not None and list(feed_names) != list(wanted_feeds):
+            logger.warning("feed vars in program and config are diff: feed in program: %s. "
+                           "feed in config %s.", feed_names, wanted_feeds)
+        wanted_fetches = fetch_config.fetch_vars_names
+        if wanted_fetches is not None and fetch_names != list(wanted_fetches):
+            logger.warning("fetch vars in program and config are diff: fetch in program: %s. "
+                           "fetch in config %s.", fetch_names, wanted_fetches)
+            fetch_list = [program.global_block().var(n) for n in wanted_fetches]
+        return_numpy = all(v.lod_level == 0 for v in fetch_list)
+        names, dims = list(feed_config.feeded_vars_names), list(feed_config.feeded_vars_dims)
+        types = list(feed_config.feeded_vars_types)
+        if not len(names) == len(dims) == len(types):
+            raise ValueError(f"feed_config: {len(names)} names, {len(dims)} dims and "
+                             f"{len(types)} types; they go together one by one")
+        block = program.global_block()
+        for i, name in enumerate(names):
+            dims[i] = tuple(dims[i]) if isinstance(dims[i], (list, tuple)) else (dims[i],)
+            var_shape = tuple(block.var(name).shape[1:])
+            if dims[i] != var_shape:
+                raise RuntimeError(f"feed variable '{name}' shape not match. infer program  "
+                                   f"shape: {var_shape}. feed tensor shape: {dims[i]}")
+        if not getattr(feed_config, "feeded_vars_filelist", None):
+            logger.info("generate random feed vars.")
+            feed = {}
+            for i, name in enumerate(names):
+                var = block.var(name)
+                value = np.array(np.random.random((batch_size,) + dims[i]), dtype=types[i])
+                if var.lod_level == 0:
+                    feed[name] = value
+                elif var.lod_level == 1:
+                    feed[name] = create_lod_tensor(value, [[1] * batch_size], place)
+                else:
+                    raise RuntimeError("vars with lod_level >= 2 is not supported now in this "
+                                       "infer program check tool.")
+        else:
+            logger.info("load feed vars from files: %s.", feed_config.feeded_vars_filelist)
+            feeder = DataFeeder(feed_list=[block.var(n) for n in names], place=place)
+            batches = feed_gen(batch_size, dims, feed_config.feeded_vars_filelist)
+            feed = feeder.feed([[b[0] for b in batches]])
+        results = exe.run(program, feed=feed, fetch_list=fetch_list, return_numpy=return_numpy)
+        for v, r in zip(fetch_list, results):
+            logger.info("fetch_targets name: %s", v.name)
+            logger.info("fetch_targets: %s", r)
+        return results

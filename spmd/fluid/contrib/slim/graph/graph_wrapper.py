@@ -26,7 +26,7 @@ import numpy as np
 
 from .....core.operator import OpRole, OpSchema
 from .....core.program import Program, program_guard
-from .....core.variable import Parameter, Variable
+from .....core.variable import Parameter, Variable, normalize_shape
 from .... import io
 
 __all__ = ["GraphWrapper", "VarWrapper", "OpWrapper"]
@@ -70,9 +70,12 @@ class VarWrapper:
         return self._var.shape
 
     def set_shape(self, shape):
-        """Declare a new shape (through the block, so compiled plans of the program are
-        rebuilt)."""
-        self._var.block.create_var(name=self._var.name, shape=list(shape))
+        """Declare a new shape (fluid's var.desc.set_shape); the program counts it as a
+        change, so plans compiled for the old shapes are rebuilt."""
+        new = normalize_shape(list(shape), self._var.name)
+        if tuple(new) != tuple(self._var.shape):
+            self._var.shape = new
+            self._var.block.program._bump()
 
     def inputs(self):
         """The ops that read this variable (fluid's name)."""

@@ -94,14 +94,49 @@ def gaussian_random_batch_size_like(xp, ins, attrs, want, ctx):
 def truncated_gaussian_random(xp, ins, attrs, want, ctx):
     # a standard normal redrawn wherever it falls outside +-2 (about 4.6% per round), then
     # scaled: the same distribution as fluid's inverse-CDF sampling of the truncated normal
-    rng = _draw_rng(attrs, ctx)
-    z = rng.standard_normal(size=attrs["shape"])
-    bad = np.abs(z) > 2.0
-    while bad.any():
-        z[bad] = rng.standard_normal(size=int(bad.sum()))
+    values = _truncated(_draw_rng(attrs, ctx), attrs["mean"], attrs["std"], attrs["shape"],
+                        attrs["dtype"])
+    return {"Out": xp.asarray(values)}
+
+
+def _truncated(rng, mean, std, shape, dtype):
+    """mean + std * z of a standard normal z drawn whole, then redrawn, in index order, where
+    it lies outside +-2, round after round, cast to `dtype`. A large tensor gets the same
+    values a chunk at a time: the first draws chunk by chunk into the output, keeping only
+    the indices to redraw (about 4.6%), so no float64 array of its size is made."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    if n <= FILL_CHUNK:
+        z = rng.standard_normal(size=shape)
         bad = np.abs(z) > 2.0
-    values = attrs["mean"] + attrs["std"] * z
-    return {"Out": xp.asarray(values.astype(attrs["dtype"]))}
+        while bad.any():
+            z[bad] = rng.standard_normal(size=int(bad.sum()))
+            bad = np.abs(z) > 2.0
+        return (mean + std * z).astype(dtype)
+    out = np.empty(n, dtype=dtype)
+    buf = np.empty(FILL_CHUNK, dtype=np.float64)
+    index = np.int32 if n < 2 ** 31 else np.int64
+    todo = []
+    for a in range(0, n, FILL_CHUNK):
+        z = buf[:min(FILL_CHUNK, n - a)]
+        rng.standard_normal(out=z)
+        todo.append((np.flatnonzero(np.abs(z) > 2.0) + a).astype(index))
+        z *= std
+        z += mean
+        np.copyto(out[a:a + z.size], z, casting="unsafe")
+    todo = np.concatenate(todo)
+    while todo.size:  # one round: every index still to redraw, in order, one draw each
+        left = []
+        for a in range(0, todo.size, FILL_CHUNK):
+            where = todo[a:a + FILL_CHUNK]
+            z = buf[:where.size]
+            rng.standard_normal(out=z)
+            outside = np.abs(z) > 2.0
+            left.append(where[outside])
+            inside = ~outside
+            out[where[inside]] = std * z[inside] + mean
+        todo = np.concatenate(left)
+    return out.reshape(shape)
 
 
 @kernel("randint", context=True)

@@ -1,4 +1,5 @@
-"""Large tables (issue 24): initialising a table (uniform, normal, xavier) makes no float64
+"""Large tables (issue 24): initialising a table (uniform, normal, xavier, truncated normal)
+makes no float64
 temporary of its size and gives the values of one whole draw; save and load stream it (no
 second copy of the table: tracemalloc counts numpy's buffers); training after a load keeps
 updating the table in place."""
@@ -29,10 +30,21 @@ def _peak(fn):
         tracemalloc.stop()
 
 
+def _truncated_whole(g):
+    """fluid's truncated normal as one array: drawn, then redrawn outside +-2 in rounds."""
+    z = g.standard_normal(size=(ROWS, DIM))
+    bad = np.abs(z) > 2.0
+    while bad.any():
+        z[bad] = g.standard_normal(size=int(bad.sum()))
+        bad = np.abs(z) > 2.0
+    return 0.1 + 0.2 * z
+
+
 DRAWS = {
     "uniform_random": ({"min": -0.3, "max": 0.7, "diag_num": 0, "diag_step": 0,
                         "diag_val": 1.0}, lambda g: g.uniform(-0.3, 0.7, size=(ROWS, DIM))),
     "gaussian_random": ({"mean": 0.1, "std": 0.2}, lambda g: g.normal(0.1, 0.2, size=(ROWS, DIM))),
+    "truncated_gaussian_random": ({"mean": 0.1, "std": 0.2}, _truncated_whole),
 }
 
 
@@ -45,14 +57,17 @@ def test_a_large_random_table_is_one_draw_made_without_a_float64_copy(op):
     assert out.dtype == np.float32 and out.shape == (ROWS, DIM)
     np.testing.assert_array_equal(out, whole_draw(np.random.default_rng(21)).astype("float32"))
     table = ROWS * DIM * 4
-    assert peak <= table + FILL_CHUNK * 8 + (1 << 16), (peak, table)  # the table + one chunk
+    # the table and a chunk's scratch (the truncated normal: its mask and the indices to
+    # redraw, about 4.6% of the elements, too)
+    assert peak <= table + 3 * FILL_CHUNK * 8 + table // 10, (peak, table)
 
 
-@pytest.mark.parametrize("init", ["uniform", "normal", "xavier"])
+@pytest.mark.parametrize("init", ["uniform", "normal", "xavier", "truncated"])
 def test_initialising_a_table_costs_the_table_and_one_chunk(init):
     make = {"uniform": lambda: fluid.initializer.Uniform(-0.1, 0.1),
             "normal": lambda: fluid.initializer.Normal(0.0, 0.1),
-            "xavier": lambda: fluid.initializer.Xavier()}[init]
+            "xavier": lambda: fluid.initializer.Xavier(),
+            "truncated": lambda: fluid.initializer.TruncatedNormal(0.0, 0.1)}[init]
     main, start = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, start):
         ids = fluid.data("ids", [None, 1], "int64")
@@ -62,7 +77,7 @@ def test_initialising_a_table_costs_the_table_and_one_chunk(init):
     _, peak = _peak(lambda: exe.run(start, scope=scope))
     table = np.asarray(scope.find_var("table").get_tensor())
     assert table.shape == (ROWS, DIM) and table.dtype == np.float32 and table.std() > 0
-    assert peak <= ROWS * DIM * 4 + FILL_CHUNK * 8 + (1 << 20), peak
+    assert peak <= ROWS * DIM * 4 * 11 // 10 + 3 * FILL_CHUNK * 8 + (1 << 20), peak
 
 
 def _sparse_model(vocab, dim):

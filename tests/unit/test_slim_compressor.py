@@ -275,3 +275,11 @@ def test_non_iterable_loader_and_eval_func():
     assert len(losses) == 9  # 3 batches an epoch, the loader restarted each epoch
     assert np.mean(losses[6:]) < np.mean(losses[:3])
     assert len(comp.context.eval_results["norm"]) == 3 and calls[0] is test
+    comp.train_results_kept = 4  # a bound on what a long run keeps
+    comp.epoch = 1
+    comp.run()
+    kept = [r["loss"] for r in comp.context.get("train_results")]
+    assert len(kept) == 3
+    comp.epoch = 2
+    comp.run()
+    assert len(comp.context.get("train_results")) == 4

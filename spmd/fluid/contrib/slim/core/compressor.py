@@ -13,6 +13,7 @@ as JSON (fluid pickles both; spmd never unpickles a file).
 """
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -220,6 +221,8 @@ class Compressor:
         self.context = None
         # (epoch, traceback) of each epoch that raised: fluid logs them and goes on
         self.failed_epochs = []
+        # how many training batches' out_node values context.get('train_results') keeps
+        self.train_results_kept = 100_000
 
     def _add_strategy(self, strategy):
         self.strategies.append(strategy)
@@ -314,8 +317,11 @@ class Compressor:
             _logger.info("epoch:%d; batch_id:%d; %s = %s", context.epoch_id, context.batch_id,
                          list(context.optimize_graph.out_nodes.keys()),
                          [round(r, 6) for r in results])
-        context.k_v.setdefault("train_results", []).append(
-            dict(zip(context.optimize_graph.out_nodes.keys(), results)))
+        kept = context.k_v.get("train_results")
+        if kept is None or kept.maxlen != self.train_results_kept:
+            kept = context.k_v["train_results"] = collections.deque(
+                kept or (), maxlen=self.train_results_kept)
+        kept.append(dict(zip(context.optimize_graph.out_nodes.keys(), results)))
         for strategy in self.strategies:
             strategy.on_batch_end(context)
         context.batch_id += 1
@@ -354,7 +360,8 @@ class Compressor:
 
     def run(self):
         """Run the compression; returns the (compressed) eval graph. The Context is
-        self.context; its k_v['train_results'] lists each training batch's out_nodes."""
+        self.context; context.get('train_results') holds the last train_results_kept
+        training batches' out_node values (dicts, in order)."""
         context = Context(place=self.place, scope=self.scope, train_graph=self.train_graph,
                           train_reader=self.train_reader, eval_graph=self.eval_graph,
                           eval_reader=self.eval_reader, teacher_graphs=self.teacher_graphs,

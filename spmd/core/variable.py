@@ -42,7 +42,7 @@ class Variable(VariableCompat):
         self.dtype = convert_dtype(dtype)
         self.persistable = bool(persistable)
         self.stop_gradient = bool(stop_gradient)
-        self.lod_level = lod_level
+        self.lod_level = 0 if lod_level is None else lod_level  # None: fluid's default, 0
         self.is_data = bool(is_data)
         self.type = type
         self.need_check_feed = need_check_feed

@@ -126,3 +126,16 @@ def test_logsumexp_of_none_is_an_assertion_error_as_in_fluid():
             fluid.layers.logsumexp(None)
         with pytest.raises(TypeError):
             fluid.layers.logsumexp(fluid.layers.data(name="u", shape=[4], dtype="uint8"))
+
+
+def test_a_var_made_with_lod_level_none_has_level_0():
+    """op_test's append_input_output makes outputs with lod_level=None (fluid's default)."""
+    prog = fluid.Program()
+    block = prog.global_block()
+    block.create_var(name="a", shape=[2, 3], dtype="float32")
+    out = block.create_var(name="out", dtype="float32", shape=None, lod_level=None)
+    assert out.lod_level == 0
+    block.append_op(type="relu", inputs={"X": ["a"]}, outputs={"Out": [out]})
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(
+        prog, feed={"a": -np.ones((2, 3), "float32")}, fetch_list=[out])
+    np.testing.assert_array_equal(got, np.zeros((2, 3)))

@@ -121,7 +121,8 @@ class Widths(SearchSpace):
         return start, main, test, None, None, reader, reader
 
     def get_model_latency(self, program):
-        return 0.0
+        """The hidden layer's width stands for the latency."""
+        return program.global_block().var("fc_0.w_0").shape[1]
 
 
 def reader():
@@ -131,13 +132,16 @@ def reader():
                for _ in range(8)]
 
 
-def test_light_nas_searches_within_target_flops(tmp_path, monkeypatch):
+@pytest.mark.parametrize("constraint", ["flops", "latency"])
+def test_light_nas_searches_within_its_constraints(tmp_path, monkeypatch, constraint):
     monkeypatch.chdir(tmp_path)  # the strategy's lock file
     np.random.seed(2)
     space = Widths()
     start, train, test, _, _, _, _ = space.create_net(space.init_tokens())
     flops_of = {t: GraphWrapper(space.create_net([t])[2]).flops() for t in range(4)}
-    target = flops_of[1]  # widths 12 and 16 are over it
+    # widths 12 and 16 are over either constraint
+    target = flops_of[1] if constraint == "flops" else 10 ** 9
+    latency = 8 if constraint == "latency" else 0
     scope = fluid.Scope()
     fluid.Executor(fluid.CPUPlace()).run(start, scope=scope)
     feeds = [("x", "x"), ("y", "y")]
@@ -147,8 +151,9 @@ def test_light_nas_searches_within_target_flops(tmp_path, monkeypatch):
                       eval_fetch_list=[("acc", space.names["acc"])], search_space=space,
                       log_period=100)
     controller = SAController(reduce_rate=0.9, init_temperature=1024, max_iter_number=300)
-    strategy = LightNASStrategy(controller, end_epoch=3, target_flops=target, retrain_epoch=1,
-                                metric_name="acc", is_server=True, search_steps=3, key="nas")
+    strategy = LightNASStrategy(controller, end_epoch=3, target_flops=target,
+                                target_latency=latency, retrain_epoch=1, metric_name="acc",
+                                is_server=True, search_steps=3, key="nas")
     comp._add_strategy(strategy)
     seen = []
 
@@ -161,7 +166,7 @@ def test_light_nas_searches_within_target_flops(tmp_path, monkeypatch):
     assert comp.failed_epochs == []
     assert len(seen) == 3
     for tokens, flops in seen:
-        assert flops <= target and flops == flops_of[tokens[0]]
+        assert flops == flops_of[tokens[0]] and tokens[0] <= 1  # width 4 or 8
     assert controller.iteration == 3  # each step's reward went through the server
     assert len(comp.context.eval_results["acc"]) == 3
     assert controller.max_reward == max(comp.context.eval_results["acc"])

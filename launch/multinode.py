@@ -9,8 +9,10 @@ node 0's mpiexec: one MPI world of len(nodes) x nproc_per_node ranks, rank = nod
 nproc_per_node + local rank, every rank with fluid's variables (launch/env.py).
 
 Node 0 shows rank 0's output, watches the job as on one node and fails it, naming the nodes,
-when one has not joined within --join_timeout. Across nodes MPI's process manager stops the
-ranks of the other nodes after a failure (the launcher cannot see their processes).
+when one has not joined within --join_timeout, or when a node's MPI proxy failed after it
+joined (that node's paddle-launch tells node 0 through the rendezvous, which stays open for
+it). Across nodes MPI's process manager stops the ranks of the other nodes after a failure
+(the launcher cannot see their processes).
 """
 from __future__ import annotations
 
@@ -26,11 +28,18 @@ import time
 from .collective import CollectiveJob, command
 from .config import LaunchConfig
 from .env import without_proxies
-from .rendezvous import JoinError, RendezvousServer, fetch_part, rendezvous_token
-from .supervisor import POLL_S, die_with_launcher, escalate, kill, killpg
+from .rendezvous import (
+    JoinError,
+    RendezvousServer,
+    fetch_part,
+    rendezvous_token,
+    report_proxy_end,
+)
+from .supervisor import POLL_S, alive, die_with_launcher, escalate, kill, killpg
 
 PROXY = "hydra_pmi_proxy"
 PROXY_LIST_WAIT_S = 60.0  # mpiexec prints the proxies' commands at once; this bounds a hang
+PROXY_REPORT_WAIT_S = 2.0  # a failing job: how long node 0 waits for a node's proxy report
 
 
 def _proxy_log(config: LaunchConfig, node: int) -> str:
@@ -117,13 +126,42 @@ class NodeZeroJob(CollectiveJob):
                     log.flush()
         listed.set()
 
+    def _lost_nodes(self, wait_s: float = 0.0) -> str:
+        """Why the job failed when a node's MPI proxy failed after it joined ('' if none
+        did): waiting up to `wait_s` for a node's word, which may follow what node 0 saw."""
+        deadline = time.monotonic() + wait_s
+        while self.server is not None:
+            ended = self.server.proxy_failures()
+            if ended or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S)
+        else:
+            return ""
+        nodes, n = self.config.cluster_node_ips, self.config.nproc_per_node
+        said = []
+        for k, (code, tail) in sorted(ended.items()):
+            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            last = "; its log ends: " + " | ".join(tail.strip().splitlines()[-3:]) \
+                if tail.strip() else ""
+            said.append(f"node {k} ({nodes[k]}): its MPI proxy ({PROXY}) failed after the "
+                        f"node joined ({how}), so its ranks {k * n}-{(k + 1) * n - 1} are "
+                        f"gone; see {_proxy_log(self.config, k)} there{last}")
+        return "; ".join(said)
+
+    def _root_cause(self, stopped: set, reason: str, code: int | None):
+        """A node whose proxy failed is the cause of what every other rank then saw."""
+        lost = self._lost_nodes(PROXY_REPORT_WAIT_S)
+        if lost:
+            return None, lost, 1 if code is None else code
+        return super()._root_cause(stopped, reason, code)
+
     def _check(self) -> str:
         if self.server is not None:
-            missing = self.server.missing()
-            if not missing:
-                self.server.close()  # every node has its part: nothing more to hand out
-                self.server = None
-            elif time.monotonic() > self.deadline:
+            lost = self._lost_nodes()
+            if lost:
+                return lost
+            missing = self.server.missing()  # the server stays open: a proxy may fail later
+            if missing and time.monotonic() > self.deadline:
                 nodes = self.config.cluster_node_ips
                 named = ", ".join(f"node {k} ({nodes[k]})" for k in missing)
                 return (f"{named} never joined the job within --join_timeout "
@@ -200,9 +238,19 @@ def join_job(config: LaunchConfig) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    rc = child.returncode
-    rc = rc if rc >= 0 else 128 - rc
+    _stop_ranks_left(ranks, log_dir)  # its proxy gone, a rank of this node may still run
+    proxy_rc = child.returncode
+    rc = proxy_rc if proxy_rc >= 0 else 128 - proxy_rc
     failed = _failed_ranks(ranks, log_dir)
+    if _proxy_failed(proxy_rc, ranks, log_dir):  # node 0 may not see it: tell it
+        told = report_proxy_end(config, token, proxy_rc, _tail(_proxy_log(config,
+                                                                          config.node_index)))
+        print(f"{tag}: this node's MPI proxy failed ("
+              + (f"killed by signal {-proxy_rc}" if proxy_rc < 0 else f"exit code {proxy_rc}")
+              + f"; {_proxy_log(config, config.node_index)}); "
+              + ("node 0 was told" if told else "node 0 could not be told (it ended?)"),
+              file=sys.stderr, flush=True)
+        rc = rc or 1
     if failed and not rc:  # MPI's proxy ends with 0 when node 0 stopped its ranks
         rc = 1
     how = f"exit code {rc}" + (f"; rank(s) {', '.join(map(str, failed))} of this node did not "
@@ -214,6 +262,43 @@ def join_job(config: LaunchConfig) -> int:
             print(f"{tag}: rank {rank}: {error} (log {log_dir}/workerlog.{rank})",
                   file=sys.stderr, flush=True)
     return rc
+
+
+def _stop_ranks_left(ranks: list, log_dir: str) -> None:
+    """Stop this node's ranks that outlive its proxy (a proxy killed leaves them orphans,
+    waiting in a collective for ranks that are gone), by the pids their status files give."""
+    import socket
+
+    from spmd.status_file import read_status
+
+    host, pids = socket.gethostname(), []
+    for rank in ranks:
+        status = read_status(os.path.join(log_dir, f"workerstatus.{rank}"))
+        if status.ended is None and status.host == host:
+            pids += [p for p in (status.supervisor_pid, status.pid) if alive(p)]
+    if pids:
+        escalate(lambda sig: [kill(p, sig) for p in pids], lambda: any(alive(p) for p in pids))
+
+
+def _proxy_failed(code: int, ranks: list, log_dir: str) -> bool:
+    """Whether this node's proxy failed by itself rather than ended with its ranks: killed by a
+    signal (none is sent to it when the job ends: mpiexec tells it over its connection), or
+    ended with a code before any of its ranks started."""
+    from spmd.status_file import read_status
+
+    if code < 0:
+        return True
+    started = any(read_status(os.path.join(log_dir, f"workerstatus.{r}")).started is not None
+                  for r in ranks)
+    return code != 0 and not started
+
+
+def _tail(path: str, lines: int = 10) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def _failed_ranks(ranks: list, log_dir: str) -> dict[int, str]:

@@ -8,8 +8,11 @@ On the wire, both ways: the job-token hello first (spmd.job_token; purpose "rend
 joining node, "handoff" in node 0's answer), then one JSON line (no pickle). A joining node
 sends `{"node": k, "nodes": [...], "nproc_per_node": n}`; node 0 answers `{"proxy": [...],
 "log_dir": ..., "ranks": [...]}`, or `{"error": "..."}` for a node that does not fit (a wrong
-index, another shape, a node that already joined). A connection that does not open with this
-job's hello is refused and logged before anything else is read.
+index, another shape, a node that already joined). A node that joined tells node 0 later, the
+same way, when its MPI proxy failed (`{"node": k, ..., "proxy_ended": code, "tail": "..."}`:
+its ranks are gone, which node 0's mpiexec may not notice); node 0 answers `{"ok": true}`.
+A connection that does not open with this job's hello is refused and logged before anything
+else is read.
 
 The token is SPMD_JOB_TOKEN when set (the same secret on every node); otherwise one derived
 from the job's shape (nodes, port, workers per node, script and arguments), which keeps two
@@ -76,6 +79,7 @@ class RendezvousServer:
     def __init__(self, config: LaunchConfig, token: str, parts: dict):
         self.config, self.token, self.parts = config, token, parts
         self.joined: dict[int, str] = {}
+        self.proxy_ends: dict[int, tuple[int, str]] = {}  # node -> (its proxy's code, log tail)
         self.refused = 0
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -135,6 +139,14 @@ class RendezvousServer:
         if theirs != mine:
             return {"error": f"node {node} runs another job shape ({theirs}) than node 0 "
                              f"({mine}): run the same paddle-launch command on every node"}
+        if "proxy_ended" in ask:
+            code, tail = ask.get("proxy_ended"), ask.get("tail", "")
+            with self._lock:
+                if node not in self.joined:
+                    return {"error": f"node {node} never joined this job"}
+                if isinstance(code, int) and isinstance(tail, str):
+                    self.proxy_ends.setdefault(node, (code, tail[-2000:]))
+            return {"ok": True}
         with self._lock:
             if node in self.joined:
                 return {"error": f"node {node} already joined this job (from "
@@ -148,10 +160,30 @@ class RendezvousServer:
             return [k for k in range(1, len(self.config.cluster_node_ips))
                     if k not in self.joined]
 
+    def proxy_failures(self) -> dict[int, tuple[int, str]]:
+        """Nodes whose MPI proxy failed after they joined -> (its exit code, its log's end)."""
+        with self._lock:
+            return dict(self.proxy_ends)
+
     def close(self) -> None:
         self._closed = True
         self._sock.close()
         self._thread.join(2.0)
+
+
+def report_proxy_end(config: LaunchConfig, token: str, code: int, tail: str) -> bool:
+    """A node that joined: tell node 0 that its MPI proxy failed (one try: node 0 may be gone
+    already, the job over). Whether node 0 took it."""
+    host, port = config.rendezvous_address
+    ask = dict(_shape(config), node=config.node_index, proxy_ended=code, tail=tail)
+    try:
+        with socket.create_connection((host, port), timeout=2.0) as sock:
+            sock.sendall(hello(token, "rendezvs") + json.dumps(ask).encode() + b"\n")
+            if read_hello(sock, token, "handoff", deadline_s=5.0):
+                return False
+            return bool(_read_line(sock, 5.0).get("ok"))
+    except (OSError, ValueError):
+        return False
 
 
 def fetch_part(config: LaunchConfig, token: str, deadline: float) -> dict:

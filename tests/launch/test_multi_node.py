@@ -1,7 +1,8 @@
 """paddle-launch on each of two emulated nodes (tests/launch/netns.py): the same command on
 both, or PaddleCloud's variables, forms one MPI job of 2 x 2 ranks that trains what
 `mpiexec -n 4` trains on one node; a trainer raising on node 1, and a node that never starts,
-end the job naming the rank or the node; nothing is left running in either namespace; and
+end the job naming the rank or the node, as does a node whose MPI proxy fails after it joined;
+nothing is left running in either namespace; and
 connections that are not this job's (garbage, a truncated hello, another job's token) are
 refused by the rendezvous and by the supervisors' channel while the job runs, which trains
 the same.
@@ -10,11 +11,13 @@ Needs root (network namespaces): skipped, with the reason, elsewhere.
 """
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 
 import pytest
-from launch_helpers import PYTHON, SCRIPTS
+from launch_helpers import PYTHON, SCRIPTS, processes_with
 from multi_node_helpers import (
     LAST_STEP,
     TRAIN,
@@ -132,3 +135,27 @@ def test_strangers_are_refused_while_the_job_runs(nodes, tmp_path, token):
     refusals = (log / "mpi.log").read_text()  # the supervisors' stderr goes to mpiexec
     assert refusals.count("refused a connection to the supervisors' channel") == 3, refusals
     assert results(log, 4, LAST_STEP) == one_node_reference(script, token, LAST_STEP)
+
+
+def test_a_node_whose_proxy_fails_after_joining_is_named(nodes, tmp_path, token):
+    """Node 1 joined and its ranks run; then its MPI proxy dies (SIGKILL, as the OOM killer
+    would): node 1's paddle-launch tells node 0, which fails the job naming the node."""
+    log = tmp_path / "log"
+    script = [str(SCRIPTS / "crash.py"), "--mode", "ok", "--steps", "2000"]  # 0.05 s a step
+    procs = [start(n, launch_cmd(nodes, n, log, *script), token) for n in nodes]
+    deadline = time.monotonic() + 90
+    status = log / "workerstatus.2"  # node 1's first rank
+    while " start " not in (status.read_text() if status.exists() else "") and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    proxies = [int(line.split()[0]) for line in processes_with(token)
+               if "hydra_pmi_proxy" in line and "--proxy-id 1 " in line + " "]
+    assert len(proxies) == 1, processes_with(token)
+    os.kill(proxies[0], signal.SIGKILL)
+    (rc0, out0), (rc1, out1) = [finish(p, 120) for p in procs]
+    assert rc0 != 0 and rc1 != 0, out0[-4000:] + out1[-2000:]
+    assert "paddle-launch: the job failed: node 1 (10.77.0.2): its MPI proxy (hydra_pmi_proxy) " \
+           "failed after the node joined (killed by signal 9), so its ranks 2-3 are gone" in out0, \
+        out0[-4000:]
+    assert "this node's MPI proxy failed (killed by signal 9" in out1, out1[-3000:]
+    assert "node 0 was told" in out1, out1[-3000:]

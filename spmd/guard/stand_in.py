@@ -10,7 +10,10 @@ Trainers started with PADDLE_* variables only (spmd/comm/join.py) are told throu
 0's join point instead.
 
 When every rank ended before MPI (`mpiexec -n 2 python -c "import spmd"`) nothing is wrong:
-each stand-in sees no rank present and exits with its program's code.
+each stand-in sees no rank present, finalizes MPI and exits with its program's code, through
+the C library's exit (spmd/guard/supervisor.py's _end_process: MPICH tells the process manager
+it finalized only in a C exit handler, and Hydra kills the job of a process that leaves
+without it).
 """
 from __future__ import annotations
 

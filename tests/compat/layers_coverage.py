@@ -1,8 +1,8 @@
-"""The README's fluid.layers coverage table, made from fluid 1.8's own `__all__` lists.
+"""docs/layers_coverage.md's table, made from fluid 1.8's own `fluid.layers` `__all__` lists.
 
     python tests/compat/layers_coverage.py            # print the table
-    python tests/compat/layers_coverage.py --write    # rewrite README.md's coverage section
-    python tests/compat/layers_coverage.py --check    # exit 1 when README.md is out of date
+    python tests/compat/layers_coverage.py --write    # rewrite docs/layers_coverage.md's table
+    python tests/compat/layers_coverage.py --check    # exit 1 when the doc is out of date
 
 The names come from tests/oracle/data/layer_names.json (tests/oracle/make_layer_names.py ran
 in PaddlePaddle 1.8.5). A name is "have" when `spmd.fluid.layers` exports it; otherwise its
@@ -93,24 +93,24 @@ BEGIN = "<!-- layers-coverage:begin -->\n"
 END = "<!-- layers-coverage:end -->\n"
 
 
-def readme_with(text: str, readme: str) -> str:
+def doc_with(text: str, readme: str) -> str:
     start, stop = readme.index(BEGIN) + len(BEGIN), readme.index(END)
     return readme[:start] + text + readme[stop:]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite README.md's section")
-    parser.add_argument("--check", action="store_true", help="fail if README.md is stale")
+    parser.add_argument("--write", action="store_true", help="rewrite the doc's table")
+    parser.add_argument("--check", action="store_true", help="fail if the doc is stale")
     args = parser.parse_args(argv)
     text = table(fluid_names(), spmd_names())
-    readme_path = ROOT / "README.md"
+    readme_path = ROOT / "docs" / "layers_coverage.md"
     readme = readme_path.read_text()
     if args.write:
-        readme_path.write_text(readme_with(text, readme))
+        readme_path.write_text(doc_with(text, readme))
     elif args.check:
-        if readme_with(text, readme) != readme:
-            print("README.md's fluid.layers coverage table is out of date: run "
+        if doc_with(text, readme) != readme:
+            print("docs/layers_coverage.md's fluid.layers coverage table is out of date: run "
                   "python tests/compat/layers_coverage.py --write")
             return 1
     else:

@@ -1,6 +1,6 @@
-"""The README's fluid.layers coverage table is what tests/compat/layers_coverage.py makes
-from fluid 1.8's own name lists and spmd.fluid.layers today; at least 90% of the dense names
-are provided, and every other name has a stated reason (a later issue or not planned)."""
+"""docs/layers_coverage.md's table is what tests/compat/layers_coverage.py makes from fluid
+1.8's own name lists and spmd.fluid.layers today; at least 90% of the dense names are
+provided, and every other name has a stated reason (a later issue or not planned)."""
 from __future__ import annotations
 
 import pathlib
@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT / "tests" / "compat"))
 import layers_coverage  # noqa: E402
 
 
-def test_readme_table_is_current():
+def test_coverage_table_is_current():
     assert layers_coverage.main(["--check"]) == 0, (
         "run: python tests/compat/layers_coverage.py --write")
 

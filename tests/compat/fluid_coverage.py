@@ -57,7 +57,7 @@ DEFERRED: dict[str, str] = {
     "layers.nn:filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue",
     **{f"incubate.fleet.base.role_maker:{n}": "a role maker of pslib jobs (Gloo over HDFS, "
        "MPI symmetric roles): in no open issue"
-       for n in ("GeneralRoleMaker", "MPISymetricRoleMaker")},
+       for n in ("GeneralRoleMaker",)},
     "Executor.run:use_prune": "pruning the program to the fetch targets inside Executor.run "
     "(spmd/executor, another helper's): Program._prune gives the pruned program",
 }

@@ -11,6 +11,7 @@ from .....fleet.role_maker import (  # noqa: F401
     UserDefinedCollectiveRoleMaker,
     UserDefinedRoleMaker,
 )
+from .mpi_role_maker import MPIRoleMaker, MPISymetricRoleMaker  # noqa: F401
 
 __all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker",
-           "UserDefinedRoleMaker"]
+           "UserDefinedRoleMaker", "MPISymetricRoleMaker"]

@@ -2,7 +2,7 @@
 
     python examples/corpus/run_corpus.py                 # all programs, prints the table
     python examples/corpus/run_corpus.py simnet_bow      # some programs
-    python examples/corpus/run_corpus.py --write-readme  # also update README.md's count
+    python examples/corpus/run_corpus.py --write-doc     # and into docs/fluid_programs.md
     python examples/corpus/run_corpus.py --dir examples/book   # the book examples
 
 A program passes when both runs exit 0 and every variable the 1-process run saved (under
@@ -139,7 +139,7 @@ BEGIN, END = "<!-- corpus:begin -->\n", "<!-- corpus:end -->\n"
 def table(outcomes: list[Outcome]) -> str:
     passed = sum(o.ok for o in outcomes)
     lines = [f"**{passed} of {len(outcomes)}** corpus programs pass on 1 process and 2 ranks "
-             f"with equal parameters (`python examples/corpus/run_corpus.py --write-readme`).",
+             f"with equal parameters (`python examples/corpus/run_corpus.py --write-doc`).",
              "", "| program | result |", "|---|---|"]
     for o in outcomes:
         lines.append(f"| `{o.name}` | {'pass' if o.ok else 'FAIL: ' + o.detail.splitlines()[0]} |")
@@ -150,7 +150,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="programs to run (default: all)")
     parser.add_argument("--dir", default=str(HERE), help="folder of the programs")
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-doc", action="store_true",
+                        help="put the table in docs/fluid_programs.md")
     args = parser.parse_args(argv)
     directory = pathlib.Path(args.dir).resolve()
     paths = [directory / f"{n}.py" for n in args.names] if args.names else programs(directory)
@@ -162,11 +163,11 @@ def main(argv=None) -> int:
         outcomes.append(outcome)
     text = table(outcomes)
     print(text)
-    if args.write_readme and directory == HERE:
-        readme = ROOT / "README.md"
-        body = readme.read_text()
+    if args.write_doc and directory == HERE:
+        doc = ROOT / "docs" / "fluid_programs.md"
+        body = doc.read_text()
         start, stop = body.index(BEGIN) + len(BEGIN), body.index(END)
-        readme.write_text(body[:start] + text + body[stop:])
+        doc.write_text(body[:start] + text + body[stop:])
     return 0 if all(o.ok for o in outcomes) else 1
 
 

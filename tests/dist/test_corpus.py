@@ -3,7 +3,8 @@ program runs on 1 process and, through paddle-launch, on 2 ranks, and both runs 
 same parameters. Where a program's output does not depend on random initialization (the
 learning-rate sequences), it equals what real fluid 1.8.5 printed for the same program.
 
-The whole corpus, with its README count: python examples/corpus/run_corpus.py --write-readme
+The whole corpus, with its table in docs/fluid_programs.md: python examples/corpus/run_corpus.py
+--write-doc
 """
 from __future__ import annotations
 

@@ -152,6 +152,7 @@ def attach_buckets(steps, block):
     gradient's view as its `out=` buffer; every c_allgather_flat step a GatherBuffer, and the
     last writer of each of its pieces that piece's place in it."""
     last_writer: dict[str, tuple] = {}
+    reduced_into: dict[str, Bucket] = {}  # a fused all-reduce's output -> its bucket
 
     def offer(names, make_view):
         for i, n in enumerate(names):
@@ -178,6 +179,12 @@ def attach_buckets(steps, block):
                                   op.attrs["owners"], block.vars[names[0]].dtype, step.ctx)
             step.ctx.bucket = gather
             offer(names, gather.view)
+        for spend in step.spends:  # an update may write over its view (inplace.Spend)
+            spend.bucket = reduced_into.get(spend.name)
         for slot, names_, dup in step.outs:
             for n in names_:
                 last_writer[n] = None if dup or len(names_) > 1 else (step, slot)
+                if op.type != "c_sync_comm_stream":  # (which passes its inputs through)
+                    reduced_into.pop(n, None)  # written again: no longer the bucket's view
+        if step.ctx.bucket is not None and op.type == "c_allreduce_sum":
+            reduced_into.update((n, step.ctx.bucket) for n in op.output("Out"))

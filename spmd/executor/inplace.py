@@ -23,6 +23,15 @@ A run that fails after an op updated in place leaves that update in the scope (a
 executor, whose updates are in place); the ops before the first update change nothing there.
 BuildStrategy.enable_inplace=False turns the loans off; `Plan.memory_report()` counts them.
 
+Spent inputs (`Spend`): a kernel registered with `spends` (sgd's Grad) may also be handed, with
+the update loan, an input that dies at its op, to use as its scratch: sgd then writes
+Grad * -lr into the gradient itself and adds Param to it in two whole-array operations instead
+of a chunk at a time through a scratch buffer (the same operations in the same order, so the
+same bits). The same conditions as an activation's loan decide (dies there, written earlier in
+the run, one slot, nothing else holds it at run time), and one more array may be spent: a view
+of the plan's own fused all-reduce bucket (executor/buckets.py), which the next step writes over
+before anything reads it, held by nothing but the bucket, the op's inputs and the run's values.
+
 Activations (`DyingInputs`, fluid's enable_inplace pass): a kernel registered with `reuses`
 (relu X -> Out, relu_grad Out@GRAD -> X@GRAD, ...; kernels/registry.py) is lent, as the keyword
 `lent`, the buffer of an input that dies at its op: one variable of LEND_MIN_BYTES or more, in
@@ -64,7 +73,9 @@ class MemoryReport:
     """What a plan's memory options did: `inplace_ops`, the ops that may update in place;
     `lent_last_run`, the buffers lent in the latest run; `lent_total`, in every run so far;
     `reuse_ops`, `reused_last_run`, `reused_total`: the same for the activations, ops that
-    may write an output into the buffer of an input dying there (DyingInputs); `stand_ins`,
+    may write an output into the buffer of an input dying there (DyingInputs);
+    `spent_last_run`, `spent_total`: the dying inputs handed to updates as scratch (Spend,
+    sgd's gradient); `stand_ins`,
     the values each run replaces by a shape-only stand-in after their last data reader, as
     only ops reading their shapes remain (liveness.py, stand_in.py).
 
@@ -79,6 +90,8 @@ class MemoryReport:
     reused_last_run: int = 0
     reused_total: int = 0
     stand_ins: int = 0
+    spent_last_run: int = 0
+    spent_total: int = 0
 
 
 def _count(holder: dict, key) -> int:
@@ -121,24 +134,76 @@ def _alone(ins: dict, slot: str, others: int) -> bool:
 _counting = threading.Lock()
 
 
-def lending(fn, ctx, pairs: tuple, report: MemoryReport):
-    """`fn` lending, on numpy, each input of `pairs` that nothing else holds to its output."""
+class Spend:
+    """An input slot of an update whose value dies at the op (see the module doc); `bucket`:
+    the fused all-reduce bucket whose view the value may be (set by attach_buckets)."""
+
+    __slots__ = ("slot", "name", "bucket")
+
+    def __init__(self, slot: str, name: str):
+        self.slot, self.name, self.bucket = slot, name, None
+
+
+def _base_count(a) -> int:
+    return sys.getrefcount(a.base)
+
+
+def _probe_base():
+    owner = np.empty(4)
+    view = owner.reshape(2, 2)
+    del owner
+    return _base_count(view)
+
+
+# what _base_count gives for the memory of a view nothing else refers to (calibrated)
+_BASE_ALONE = _probe_base()
+
+
+def _spendable(ins: dict, spend: Spend) -> bool:
+    a = ins.get(spend.slot)
+    if type(a) is not np.ndarray:
+        return False
+    base = a.base
+    others = 1  # the run's values
+    if base is not None:
+        if spend.bucket is not None and base is spend.bucket.buffer:
+            others = 2  # and the bucket's list of views
+        elif type(base) is not np.ndarray or _base_count(a) != _BASE_ALONE + 1:
+            return False  # (+1: the local name `base`) another view may see the memory
+    fits = a.flags.writeable and a.flags.c_contiguous
+    del a, base  # (a local name would count as one more reference)
+    return bool(fits) and _count(ins, spend.slot) == _ALONE + others
+
+
+def lending(fn, ctx, pairs: tuple, report: MemoryReport, spends: list = ()):
+    """`fn` lending, on numpy, each input of `pairs` that nothing else holds to its output,
+    and handing it the inputs of `spends` (Spend; read at each call: keep_thread_safe may
+    narrow it) that it may write over (KernelContext.spent)."""
 
     def run(xp, ins, attrs, want):
         if xp is not np:
             return fn(xp, ins, attrs, want)
         lent = {out: ins[source] for out, source, others in pairs
                 if _alone(ins, source, others)}
-        if not lent:
+        spent = None
+        for spend in spends:
+            if _spendable(ins, spend):
+                if spent is None:
+                    spent = {}
+                spent[spend.slot] = ins[spend.slot]
+        if not lent and spent is None:
             return fn(xp, ins, attrs, want)
         with _counting:  # updates may run at once (ExecutionStrategy.num_threads)
             report.lent_last_run += len(lent)
             report.lent_total += len(lent)
-        ctx.lent = lent
+            if spent is not None:
+                report.spent_last_run += len(spent)
+                report.spent_total += len(spent)
+        ctx.lent, ctx.spent_inputs = lent or None, spent
         try:
             return fn(xp, ins, attrs, want)
         finally:
-            ctx.lent = None  # lent for this call only: no reference outlives it
+            ctx.lent = ctx.spent_inputs = None  # for this call only: no reference outlives it
     return run
 
 
@@ -159,6 +224,7 @@ class DyingInputs:
         self.report = report
         self.produced: set[str] = set()  # written by an op compiled so far
         self.loans: list[tuple] = []  # (step index, op, its pairs: a list narrowed in place)
+        self.spends: list[tuple] = []  # (step index, op, its Spends: a list narrowed in place)
 
     def bind(self, fn, op, opdef, k: int, frees, pairs: tuple):
         """`fn` (op `op`'s kernel, step k, declaring `pairs`) lending the inputs that die
@@ -171,10 +237,29 @@ class DyingInputs:
         self.report.reuse_ops += 1
         return _lending_dying(fn, dying, self.report)
 
+    def spending(self, op, opdef, dies, slots: tuple) -> list:
+        """The Spends of op `op` (step k, compiled next; `bind` not yet called for it): its
+        input slots among `slots` whose value dies there (`dies`), as for an activation."""
+        reads, written = list(op.input_arg_names), set(op.output_arg_names)
+        spends = []
+        for slot in slots:  # any size: what it saves is the chunk loop's calls
+            names = op.inputs.get(slot, ())
+            if len(names) != 1 or opdef.input_slots[slot].duplicable:
+                continue
+            name = names[0]
+            if (name in dies and name in self.produced and name not in written
+                    and reads.count(name) == 1):
+                spends.append(Spend(slot, name))
+        return spends
+
+    def note_spends(self, k: int, op, spends: list) -> None:
+        if spends:
+            self.spends.append((k, op, spends))
+
     def keep_thread_safe(self, steps, scope_updates=()) -> None:
         """Drop the loans whose input another op reads without this op waiting for it, in the
         graph the SSA executor runs `steps` by."""
-        if not self.loans:
+        if not self.loans and not self.spends:
             return
         from .ssa import Graph  # (ssa imports nothing of this module)
 
@@ -193,6 +278,13 @@ class DyingInputs:
                     dying.remove(pair)
             if not dying:
                 self.report.reuse_ops -= 1
+        for k, _op, spends in self.spends:
+            before = _ancestors(preds, k)
+            for spend in list(spends):
+                readers = (j for j in range(k) if any(spend.name in names for _, names, _ in
+                                                      steps[j].ins))
+                if any(j not in before for j in readers):
+                    spends.remove(spend)
 
 
 def _dying_pairs(op, opdef, pairs: tuple, frees, produced: set) -> list:

@@ -224,7 +224,8 @@ class Plan:
     def _inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
         """The values the ops read first: checked feeds, stand-in zeros, scope values."""
         self.started_collectives = False
-        self._memory_report.lent_last_run = self._memory_report.reused_last_run = 0
+        report = self._memory_report
+        report.lent_last_run = report.reused_last_run = report.spent_last_run = 0
         env = dict(feed) if checked else self.checked_feed(feed, xp)
         if self.zero_reads:
             env.update(self._stand_in_zeros(xp))

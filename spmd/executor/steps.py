@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..core.operator import OpRole
 from ..kernels.context import KernelContext
-from ..kernels.registry import get_kernel, inplace_slots, reuse_pairs, takes_context
+from ..kernels.registry import get_kernel, inplace_slots, reuse_pairs, spend_slots, takes_context
 from ..ops.registry import get_op_def
 from .inplace import DyingInputs, MemoryReport, lend_pairs, lending
 from .lod_binding import bind_lod, with_lod_frees
@@ -29,12 +29,14 @@ class Step:
     """One op bound: `frees`, the values dropped after it; `shrinks`, the values a shape-only
     stand-in replaces after it (liveness.py's shrinks_at; empty for most steps)."""
 
-    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx", "shrinks")
+    __slots__ = ("fn", "ins", "outs", "attrs", "want", "frees", "where", "ctx", "shrinks",
+                 "spends")
 
-    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx, shrinks=()):
+    def __init__(self, fn, ins, outs, attrs, want, frees, where, ctx, shrinks=(), spends=()):
         self.fn, self.ins, self.outs, self.attrs = fn, ins, outs, attrs
         self.want, self.frees, self.where, self.ctx = want, frees, where, ctx
         self.shrinks = shrinks
+        self.spends = spends  # inplace.Spend: the dying inputs its update may write over
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,13 +95,18 @@ def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding,
         slots = inplace_slots(op.type) if binding.inplace else ()
         pairs = lend_pairs(op, opdef, unwritten, slots) if slots else ()
         unwritten.difference_update(op.output_arg_names)
+        spends = []
+        if pairs and binding.dying is not None and not binding.lod_aware:
+            spends = binding.dying.spending(op, opdef, (*frees_at.get(k, ()),),
+                                            spend_slots(op.type))
+            binding.dying.note_spends(k, op, spends)
         if pairs:  # outermost: it counts the references the run's own `ins` holds
-            fn = lending(fn, ctx, pairs, binding.report)
+            fn = lending(fn, ctx, pairs, binding.report, spends)
             if any(others > 1 for *_, others in pairs):  # may write over a scope value
                 scope_updates.append(k)
             binding.report.inplace_ops += 1
         steps.append(Step(fn, ins, outs, attrs, frozenset(op.outputs), frees, (i, op), ctx,
-                          tuple(shrinks_at.get(k, ()))))
+                          tuple(shrinks_at.get(k, ())), spends))
     return steps, tuple(scope_updates)
 
 

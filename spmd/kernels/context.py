@@ -29,6 +29,9 @@ class KernelContext:
       lends for this call only (`lent`): the buffer of an input of the same variable that
       nothing else holds (Param for ParamOut), so a kernel that writes there must read each
       element of its inputs before it writes the same element (elementwise, in order);
+    - `spent(slot)`: during one call, the array of input `slot` when the plan hands it to the
+      kernel to write over (it dies at the op and nothing else holds it: executor/inplace.py's
+      Spend, for kernels registered with `spends`), else None;
     - `bucket`: the persistent fused buffer of a bucketed collective, or None;
     - `scratch`: a dict for buffers the kernel keeps from one run to the next;
     - `place`: where the plan runs; `tag`: "[rank r/n] " in multi-process jobs, else "";
@@ -40,7 +43,7 @@ class KernelContext:
     """
 
     __slots__ = ("rng", "place", "outputs", "bucket", "scratch", "_comm", "_comm_source",
-                 "_tag", "_run_block", "op", "lent")
+                 "_tag", "_run_block", "op", "lent", "spent_inputs")
 
     def __init__(self, rng=None, comm: Callable | object | None = None, place=None,
                  tag: Callable | str = "", run_block: Callable | None = None, op=None):
@@ -53,6 +56,7 @@ class KernelContext:
         self.outputs: dict = {}  # slot -> (xp -> preallocated array)
         self.bucket = None
         self.lent: dict | None = None  # slot -> array, set by the plan for one call only
+        self.spent_inputs: dict | None = None  # input slot -> array, likewise
         self.scratch: dict = {}
         self._comm = None if callable(comm) else comm
         self._comm_source = comm if callable(comm) else None
@@ -80,6 +84,11 @@ class KernelContext:
         if callable(self._tag):
             self._tag = self._tag()
         return self._tag
+
+    def spent(self, slot: str):
+        """The array of input `slot` this call may write over, or None (see the class doc)."""
+        spent = self.spent_inputs
+        return None if spent is None else spent.get(slot)
 
     def out(self, xp, slot: str):
         """The array output `slot` should be written into, or None (see the class doc). A

@@ -35,7 +35,8 @@ def _param_out(xp, ctx, p, *others):
     return out
 
 
-@kernel("sgd", context=True, sparse=SparseRule(rows_only=True), inplace=("ParamOut",))
+@kernel("sgd", context=True, sparse=SparseRule(rows_only=True), inplace=("ParamOut",),
+        spends=("Grad",))
 def sgd(xp, ins, attrs, want, ctx):
     """p - lr * g. A SelectedRows gradient updates only its rows (merged), in place where the
     plan lends Param's buffer (sparse_update.py): fluid 1.8.5's sparse sgd."""

@@ -8,6 +8,8 @@ operation; here the outputs are written once, a chunk at a time, through two scr
 of CHUNK elements kept in the op's KernelContext. An output may be the very array of its
 input (the plan lends Param's buffer for ParamOut when nothing else holds it,
 KernelContext.lent): every chunk reads its input elements before it writes the same ones.
+sgd over its own Param needs no chunks when the plan hands it the gradient, which dies there
+(KernelContext.spent): the product is written into the gradient, then the sum into Param.
 
 `outputs(xp, ctx, like, slots)` gives the arrays to write into: those the plan offers
 (KernelContext.out) where they fit, fresh ones otherwise; None when this path does not apply
@@ -67,6 +69,9 @@ def sgd(xp, ctx, p, g, step, out):
     if out is not p:  # out is not read: it holds the product, then the sum
         xp.multiply(g, step, out=out)
         return xp.add(out, p, out=out)
+    if ctx is not None and ctx.spent("Grad") is g:  # g dies here: it holds the product
+        xp.multiply(g, step, out=g)
+        return xp.add(g, p, out=out)
     n = p.size
     t, _ = _scratch(xp, ctx, p.dtype, n)
     for pc, gc, oc, tc in _pieces(n, p.reshape(-1), g.reshape(-1), out.reshape(-1), t):

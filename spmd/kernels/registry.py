@@ -33,17 +33,20 @@ KERNELS: LazyTable = LazyTable("kernel for op", lambda: read_index("spmd.kernels
 TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
 INPLACE: dict[str, frozenset] = {}  # op type -> output slots it may write over its input
 REUSES: dict[str, tuple] = {}  # op type -> ((output slot, input slot it may reuse), ...)
+SPENDS: dict[str, tuple] = {}  # op type -> input slots it may write over when they die there
 
 
 def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = (),
-           reuses: tuple = ()):
+           reuses: tuple = (), spends: tuple = ()):
     """Register the decorated function as the kernel of each op type in `types`; with
     `context=True` it is called with the op's KernelContext as a fifth argument. An optimizer
     kernel takes sparse (SelectedRows) gradients by `sparse`, a SparseRule
     (spmd/kernels/sparse_update.py). `inplace`: the output slots (with `context=True`) whose
     offered buffer may be the array of its input of the same variable (see the module doc).
     `reuses`: ((output slot, input slot), ...), in order of preference: the outputs it may
-    write into the buffer of an input that dies at the op, given as the keyword `lent`."""
+    write into the buffer of an input that dies at the op, given as the keyword `lent`.
+    `spends` (with `inplace`): input slots the kernel may use as scratch, written over, when
+    the value dies at the op and nothing else holds it: KernelContext.spent(slot) gives it."""
     if reuses and sparse is not None:  # the sparse wrapper does not pass `lent` on
         raise ValueError(f"kernel {types}: reuses= and sparse= do not combine")
 
@@ -60,6 +63,8 @@ def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = (),
                 TAKES_CONTEXT.add(t)
                 if inplace:
                     INPLACE[t] = frozenset(inplace)
+                    if spends:
+                        SPENDS[t] = tuple(spends)
             if reuses:
                 REUSES[t] = tuple(reuses)
         return fn
@@ -89,6 +94,13 @@ def inplace_slots(type: str) -> frozenset:
     if not KERNELS.registered(type):
         KERNELS.get(type)
     return INPLACE.get(type, frozenset())
+
+
+def spend_slots(type: str) -> tuple:
+    """The input slots op `type`'s kernel may write over when their value dies at the op."""
+    if not KERNELS.registered(type):
+        KERNELS.get(type)
+    return SPENDS.get(type, ())
 
 
 def reuse_pairs(type: str) -> tuple:

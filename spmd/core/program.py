@@ -59,7 +59,12 @@ class Block(BlockCompat):
             var = self.vars[name]
             before = (var.shape, var.persistable)
             if kwargs.get("shape") is not None:
-                var.shape = normalize_shape(kwargs["shape"], name)
+                shape = normalize_shape(kwargs["shape"], name)
+                if var.shape and tuple(shape) != tuple(var.shape):
+                    raise InvalidArgumentError(  # fluid 1.8.5: a ValueError
+                        f"variable '{name}' was created before with shape {list(var.shape)}; "
+                        f"the new shape {list(shape)} does not match: give it another name")
+                var.shape = shape
             if kwargs.get("persistable"):
                 var.persistable = True
             if (var.shape, var.persistable) != before:

@@ -53,9 +53,11 @@ class Variable(VariableCompat):
         return len(self.shape)
 
     @property
-    def grad_name(self) -> str | None:
-        """The name of this variable's gradient, from the block's explicit var -> grad map."""
-        return self.block.program.grad_var_map.get(self.name)
+    def grad_name(self) -> str:
+        """The name of this variable's gradient: the one a backward pass recorded (it may be
+        renamed, `grad/x@GRAD`, where passes would clash), else `<name>@GRAD` as fluid's
+        Variable.grad_name is before any backward pass."""
+        return self.block.program.grad_var_map.get(self.name, self.name + "@GRAD")
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,

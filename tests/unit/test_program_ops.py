@@ -241,3 +241,26 @@ def test_program_methods_check_their_arguments_as_fluid():
     with pytest.raises(TypeError, match="expects a Program"):
         program._copy_dist_param_info_from("program")
     assert program.clone().random_seed == 7
+
+
+def test_variable_grad_name_and_a_redeclared_shape_as_fluid():
+    # Paddle's test_variable.py (fluid 1.8.5): grad_name is <name>@GRAD before any backward
+    # pass; create_var of an existing name returns it, and with another shape is a ValueError
+    b = fluid.Program().current_block()
+    w = b.create_var(dtype="float64", shape=[784, 100], lod_level=0, name="fc.w")
+    assert w.grad_name == "fc.w@GRAD"
+    assert b.create_var(name="fc.w") is w and tuple(w.shape) == (784, 100)
+    assert b.create_var(name="fc.w", shape=[784, 100]) is w
+    with pytest.raises(ValueError, match="created before with shape"):
+        b.create_var(name="fc.w", shape=(24, 100))
+
+
+def test_grad_name_follows_a_renamed_gradient():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data("x", [-1, 2], "float32")
+        x.stop_gradient = False
+        y = fluid.layers.reduce_sum(x * x)
+        fluid.gradients(y, x)
+        fluid.gradients(y * 2.0, x)  # the second pass's x gradient is renamed
+    assert main.global_block().has_var(x.grad_name)

@@ -32,7 +32,64 @@ def _strip_grad_suffix_(name: str) -> str:
 
 
 def _get_stop_gradients_(program) -> dict[int, set[str]]:
-    """{block index: the gradient names of that block's stop_gradient variables}."""
+    """{block index: the gradient names of that block's stop_gradient variables}. Gradients
+    themselves are left out: spmd marks them stop_gradient (no pass differentiates them
+    again), fluid leaves them open, so fluid's sets never hold `x@GRAD@GRAD`."""
     return {block.idx: {_append_grad_suffix_(v.name) for v in block.vars.values()
-                        if v.stop_gradient}
+                        if v.stop_gradient and "@GRAD" not in v.name}
             for block in program.blocks}
+
+
+def _has_grad(op_type: str) -> bool:
+    """Whether an op type has a gradient (fluid's core.has_non_empty_grad_op_maker)."""
+    from ..ops.registry import OP_DEFS
+
+    try:
+        return OP_DEFS[op_type].grad is not None
+    except KeyError:
+        return False
+
+
+def _find_op_path_(block, outputs, inputs, no_grad_set):
+    """The ops of `block` on a differentiable path from `inputs` (all, if empty) to
+    `outputs`, in order, as fluid 1.8.5's helper finds them; the stop_gradient inputs of that
+    path not reached from `inputs` are added to `no_grad_set`."""
+    no_grad_set = set() if no_grad_set is None else no_grad_set
+    input_names = {v.name for v in inputs}
+    output_names = {v.name for v in outputs}
+    relevant = [True] * len(block.ops)
+    if inputs:
+        for i, op in enumerate(block.ops):
+            if input_names & set(op.input_arg_names) and _has_grad(op.type):
+                input_names.update(n for n in op.output_arg_names if n not in no_grad_set)
+            else:
+                relevant[i] = False
+    for i in reversed(range(len(block.ops))):
+        op = block.ops[i]
+        if output_names & set(op.output_arg_names) and _has_grad(op.type):
+            output_names.update(n for n in op.input_arg_names if n not in no_grad_set)
+        else:
+            relevant[i] = False
+    path = [op for op, keep in zip(block.ops, relevant) if keep]
+    if inputs:
+        for op in path:
+            for name in op.input_arg_names:
+                if name not in input_names and block._var_recursive(name).stop_gradient:
+                    no_grad_set.add(name)
+    return path
+
+
+def _find_no_grad_vars(block, op_path, targets, no_grad_set):
+    """The outputs of `op_path` that no later op of it reads nor any target is, and that
+    are not stop_gradient: they get no gradient (fluid 1.8.5's helper; ops running a
+    sub-block are skipped, as there)."""
+    output_names = {v.name for v in targets}
+    found = set()
+    for op in reversed(op_path):
+        if "sub_block" not in op.attrs:
+            for name in op.output_arg_names:
+                if (name not in output_names and name not in op.input_arg_names
+                        and not block._var_recursive(name).stop_gradient):
+                    found.add(name)
+        output_names.update(n for n in op.input_arg_names if n not in no_grad_set)
+    return found

@@ -188,11 +188,53 @@ def elementwise_pow(fluid):
     return {"out": got}
 
 
+def backward_helpers(fluid):
+    """fluid.backward's private helpers after append_backward, as Paddle's test_backward.py
+    calls them: stop-gradient names, the op path to the loss, the no-grad variables."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x_no_grad", shape=[13], dtype="int64", lod_level=0)
+        x2 = fluid.data(name="x2", shape=[-1, 13], dtype="int64")
+        x_emb = fluid.embedding(x, size=[100, 64], param_attr=fluid.ParamAttr(name="w2v"))
+        x2_emb = fluid.embedding(x2, size=[100, 64], param_attr=fluid.ParamAttr(name="w2v"))
+        x_merge = fluid.layers.elementwise_add(x_emb, x2_emb, name="x_add_x2")
+        y = fluid.data(name="label", shape=[-1, 1], dtype="float32")
+        pred = fluid.layers.fc(x_merge, size=1, act="softmax",
+                               param_attr=fluid.ParamAttr(name="fc_w"), name="fc_predict")
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y), name="mean_loss")
+        fluid.backward.append_backward(loss)
+        block = main.global_block()
+        no_grad = fluid.backward._get_stop_gradients_(main)
+        block_no_grad = set(map(fluid.backward._strip_grad_suffix_, no_grad[0]))
+        path = fluid.backward._find_op_path_(block, [loss], [], block_no_grad)
+        no_grad_vars = fluid.backward._find_no_grad_vars(block, path, [loss], block_no_grad)
+    out = {"stop_gradients": sorted(no_grad[0]), "op_path": [op.type for op in path],
+           "no_grad_vars": sorted(no_grad_vars)}
+    # an output nothing reads (softmax_with_cross_entropy's Softmax), and an input path
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 4], dtype="float32")
+        x.stop_gradient = False
+        label = fluid.data(name="label", shape=[-1, 1], dtype="int64")
+        h = fluid.layers.fc(x, 3)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(h, label))
+        fluid.backward.append_backward(loss)
+        block = main.global_block()
+        no_grad = set(map(fluid.backward._strip_grad_suffix_,
+                          fluid.backward._get_stop_gradients_(main)[0]))
+        path = fluid.backward._find_op_path_(block, [loss], [x], no_grad)
+        out["swce_op_path"] = [op.type for op in path]
+        out["swce_no_grad_set"] = sorted(no_grad)
+        out["swce_no_grad_vars"] = sorted(
+            fluid.backward._find_no_grad_vars(block, path, [loss], no_grad))
+    return out
+
+
 WHILE_CASES = [("square", 1.0), ("square", 5.0), ("accumulate", 1.0), ("accumulate", 5.0)]
 
 CASES = {"square_error_cost": square_error_cost, "create_parameter": create_parameter,
          "rnn_unit_names": rnn_unit_names, "argument_checks": argument_checks,
-         "elementwise_pow": elementwise_pow,
+         "elementwise_pow": elementwise_pow, "backward_helpers": backward_helpers,
          "split_merge_level0": lambda fluid: split_merge_lod(fluid, [[3, 6, 1]], [0, 1, 0], 0),
          "split_merge_level1": lambda fluid: split_merge_lod(
              fluid, [[2, 1], [3, 4, 3]], [1, 0, 1], 1),

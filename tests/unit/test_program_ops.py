@@ -264,3 +264,10 @@ def test_grad_name_follows_a_renamed_gradient():
         fluid.gradients(y, x)
         fluid.gradients(y * 2.0, x)  # the second pass's x gradient is renamed
     assert main.global_block().has_var(x.grad_name)
+
+
+def test_fluids_backward_helpers_find_fluids_op_path_and_no_grad_vars():
+    # fluid.backward._get_stop_gradients_ / _find_op_path_ / _find_no_grad_vars, as Paddle's
+    # test_backward.py drives them after append_backward (gradient variables are not listed
+    # as stop_gradient, as in fluid)
+    assert CASES["backward_helpers"](fluid) == FLUID["backward_helpers"]

@@ -69,15 +69,24 @@ def sgd(xp, ctx, p, g, step, out):
     if out is not p:  # out is not read: it holds the product, then the sum
         xp.multiply(g, step, out=out)
         return xp.add(out, p, out=out)
-    if ctx is not None and ctx.spent("Grad") is g:  # g dies here: it holds the product
-        xp.multiply(g, step, out=g)
-        return xp.add(g, p, out=out)
     n = p.size
     t, _ = _scratch(xp, ctx, p.dtype, n)
     for pc, gc, oc, tc in _pieces(n, p.reshape(-1), g.reshape(-1), out.reshape(-1), t):
         xp.multiply(gc, step, out=tc)
         xp.add(tc, pc, out=oc)
     return out
+
+
+def sgd_over_spent(xp, ctx, p, g, step):
+    """p = g * step + p with g itself holding the product, when the plan lends Param's buffer
+    for ParamOut and hands the kernel the gradient, which dies at the op (KernelContext.spent):
+    two whole-array operations, no chunks; None when it does not apply."""
+    spent, lent = ctx.spent_inputs, ctx.lent
+    if (lent is None or lent.get("ParamOut") is not p or spent.get("Grad") is not g
+            or g.shape != p.shape or g.dtype != p.dtype):
+        return None
+    xp.multiply(g, step, out=g)
+    return xp.add(g, p, out=p)
 
 
 def momentum(xp, ctx, p, g, v, lr, mu, nesterov: bool, p_out, v_out):

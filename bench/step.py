@@ -3,7 +3,8 @@
 MLP 784-512-512-10, ReLU, softmax cross-entropy, SGD, float32, batch 128, one BLAS thread.
 Both run in the same process, interleaved in rounds, so machine noise hits both alike; the
 ratio of medians is the figure to quote. Also: per-op dispatch overhead over a chain of 100
-tiny ops, against the same 100 numpy calls.
+tiny ops, against the same 100 numpy calls, and the Python calls a step and per op (cProfile's
+count: the same on any machine, so a dispatch regression is visible as a number).
 
     python bench/step.py [--rounds 15] [--steps 20] [--out bench/out/step.md]
 """
@@ -61,14 +62,54 @@ def bench_step(rounds, steps):
     return statistics.median(spmd_t), statistics.median(numpy_t)
 
 
-def bench_dispatch(rounds, n_ops=100):
+def python_calls(run, steps: int = 10) -> float:
+    """Python function calls (cProfile's count: Python functions and builtins alike) per call
+    of `run`, after one warm call: deterministic, so a dispatch regression shows as a number
+    whatever the machine's load."""
+    import cProfile
+    import pstats
+
+    run()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        run()
+    prof.disable()
+    return pstats.Stats(prof).total_calls / steps
+
+
+def mlp_calls():
+    """(Python calls per step of the MLP, its op count)."""
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((BATCH, SIZES[0])).astype("float32"),
+            "y": rng.integers(0, SIZES[-1], size=(BATCH, 1)).astype("int64")}
+    main, startup, loss = build()
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    calls = python_calls(lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope))
+    return calls, len(main.global_block().ops)
+
+
+def chain(n_ops=100):
+    """(program, feed, last variable) of `n_ops` scale ops on a [1] array."""
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
         v = fluid.data("v", [1], "float32")
         for _ in range(n_ops):
             v = fluid.layers.scale(v, scale=1.0001)
+    return main, {"v": np.ones(1, "float32")}, v
+
+
+def chain_calls(n_ops=100) -> float:
+    main, feed, v = chain(n_ops)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    return python_calls(lambda: exe.run(main, feed=feed, fetch_list=[v], scope=scope))
+
+
+def bench_dispatch(rounds, n_ops=100):
+    main, feed, v = chain(n_ops)
     exe = fluid.Executor(fluid.CPUPlace())
-    feed = {"v": np.ones(1, "float32")}
     scope = fluid.Scope()
     a = feed["v"]
 
@@ -95,6 +136,8 @@ def main():
     args = parser.parse_args()
     spmd_s, numpy_s = bench_step(args.rounds, args.steps)
     per_op, numpy_op = bench_dispatch(args.rounds)
+    step_calls, n_ops = mlp_calls()
+    per_chain_op = chain_calls() / 100
     report = "\n".join([
         "# bench/step.py",
         "",
@@ -112,6 +155,14 @@ def main():
         f"| spmd Executor | {per_op:.2f} |",
         f"| numpy call alone | {numpy_op:.2f} |",
         f"| **dispatch overhead** | **{per_op - numpy_op:.2f}** |",
+        "",
+        "Python calls (cProfile's count, functions and builtins; deterministic, whatever "
+        "the load):",
+        "",
+        "| what | calls |",
+        "|---|---|",
+        f"| MLP step ({n_ops} ops) | {step_calls:.0f} ({step_calls / n_ops:.1f} per op) |",
+        f"| chain of 100 scale ops, per op | {per_chain_op:.1f} |",
     ])
     write_report(report, args.out)
 

@@ -80,8 +80,12 @@ def _as_program(program, who: str) -> Program:
         return default_main_program()
     inner = getattr(program, "_program", None)  # a CompiledProgram saves its program
     if isinstance(inner, Program):
-        warnings.warn("The input is a CompiledProgram, this is not recommended.",  # fluid's
-                      stacklevel=3)
+        # fluid's warning, where passing it changes nothing; a Reduce-mode CompiledProgram
+        # that split the optimizer state is what gathers that state, so it is not warned of
+        shards = getattr(program, "optimizer_state_sharding", lambda: None)()
+        if shards is None:
+            warnings.warn("The input is a CompiledProgram, this is not recommended.",
+                          stacklevel=3)
         program = inner
     if not isinstance(program, Program):
         raise ArgumentTypeError(  # a TypeError, as fluid's

@@ -56,7 +56,7 @@ _STAR_MODULES = (
     "learning_rate_scheduler", "linalg", "logic", "loss", "manip", "math_ops", "metric_op",
     "nn", "norm", "random", "rnn", "sequence", "sequence_rnn", "sparse", "static_rnn", "tensor",
     "tensor_array", "vision", "decode", "decode_helpers", "rnn_cells", "detection_ssd",
-    "detection_roi", "detection_proposals",
+    "detection_roi", "detection_proposals", "instag",
 )
 _INITIALIZERS = (
     "Constant", "ConstantInitializer", "Initializer", "MSRAInitializer", "Normal",

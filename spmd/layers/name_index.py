@@ -55,6 +55,9 @@ MODULES = {
         "scatter", "scatter_nd", "scatter_nd_add", "shard_index", "similarity_focus", "unique",
         "unique_with_counts", "where",
     ),
+    "instag": (
+        "filter_by_instag",
+    ),
     "io": (
         "create_py_reader_by_data", "data", "double_buffer", "load", "py_reader", "read_file",
     ),

@@ -30,7 +30,6 @@ DETECTION = "detection: ops over LoD boxes and ROIs, in no open issue yet"
 
 # names that need a capability no open issue builds
 DEFERRED = {
-    "filter_by_instag": "a LoD instance-tag filter of PaddleRec, in no open issue yet",
     # detection names issue 22 did not build (its SSD half and YOLO/ROI half built the rest)
 }
 

@@ -168,6 +168,19 @@ def _pyramid(lengths, layers, training, drop, seed=3, num_emb=6, rand_len=2, spa
     return feeds, build
 
 
+def _instag(ins_lengths, tags, tag_lengths, wanted, is_lod, empty=0):
+    rows = sum(ins_lengths) if ins_lengths else len(tag_lengths)
+    feeds = {"ins": (_floats("instag", rows, 3), [ins_lengths] if ins_lengths else None, True),
+             "tag": (np.array(tags, "int64").reshape(-1, 1), [tag_lengths], False),
+             "wanted": (np.array(wanted, "int64"), None, False)}
+
+    def build(fluid, v, param):
+        out, weight = fluid.layers.filter_by_instag(v["ins"], v["tag"], v["wanted"], is_lod,
+                                                    out_val_if_empty=empty)
+        return [out, weight]
+    return feeds, build, (1,)
+
+
 CASES = {
     "match_matrix_tensor/basic": _match([2, 3], [3, 1], 2, 2),
     "match_matrix_tensor/act_empty": _match([1, 0, 2], [2, 3, 1], 3, 3, act="tanh"),
@@ -184,6 +197,11 @@ CASES = {
     "search_pyramid_hash/infer_layers4": _pyramid([6, 2], 4, False, 1.0, num_emb=4,
                                                   rand_len=4),
     "search_pyramid_hash/train_dropout": _pyramid([5, 3, 7], 3, True, 0.4, seed=11),
+    "filter_by_instag/lod": _instag([2, 1, 2], [1, 2, 3, 2, 5], [2, 1, 2], [2], True),
+    "filter_by_instag/rows": _instag(None, [1, 2, 3, 2, 5, 4], [1, 1, 1, 1, 1, 1], [2, 5],
+                                     False),
+    "filter_by_instag/several_tags": _instag([1, 3, 1, 1], [7, 1, 9, 4, 4, 9, 6],
+                                             [1, 3, 2, 1], [9, 6], True),
     "tree_conv/depth2": _tree_conv(4, 2, 2),
     "tree_conv/depth3_no_bias": _tree_conv(2, 1, 3, act=None, bias=False),
     "tree_conv/one_output": _tree_conv(1, 1, 2, act=None),
@@ -198,8 +216,11 @@ CASES = {
 
 
 def run_case(fluid, name):
-    """Build CASES[name] twice (forward, then with the weighted loss) and run both."""
-    feeds_spec, build = CASES[name]
+    """Build CASES[name] twice (forward, then with the weighted loss) and run both. A case's
+    optional third element: the outputs left out of the loss (filter_by_instag's LossWeight,
+    a float64 variable fluid's kernel fills with float32)."""
+    feeds_spec, build, *rest = CASES[name]
+    skip = rest[0] if rest else ()
 
     def program(weights=None):
         prog, startup = fluid.Program(), fluid.Program()
@@ -213,7 +234,7 @@ def run_case(fluid, name):
             if weights is not None:
                 terms = []
                 for i, (o, w) in enumerate(zip(outs, weights)):
-                    if w is not None:
+                    if w is not None and i not in skip:
                         wv = fluid.data(f"w{i}", list(w.shape), "float32")
                         terms.append(fluid.layers.reduce_sum(o * wv))
                 loss = fluid.layers.sums(terms) if len(terms) > 1 else terms[0]
@@ -243,7 +264,7 @@ def run_case(fluid, name):
     prog, startup, outs, grads = program(weights)
     exe.run(startup)
     for i, w in enumerate(weights):
-        if w is not None:
+        if w is not None and i not in skip:
             feed[f"w{i}"] = w
     try:
         got = exe.run(prog, feed=feed, fetch_list=grads, return_numpy=False)

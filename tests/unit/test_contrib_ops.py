@@ -416,3 +416,43 @@ def test_search_pyramid_hash_refuses_bloom_filter_lists():
         exe.run(startup)
         with pytest.raises(ExecutionError, match="bloom filters"):
             exe.run(main, feed=feed, fetch_list=[loss])
+
+
+# -- filter_by_instag --------------------------------------------------------------------------
+
+def _instag_ref(Ins, Ins_tag, Filter_tag, is_lod, out_val_if_empty, lod):
+    """Out and IndexMap (LossWeight is float32 whatever Ins is, as in fluid: the oracle
+    cases compare it)."""
+    ins_off = _offsets(lod["Ins"][0]) if is_lod and "Ins" in lod else np.arange(len(Ins) + 1)
+    tag_off = _offsets(lod["Ins_tag"][0])
+    wanted = set(Filter_tag.reshape(-1).tolist())
+    kept = [i for i in range(len(tag_off) - 1)
+            if wanted & set(Ins_tag.reshape(-1)[tag_off[i]:tag_off[i + 1]].tolist())]
+    if not kept:
+        return {"Out": np.full((1, Ins.shape[1]), out_val_if_empty, Ins.dtype),
+                "IndexMap": np.array([[0, 1, 1]], np.int64)}
+    rows = [r for i in kept for r in range(ins_off[i], ins_off[i + 1])]
+    starts = np.cumsum([0] + [ins_off[i + 1] - ins_off[i] for i in kept])[:-1]
+    return {"Out": Ins[rows],
+            "IndexMap": np.array([[s, ins_off[i], ins_off[i + 1] - ins_off[i]]
+                                  for s, i in zip(starts, kept)], np.int64)}
+
+
+_INSTAG_OUTS = {"Out": 1, "LossWeight": 1, "IndexMap": 1}
+INSTAG_CASES = [
+    OpCase("filter_by_instag", {"Ins": rand(5, 2), "Ins_tag": np.array([[1], [2], [3], [2],
+                                                                        [5]], "int64"),
+                                "Filter_tag": np.array([2], "int64")}, _instag_ref,
+           {"is_lod": True, "out_val_if_empty": 0}, lod={"Ins": [[2, 1, 2]],
+                                                         "Ins_tag": [[2, 1, 2]]},
+           out_lod={"Out": [[2, 2]]}, outputs=_INSTAG_OUTS, name="instag_sequences"),
+    OpCase("filter_by_instag", {"Ins": rand(3, 2), "Ins_tag": np.array([[1], [2], [3]], "int64"),
+                                "Filter_tag": np.array([9], "int64")}, _instag_ref,
+           {"is_lod": False, "out_val_if_empty": 7}, lod={"Ins_tag": [[1, 1, 1]]},
+           out_lod={"Out": [[1]]}, outputs=_INSTAG_OUTS, name="instag_nothing_kept"),
+]
+
+
+@pytest.mark.parametrize("case", INSTAG_CASES, ids=str)
+def test_filter_by_instag_against_numpy_and_finite_differences(case):
+    check_op(case)

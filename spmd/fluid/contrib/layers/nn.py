@@ -1,8 +1,9 @@
 """fluid.contrib.layers.nn: fluid 1.8's contributed layers. Those that are compositions of
 spmd's layers are here (fused_elemwise_activation, fused_embedding_seq_pool, partial_concat,
 partial_sum, shuffle_batch), with fluid 1.8.5's semantics and gradients through the composed
-ops; the ones with their own C++ kernels (PaddleRec's and search's) are named in
-docs/fluid_coverage.md with the reason.
+ops; the ones with their own C++ kernels in fluid are spmd ops too: search.py
+(match_matrix_tensor, sequence_topk_avg_pooling, var_conv_2d, search_pyramid_hash), tree.py
+(tree_conv, tdm_child, tdm_sampler, rank_attention) and multiclass_nms2 here.
 
 >>> import spmd.fluid as fluid
 >>> with fluid.program_guard(fluid.Program(), fluid.Program()):

@@ -65,7 +65,7 @@ def test_a_program_with_block_attributes_clones_and_runs():
 
 
 def test_block_attributes_are_fluids_block_kind_in_the_op_proto():
-    from spmd.core.op_proto import AttrType
+    from spmd.ops.proto import AttrType
 
     proto = OpProtoHolder.instance().get_op_proto("conditional_block")
     kinds = {a.name: a.type for a in proto.attrs}

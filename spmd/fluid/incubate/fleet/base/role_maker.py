@@ -11,7 +11,8 @@ from .....fleet.role_maker import (  # noqa: F401
     UserDefinedCollectiveRoleMaker,
     UserDefinedRoleMaker,
 )
+from .general_role_maker import GeneralRoleMaker
 from .mpi_role_maker import MPIRoleMaker, MPISymetricRoleMaker  # noqa: F401
 
 __all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedCollectiveRoleMaker",
-           "UserDefinedRoleMaker", "MPISymetricRoleMaker"]
+           "UserDefinedRoleMaker", "GeneralRoleMaker", "MPISymetricRoleMaker"]

@@ -60,7 +60,7 @@ def _all_reduce(local: np.ndarray) -> np.ndarray:
         return np.copy(local)
     raise InvalidArgumentError(
         f"FleetUtil: summing metrics over {_worker('worker_num')} workers needs a role maker "
-        f"with worker collectives (role_maker.MPISymetricRoleMaker); "
+        f"with worker collectives (role_maker.MPISymetricRoleMaker or GeneralRoleMaker); "
         f"{type(role).__name__} has none")
 
 

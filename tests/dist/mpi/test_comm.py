@@ -1,6 +1,6 @@
-"""MPI specifics under mpiexec: topology, bcast_bytes, the contiguity check, the arrival
-board's wording, GPU-sharing detection. The collectives themselves, on every backend, are in
-test_collective_suite.py."""
+"""MPI specifics under mpiexec: topology, no pickle in bcast_bytes and the collectives, the
+contiguity check, the arrival board's wording, GPU-sharing detection. The collectives
+themselves, on every backend, are in test_collective_suite.py."""
 from __future__ import annotations
 
 import os
@@ -38,9 +38,30 @@ def test_topology_matches_the_process_manager(comm):
     assert t.uses_mpi
 
 
-def test_bcast_bytes_has_no_pickle(comm):
-    payload = bytes(range(256)) * 3 if comm.rank == 0 else None
-    assert comm.bcast_bytes(payload, 0) == bytes(range(256)) * 3
+def test_no_collective_moves_a_pickle(comm, tmp_path_factory):
+    """bcast_bytes and every collective with pickling forbidden (pickle, _pickle and mpi4py's
+    object serializer raise and record): they still work, and a pickle that would run code
+    when loaded arrives as its own bytes, not loaded (the directory it makes is absent)."""
+    from spmd.executor.fingerprint import check_same_program
+    from spmd.fluid import Program, layers, program_guard
+    from tests.no_pickle import detonator, forbid_pickle
+
+    mark = str(tmp_path_factory.mktemp("no_pickle") / "ran") if comm.rank == 0 else None
+    mark = comm.bcast_bytes(mark.encode() if mark else None, 0).decode()  # one path for all
+    program = Program()
+    with program_guard(program, Program()):
+        layers.fc(layers.data("x", [3]), 2)
+    with forbid_pickle() as guard:
+        sent = detonator(mark)
+        got = comm.bcast_bytes(sent if comm.rank == 0 else None, 0)
+        assert got == detonator(mark) and type(got) is bytes
+        np.testing.assert_array_equal(comm.allreduce(np.ones(3)), np.full(3, comm.size))
+        np.testing.assert_array_equal(comm.broadcast(np.full(2, comm.rank), 0), np.zeros(2))
+        np.testing.assert_array_equal(comm.allgather(np.array([comm.rank]))[:, 0],
+                                      np.arange(comm.size))
+        comm.barrier()
+        check_same_program(program, comm)  # the start-up fingerprint exchange
+    assert guard.calls == [] and not os.path.exists(mark)
 
 
 def test_non_contiguous_is_refused(comm):

@@ -29,11 +29,11 @@ def _ramp(shape, seed):
     return np.sin(values * (3 + seed)).reshape(shape).astype("float32")
 
 
-def _set_params(fluid, program, place):
+def _set_params(fluid, program, place, offset=0):
     scope = fluid.global_scope()
     params = program.global_block().all_parameters()
     for i, p in enumerate(params):
-        scope.find_var(p.name).get_tensor().set(_ramp(p.shape, i), place)
+        scope.find_var(p.name).get_tensor().set(_ramp(p.shape, i + offset), place)
     return [p.name for p in params]
 
 
@@ -89,7 +89,7 @@ def train(fluid, decoder):
     return {"losses": losses, "final": final}
 
 
-def decode(fluid, decoder, beam_size=2, max_len=4, topk_size=3, src=SRC):
+def decode(fluid, decoder, beam_size=2, max_len=4, topk_size=3, src=SRC, offset=0):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         cell = _cell(fluid, decoder, _encoder(fluid))
@@ -106,7 +106,7 @@ def decode(fluid, decoder, beam_size=2, max_len=4, topk_size=3, src=SRC):
     lod = [[1] * batch, [1] * batch]
     with fluid.scope_guard(fluid.core.Scope()):
         exe.run(startup)
-        _set_params(fluid, main, place)
+        _set_params(fluid, main, place, offset)
         feed = {"src": fluid.create_lod_tensor(np.array(src[0], "int64"), src[1], place),
                 "init_ids": fluid.create_lod_tensor(np.zeros((batch, 1), "int64"), lod, place),
                 "init_scores": fluid.create_lod_tensor(np.ones((batch, 1), "float32"), lod,
@@ -117,8 +117,11 @@ def decode(fluid, decoder, beam_size=2, max_len=4, topk_size=3, src=SRC):
             "scores": np.array(got_scores), "scores_lod": [list(x) for x in got_scores.lod()]}
 
 
+# offset: other parameter values; 9 and 11 make hypotheses reach the end id (1) early
 DECODE_CASES = {"beam2": {}, "beam3_long": {"beam_size": 3, "max_len": 6, "topk_size": 4},
-                "greedy": {"beam_size": 1, "topk_size": 1}}
+                "greedy": {"beam_size": 1, "topk_size": 1},
+                "ends_early": {"max_len": 5, "offset": 9},
+                "mixed_ends": {"max_len": 5, "offset": 11}}
 
 
 def main():

@@ -107,10 +107,8 @@ def test_signal_to_the_launcher_stops_every_worker(tmp_path, token, sig):
             if status.exists() and " wait " in status.read_text():
                 break
             time.sleep(0.1)
-        sent = time.monotonic()
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=DEADLINE_S)
-        assert time.monotonic() - sent < 10
+        out, err = proc.communicate(timeout=DEADLINE_S)  # a bound for a hang, not a timing
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -140,7 +140,10 @@ def test_mpiexec_failing_trainer_ends_the_job(tmp_path, token):
     assert "trainer 0: failing on purpose" in res.output
     assert ("[rank 2/4] trainer 0 (PADDLE_TRAINING_ROLE=TRAINER) failed, exit code 3: ending "
             "the job") in res.stderr, res.output[-4000:]
-    assert res.seconds < 30, f"the job took {res.seconds:.0f} s to end: it waited for a timeout"
+    # ended by the failure, not by a timeout: no pserver went idle, no barrier gave up waiting
+    # (how soon it ended, res.seconds, is a figure, not a pass condition)
+    for waited in ("no call from any trainer", "did not arrive", "TimeoutError"):
+        assert waited not in res.output, res.output[-4000:]
     # the pservers, which would serve forever, were ended with the job (the fixture checks)
 
 

@@ -194,7 +194,8 @@ def _dead_trainer(job: Job) -> None:
     job.wait_step(1)
     job.kill("t1")
     took = job.wait_exit(["t0", "ps0", "ps1"], bound=DEADLINE_S + 8)
-    assert DEADLINE_S * 0.5 < took["t0"], took  # the barrier waited for trainer 1
+    # that the barrier waited for trainer 1 is in the logs below ("trainers [1] did not
+    # arrive"); how long it waited is printed below, a figure, not a pass condition
     for n in ("t0", "ps0", "ps1"):
         assert job.procs[n].returncode != 0, job.report()
     t0 = job.log("t0")

@@ -192,11 +192,12 @@ def test_client_retries_until_a_late_server_starts():
 
 def test_retries_end_with_an_error_naming_the_endpoint():
     endpoint = f"127.0.0.1:{_free_port()}"
-    start = time.monotonic()
+    # how long giving up takes is measured by bench/fault_latency.py; here, what it did: it
+    # retried only within its deadline (backoff 0.05 s doubling: at most 4 sleeps fit in 0.6 s)
     with pytest.raises(PServerUnavailable, match=rf"\[trainer 1\] send_variables to pserver "
-                                                 rf"{endpoint} failed: nothing answered") as e:
+                                                 rf"{endpoint} failed: nothing answered after "
+                                                 rf"[1-5] attempts over 0.6 s") as e:
         PServerClient(endpoint, 1, deadline=0.6).send_variables({"b": np.ones(3)})
-    assert time.monotonic() - start < 5
     assert (e.value.endpoint, e.value.call, e.value.trainer_id) == (endpoint, "send_variables", 1)
     with pytest.raises(PServerUnavailable, match="after 3 attempts"):
         PServerClient(endpoint, 0, deadline=30, max_retries=2).complete()
@@ -208,14 +209,13 @@ def test_deadline_against_a_server_that_never_answers():
     silent.listen(8)  # accepts connections, never speaks HTTP/2
     endpoint = f"127.0.0.1:{silent.getsockname()[1]}"
     try:
-        start = time.monotonic()
         # gRPC reports the unanswered handshake as UNAVAILABLE or the deadline as passed:
         # either way the call ends within its deadline, naming the endpoint
         with pytest.raises(RpcError, match=rf"get_variables to pserver {endpoint} failed: "
                                            rf"(no answer within the deadline of 0.5 s|"
                                            rf"nothing answered after \d+ attempts over 0.5 s)"):
             PServerClient(endpoint, 0, deadline=0.5).get_variables(["w"])
-        assert time.monotonic() - start < 5
+        # (that it ends within its deadline, by the clock: bench/fault_latency.py)
     finally:
         silent.close()
 
@@ -250,11 +250,13 @@ def test_a_pserver_that_dies_fails_the_next_call_at_once():
     server = PServer("127.0.0.1:0", InMemoryHandler(_vars(), 1), trainers=1).start()
     client = PServerClient(server.endpoint, 0, deadline=30)
     client.get_variables(["b"])
+    one_request = client.bytes_sent
     server.stop(grace=None)
-    start = time.monotonic()
     with pytest.raises(PServerUnavailable, match="stopped answering"):
         client.get_variables(["b"])
-    assert time.monotonic() - start < 10
+    # at once: one attempt, no retry against a pserver that answered before (how soon, by the
+    # clock: bench/fault_latency.py)
+    assert client.bytes_sent == 2 * one_request
 
 
 def _raw(endpoint, call, request: bytes):

@@ -74,18 +74,37 @@ def trainer_rank_size(env=None) -> tuple[int, int]:
 
 
 def _mpiexec() -> str:
-    """The process manager of the MPI mpi4py loads, found as paddle-launch finds it."""
-    try:
-        from launch.mpi import find_mpi
+    """MPICH's mpiexec for the MPI mpi4py loads, looked for as paddle-launch looks (beside this
+    Python, where `pip install mpich` puts it; beside the library; on PATH), without importing
+    launch (spmd imports nothing of it: the launcher imports spmd)."""
+    import shutil
 
-        return find_mpi().launcher
+    from ..launcher_vars import loaded_libmpi
+
+    dirs, why = [os.path.dirname(sys.executable)], ""
+    try:
+        import mpi4py
+
+        initialize, mpi4py.rc.initialize = mpi4py.rc.initialize, False
+        try:
+            from mpi4py import MPI  # noqa: F401  (loads the library; MPI is not started)
+        finally:
+            mpi4py.rc.initialize = initialize
+        library = loaded_libmpi()
+        if library:
+            dirs.append(os.path.join(os.path.dirname(os.path.dirname(library)), "bin"))
     except Exception as e:  # noqa: BLE001 - said below, with what to do
-        beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        if os.access(beside, os.X_OK):
-            return beside
-        raise JoinError(
-            f"a trainer started with PADDLE_* variables only joins the others through MPI, "
-            f"but no MPI process manager was found ({e}); `pip install mpi4py mpich`") from None
+        why = f" (mpi4py: {e})"
+    for path in (os.path.join(d, n) for d in dirs for n in ("mpiexec", "mpiexec.hydra")):
+        if os.access(path, os.X_OK):
+            return path
+    found = shutil.which("mpiexec")
+    if found:
+        return found
+    raise JoinError(
+        f"a trainer started with PADDLE_* variables only joins the others through MPI, but no "
+        f"MPI process manager was found (looked in {', '.join(dirs)} and on PATH){why}; "
+        f"`pip install mpi4py mpich`")
 
 
 def reexec_under_mpiexec() -> None:

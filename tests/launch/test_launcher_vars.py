@@ -126,3 +126,17 @@ def test_the_launcher_reads_the_table_without_arming_a_supervisor(token):
     res = run([MPIEXEC, "-n", "2", PYTHON, "-c", code], token, timeout=60)
     assert res.returncode == 0, res.output[-3000:]
     assert res.stdout.count("supervised None False") == 2, res.output[-3000:]
+
+
+def test_spmd_imports_nothing_of_launch():
+    """The launcher imports spmd (this table, the flags, the job token), never the other way
+    round: an env-only trainer finds its mpiexec without launch.mpi."""
+    found = []
+    for path in sorted((ROOT / "spmd").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level \
+                else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                      if n.split(".")[0] == "launch"]
+    assert not found, found

@@ -168,6 +168,9 @@ class Scope:
 
     def get(self, name: str):
         """The array under `name` (searching parents), or None."""
+        array = self._arrays.get(name)  # (where it mostly is: one lookup, every run, per read)
+        if array is not None:
+            return array
         scope = self._owner(name)
         return scope._arrays[name] if scope is not None else None
 
@@ -212,6 +215,10 @@ class Scope:
     def _assign(self, name: str, array):
         """Store `array` under `name` in the scope that already holds `name` (a parent's
         parameter is updated where it lives, not shadowed by a kid), else in this scope."""
+        arrays = self._arrays
+        if name in arrays:  # (where it mostly is: no search, every run, per write)
+            arrays[name] = array
+            return
         owner = self._owner(name) or self
         owner._arrays[name] = array
 

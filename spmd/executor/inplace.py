@@ -196,12 +196,12 @@ def lending(fn, ctx, pairs: tuple, report: MemoryReport, spends: list = ()):
                 spent[spend.slot] = ins[spend.slot]
         if not lent and spent is None:
             return fn(xp, ins, attrs, want)
+        n_lent, n_spent = len(lent), 0 if spent is None else len(spent)
         with _counting:  # updates may run at once (ExecutionStrategy.num_threads)
-            report.lent_last_run += len(lent)
-            report.lent_total += len(lent)
-            if spent is not None:
-                report.spent_last_run += len(spent)
-                report.spent_total += len(spent)
+            report.lent_last_run += n_lent
+            report.lent_total += n_lent
+            report.spent_last_run += n_spent
+            report.spent_total += n_spent
         ctx.lent, ctx.spent_inputs = lent or None, spent
         try:
             return fn(xp, ins, attrs, want)

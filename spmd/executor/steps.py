@@ -9,6 +9,8 @@ outermost the update loan, which counts the references the run's own inputs hold
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import types
 from collections.abc import Callable
 
@@ -112,7 +114,14 @@ def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding,
 
 def _with_context(fn, ctx):
     """A kernel that takes a KernelContext, bound to `ctx`: the step loop calls every kernel
-    alike."""
+    alike. A plain function whose fifth parameter is `ctx` is bound by functools.partial
+    (no Python frame of its own on every call); any other callable by a wrapper."""
+    code = getattr(fn, "__code__", None)
+    if (code is not None and code.co_argcount == 5 and code.co_varnames[4] == "ctx"
+            and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+            and not code.co_kwonlyargcount and not getattr(fn, "__defaults__", None)):
+        return functools.partial(fn, ctx=ctx)
+
     def run(xp, ins, attrs, want):
         return fn(xp, ins, attrs, want, ctx)
     return run

@@ -37,6 +37,7 @@ from ..passes.strategy import ExecutionStrategy, warn_unacted
 from .feed import merge_fetches, split_feed
 from .fetch import as_fetched, as_lod_tensors, host_copy
 from .fingerprint import check_same_program
+from .first_broadcast import broadcast_into_scope, check_same_persistables, split_by_kind
 from .inplace import MemoryOptions
 from .plan import Plan
 
@@ -213,9 +214,16 @@ class DataParallelRunner:
                     f"into a fresh scope for another data-parallel program")
             bcast = broadcast_program(self.program, state,
                                       has_value=lambda n: first.get(n) is not None)
-            self._run_on_places(lambda i: Plan(bcast, [], [], None, self.comms[i],
-                                               tag=self.tag, place=self.places[i])
-                                .run(self.scopes[i], {}, self._xp(), self.places[i]))
+            # host arrays in place, chunked (first_broadcast.py): no second copy of a table
+            direct, rest = split_by_kind(bcast, first.get)
+            if self.topology.size > 1:
+                check_same_persistables(bcast, first.get, mpi)
+            self._run_on_places(lambda i: broadcast_into_scope(self.scopes[i], direct,
+                                                               self.comms[i], first))
+            if rest is not None:
+                self._run_on_places(lambda i: Plan(rest, [], [], None, self.comms[i],
+                                                   tag=self.tag, place=self.places[i])
+                                    .run(self.scopes[i], {}, self._xp(), self.places[i]))
         if self.sharding is not None:
             self.sharding.bind(self.program, self.scopes, self.ranks,
                                _state_comm(self.topology),

@@ -34,6 +34,8 @@ class _Strict:
     raises too), so a typo never passes silently."""
 
     def __setattr__(self, name, value):
+        if isinstance(getattr(type(self), name, None), property):  # a public name of a field
+            return object.__setattr__(self, name, value)
         if name not in {f.name for f in fields(self)}:
             import difflib
 
@@ -108,6 +110,15 @@ class ExecutionStrategy(_Strict):
     use_experimental_executor: bool = True
     _dry_run: bool = False  # run the schedule without kernels: nothing changes, fetches are None
 
+    @property
+    def dry_run(self) -> bool:
+        """fluid's `_dry_run` under a public name: run the schedule without kernels."""
+        return self._dry_run
+
+    @dry_run.setter
+    def dry_run(self, value: bool) -> None:
+        self._dry_run = value
+
 
 @dataclass(frozen=True)
 class Unacted:
@@ -127,13 +138,10 @@ _ACTED = {
         "trainer_id": "checked against this process's MPI rank",
         "trainers_endpoints": "checked: one endpoint per trainer, trainer_id among them (the "
                               "processes connect through MPI, not at these addresses)",
-        "enable_sequential_execution": "ops always run in program order, as True asks",
         "enable_inplace": "True (the default): the compiled plan lets an update write its "
                           "new values over its input's buffer (Param for ParamOut) where "
                           "nothing else holds it (executor/inplace.py); False: never; same "
                           "numbers either way",
-        "cache_runtime_context": "True is what spmd always does: the compiled plan binds "
-                                 "every op once and reuses it every run",
         "use_hierarchical_allreduce": "the cross-process allreduce reduces within each node, "
                                       "allreduces across the node leaders and broadcasts "
                                       "within the node (spmd/comm/hierarchy.py; MPI host "
@@ -172,6 +180,16 @@ _UNACTED = {
         "fuse_relu_depthwise_conv": Unacted("relu and depthwise_conv2d run as two kernels"),
         "enable_auto_fusion": Unacted("no automatic fusion: only the fusions asked for by "
                                       "name (fuse_elewise_add_act_ops, fuse_bn_act_ops)"),
+        # fluid 1.8: True adds dependencies so ops run in program order; nothing in spmd
+        # reads it: program order is ExecutionStrategy.num_threads 0 or 1 (the default)
+        "enable_sequential_execution": Unacted(
+            "ops run in program order when ExecutionStrategy.num_threads is 0 or 1 (the "
+            "default), whatever this says; with num_threads > 1 independent ops run at once "
+            "(bitwise the same numbers): set num_threads=1 for program order"),
+        # fluid 1.8: True caches each op's RuntimeContext (a speed knob); spmd's compiled plan
+        # binds every op once and reuses it every run, whatever the value
+        "cache_runtime_context": Unacted("the compiled plan binds every op once and reuses "
+                                         "it every run, whatever this says"),
         "nccl_comm_num": Unacted("one communicator per process is used"),
         "async_mode": Unacted("gradients are always aggregated synchronously"),
         "mkldnn_enabled_op_types": Unacted("there are no MKL-DNN kernels"),

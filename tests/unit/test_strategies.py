@@ -2,7 +2,7 @@
 ExecutionStrategy fields and defaults, warn-once for fields spmd does not act on (every field's
 decision: test_pass_registry.py), trainers_endpoints checked, a test clone
 compiled with the training loss's name, a fed persistable variable copied to every place,
-`_dry_run` and `num_iteration_per_run`."""
+`dry_run` (fluid's `_dry_run`) and `num_iteration_per_run`."""
 from __future__ import annotations
 
 import warnings
@@ -80,6 +80,21 @@ def test_unacted_field_warns_once_naming_it():
         assert warn_unacted(fluid.BuildStrategy()) == []  # defaults never warn
 
 
+def test_fields_nothing_reads_warn_naming_what_spmd_does_instead():
+    """enable_sequential_execution and cache_runtime_context (fluid 1.8: program-order
+    dependencies, a RuntimeContext cache): no spmd code reads them, so a set value warns."""
+    forget_warnings()
+    bs = fluid.BuildStrategy()
+    bs.enable_sequential_execution = bs.cache_runtime_context = True
+    with pytest.warns(UserWarning) as caught:
+        assert sorted(warn_unacted(bs)) == ["cache_runtime_context",
+                                            "enable_sequential_execution"]
+    text = "\n".join(str(w.message) for w in caught)
+    assert "enable_sequential_execution=True is accepted but not acted on" in text
+    assert "set num_threads=1 for program order" in text
+    assert "cache_runtime_context=True is accepted but not acted on" in text
+
+
 def test_trainers_endpoints_are_checked_against_num_trainers_and_trainer_id():
     bs = fluid.BuildStrategy()
     bs.num_trainers, bs.trainer_id = 2, 1
@@ -133,7 +148,8 @@ def test_fed_persistable_learning_rate_is_copied_to_every_place():
 def test_dry_run_changes_nothing_and_fetches_none():
     main, startup, _, loss = build()
     es = fluid.ExecutionStrategy()
-    es._dry_run = True
+    es.dry_run = True  # fluid's _dry_run, under its public name
+    assert es.dry_run
     dp = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, exec_strategy=es,
                                                         places=PLACES)
     scope, out = run_steps(dp, startup, [feed()], [loss])

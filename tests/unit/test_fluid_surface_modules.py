@@ -47,11 +47,14 @@ def test_name_helpers():
     assert framework.grad_var_name("w") == backward._append_grad_suffix_("w") == "w@GRAD"
     assert backward._strip_grad_suffix_("w@GRAD@RENAME@0") == "w"
     assert framework.convert_np_dtype_to_dtype_(np.float32) == fluid.core.VarDesc.VarType.FP32
-    assert backward.calc_gradient is fluid.gradients
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
         x = fluid.data("x", [None, 2], "float32")
-        fluid.layers.fc(x, 1)
+        y = fluid.layers.reduce_sum(fluid.layers.fc(x, 1))
+        # fluid 1.8.5: calc_gradient gives one input's gradient as a Variable, gradients a list
+        single, listed = backward.calc_gradient(y, x), fluid.gradients(y, x)
+    assert isinstance(single, fluid.Variable) and isinstance(listed, list)
+    assert single.name.endswith("x@GRAD") and listed[0].name.endswith("x@GRAD")
     assert "x@GRAD" in backward._get_stop_gradients_(main)[0]
 
 

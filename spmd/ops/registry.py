@@ -116,7 +116,8 @@ class OpDef:
     nondiff_outputs: frozenset[str] = frozenset()  # outputs whose gradient is never needed
     grad_uses: tuple[str, ...] | None = None  # forward slots the grad op reads; None = all
     random: bool = False  # kernel draws from the program's random generator
-    collective: bool = False  # kernel talks to other ranks through attrs["_comm"]
+    collective: bool = False  # kernel talks to other ranks (through its context's ctx.comm);
+    # a plan with one marks its run as having started collectives (executor/plan.py)
     forward_type: str | None = None  # set on generated *_grad defs
     # LoD (spmd/core/lod.py): (input slot, output slot) pairs whose output keeps the input's
     # LoD, as fluid's ShareLoD; slots whose LoD the kernel reads (`ins["X@LOD"]`) or writes

@@ -43,12 +43,6 @@ class ProgramAnalysis:
     trainer_optimize_ops: list  # optimize-role ops that stay on the trainer (clipping)
     optimize_ops: list  # every optimize-role op that moves to the pservers
 
-    def update_of(self, param: str) -> ParamUpdate:
-        for u in self.updates:
-            if u.param == param:
-                return u
-        raise KeyError(param)
-
 
 def analyze(program) -> ProgramAnalysis:
     block = program.global_block()

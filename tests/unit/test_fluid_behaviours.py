@@ -43,6 +43,8 @@ def test_lod_is_shared_as_fluid_shares_it(name):
 
 def test_fill_constant_batch_size_like_counts_sequences_of_a_lod_input():
     # fluid's kernel takes a LoD input's batch as its number of sequences (2), not rows (5)
+    got = _jsonish(cases.lod_sharing(fluid, "fill_constant_batch_size_like"))
+    assert got["fetched"]["shape"] == [2, 3]
     assert ORACLE["lod_sharing"]["fill_constant_batch_size_like"]["fetched"]["shape"] == [2, 3]
 
 

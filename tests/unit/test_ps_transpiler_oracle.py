@@ -250,9 +250,20 @@ def test_pserver_startup_matches_fluid(case, ep):
     assert extra == {d.replace("@GRAD", "") for d in fluid_dropped_blocks(case, ep)}
 
 
-def test_fluid_hash_name_cannot_run_under_its_transpiler():
-    """Why the hash case uses a crc32 dispatcher: fluid 1.8.5's HashName calls var.name()."""
+def test_hash_name_transpiles_where_fluids_cannot_and_places_by_crc32():
+    """fluid 1.8.5's HashName fails under its own transpiler (it calls var.name()), which is
+    why the oracle's hash case uses a crc32 dispatcher; spmd's HashName transpiles the same
+    program and places every block exactly where that dispatcher does."""
     assert "TypeError" in FLUID18["fluid_hash_name_error"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, _, _ = transpile(fluid, "big_param_hash", fluid.transpiler.HashName)
+        oracles, _, _ = transpile(fluid, "big_param_hash", Crc32Name)
+    assert describe(ours.get_trainer_program(wait_port=False)) == \
+        describe(oracles.get_trainer_program(wait_port=False))
+    for ep in PSERVERS.split(","):
+        assert describe(ours.get_pserver_programs(ep)[0]) == \
+            describe(oracles.get_pserver_programs(ep)[0])
 
 
 def test_geo_sgd_programs_match_fluid():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -126,6 +125,8 @@ def write_chrome_trace(recorder: Recorder, path: str, rank: int = 0, size: int =
                                      "member": args.get("member", 0)})
         events.append({"name": name, "cat": f"comm {kind}", "ph": "X", "ts": (start - base) / 1e3,
                        "dur": (end - start) / 1e3, "pid": rank, "tid": tid, "args": args})
+    import socket  # (here: a trace is written rarely, every start imports this module)
+
     meta = {"format": TRACE_FORMAT, "rank": rank, "size": size, "host": socket.gethostname(),
             "pid": os.getpid(), "job": job_id(), "base_perf_ns": base, "clock": recorder.clock,
             "clock_at_stop": recorder.clock_at_stop, "tracks": tracks}

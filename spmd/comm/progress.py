@@ -16,7 +16,6 @@ it records the error and exits, so the launcher can ask the other ranks where th
 """
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import os
 import queue
@@ -132,6 +131,36 @@ class Watchdog:
                 timed_out(self._comm, op, self._timeout - GRACE_S)
 
 
+class _Future:
+    """The result of one call on the communication thread: concurrent.futures.Future's
+    result(timeout) / done(), without that package's import (and the logging it brings) at
+    every start; result raises TimeoutError when the time runs out."""
+
+    __slots__ = ("_done", "_result", "_error")
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._result = self._error = None
+
+    def set_result(self, result) -> None:
+        self._result = result
+        self._done.set()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None):
+        if not self._done.wait(timeout):
+            raise TimeoutError("the collective has not completed yet")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
 class _Worker:
     """One daemon thread running submitted calls in order. A daemon, so a collective stuck past
     its timeout (the job is being torn down) never keeps the interpreter from exiting."""
@@ -141,8 +170,8 @@ class _Worker:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, fn, *args) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
+    def submit(self, fn, *args) -> _Future:
+        future = _Future()
         self._queue.put((future, fn, args))
         return future
 
@@ -233,7 +262,7 @@ class ThreadEngine:
         t0 = 0 if rec is None else time.perf_counter_ns()
         try:
             return _wait_noting(handle._future, handle.op, deadline, self._comm)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             timed_out(self._comm, handle.op, self._timeout - GRACE_S)  # ends the process
             raise
         finally:
@@ -295,7 +324,7 @@ def _wait_noting(future, op: str, deadline: float, comm):
     this collective ends the job (the thread in MPI cannot be interrupted)."""
     try:
         return future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-    except concurrent.futures.TimeoutError:
+    except TimeoutError:
         if time.monotonic() >= deadline:
             raise
     status("wait", op, when=time.time() - 0.1)
@@ -303,7 +332,7 @@ def _wait_noting(future, op: str, deadline: float, comm):
         try:
             result = future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
             break
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             gone = guard.departure_message(op, comm.describe())
             if gone:
                 departed(gone)

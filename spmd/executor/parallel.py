@@ -12,7 +12,6 @@ allreduce also goes by nodes (comm/hierarchy.py; `allreduce_layout` says how).
 """
 from __future__ import annotations
 
-import concurrent.futures
 import weakref
 
 import numpy as np
@@ -113,8 +112,11 @@ class DataParallelRunner:
         self._update_rngs: list = []
         self._initialized = False
         self._broken: str | None = None  # why this rank can no longer take part in steps
-        self._pool = (concurrent.futures.ThreadPoolExecutor(nplaces, "spmd-place")
-                      if nplaces > 1 else None)
+        self._pool = None
+        if nplaces > 1:  # (imported only where several places share a process)
+            import concurrent.futures
+
+            self._pool = concurrent.futures.ThreadPoolExecutor(nplaces, "spmd-place")
         owned = {n for op in self.program.global_block().ops if op.owner is not None
                  for n in op.output_arg_names}
         unowned = {n for op in self.program.global_block().ops if op.owner is None

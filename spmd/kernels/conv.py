@@ -76,7 +76,7 @@ def col2im(xp, dcols, size, strides, dil):
     return buf.reshape(g * cg, *size, n)
 
 
-def _conv_setup(x, w, attrs):
+def conv_setup(x, w, attrs):
     """(pads per dim, dilations, output spatial size) for this input and filter. The padding
     after each dim is what the last window reaches (zeros), as fluid's im2col reads zeros
     there when a kernel is larger than the padded input."""
@@ -95,7 +95,7 @@ def _geometry_2d(x, w, attrs):
     per group over the whole batch beats conv_gemm's per-image products."""
     if x.ndim != 4:
         return None
-    pads, dil, out = _conv_setup(x, w, attrs)
+    pads, dil, out = conv_setup(x, w, attrs)
     geo = conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads,
                              out)
     return geo if conv_gemm.per_image_ok(geo) else None
@@ -108,7 +108,7 @@ def conv_nd(xp, ins, attrs, want):
     if geo is not None:
         return {"Output": conv_gemm.forward(xp, x, w, geo)}
     n, m, g = x.shape[0], w.shape[0], attrs["groups"]
-    pads, dil, out = _conv_setup(x, w, attrs)
+    pads, dil, out = conv_setup(x, w, attrs)
     cols = im2col(xp, channel_first_batch_last(xp, x, pads), g, w.shape[2:], attrs["strides"],
                   dil, out)
     y = xp.matmul(w.reshape(g, m // g, -1), cols)  # [G, M/G, prod(out)*N] = [M, *out, N]
@@ -128,7 +128,7 @@ def conv_nd_grad(xp, ins, attrs, want):
         return res
     n, m, cg, k, g = x.shape[0], w.shape[0], w.shape[1], w.shape[2:], attrs["groups"]
     nd = len(k)
-    pads, dil, out = _conv_setup(x, w, attrs)
+    pads, dil, out = conv_setup(x, w, attrs)
     dy_t = channel_first_batch_last(xp, dy).reshape(g, m // g, -1)
     res = {}
     if "Filter@GRAD" in want:

@@ -310,7 +310,7 @@ def per_image_ok(g: Geometry) -> bool:
 
 
 def geometry(x_shape, w_shape, groups, strides, dil, pads, out) -> Geometry:
-    """The Geometry of conv.py's _conv_setup results (pads as ((top, bottom), (left, right)))."""
+    """The Geometry of conv.py's conv_setup results (pads as ((top, bottom), (left, right)))."""
     n, c, h, w = x_shape
     return Geometry(n, c, h, w, w_shape[0], w_shape[2], w_shape[3], groups, tuple(strides),
                     tuple(dil), (*pads[0], *pads[1]), out[0], out[1])

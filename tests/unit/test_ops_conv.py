@@ -277,7 +277,7 @@ def test_conv2d_layouts_agree(x_shape, w_shape, attrs, chunk_bytes, monkeypatch)
                        for e in np.eye(x.size)]).reshape(x.shape)
     dw_ref = np.array([(conv_ref(x, e.reshape(w.shape), **attrs)["Output"] * dy).sum()
                        for e in np.eye(w.size)]).reshape(w.shape)
-    pads, dil, out = conv._conv_setup(x, w, attrs)
+    pads, dil, out = conv.conv_setup(x, w, attrs)
     g = conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads, out)
     flips = ["flip:rows", "flip:image"] if conv_gemm.flipped(g) is not None else []
     for _ in range(2):

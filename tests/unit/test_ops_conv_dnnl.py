@@ -28,7 +28,7 @@ GEOMETRIES = [  # (input, filter, attrs)
 
 
 def _geometry(x, w, attrs):
-    pads, dil, out = conv._conv_setup(x, w, attrs)
+    pads, dil, out = conv.conv_setup(x, w, attrs)
     return conv_gemm.geometry(x.shape, w.shape, attrs["groups"], attrs["strides"], dil, pads,
                               out)
 

@@ -1,4 +1,4 @@
-"""The dependency direction DESIGN.md fixes, checked by scanning imports; and `import spmd`
+"""The dependency direction docs/design.md fixes, checked by scanning imports; and `import spmd`
 stays free of cupy and MPI."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# package -> spmd packages it must never import. DESIGN.md: core <- ops <- kernels,
+# package -> spmd packages it must never import. docs/design.md: core <- ops <- kernels,
 # core <- autodiff <- optimizer <- layers, core <- passes <- executor; comm imports no IR
 # and not spmd.run (the status file it shares with the launcher is spmd.status_file).
 FORBIDDEN = {
@@ -55,7 +55,7 @@ def test_dependency_direction():
             for target in _spmd_imports(path, package):
                 if target in forbidden:
                     bad.append(f"{path.relative_to(ROOT)} imports spmd.{target}")
-    assert not bad, "imports against DESIGN.md's dependency direction:\n" + "\n".join(bad)
+    assert not bad, "imports against docs/design.md's dependency direction:\n" + "\n".join(bad)
 
 
 def test_launch_imports_only_run_flags_and_status_file():

@@ -1,4 +1,4 @@
-"""One collective suite, written once and run over every backend (DESIGN.md, Tests).
+"""One collective suite, written once and run over every backend (docs/design.md).
 
 Each backend is one entry of BACKENDS: an adapter saying how to make the communicators of this
 process's members (one per process over MPI; one per place, run on threads, for in-process

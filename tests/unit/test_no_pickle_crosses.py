@@ -13,6 +13,7 @@ import pathlib
 import socket
 import threading
 import time
+import zipfile
 
 import numpy as np
 import pytest
@@ -215,6 +216,11 @@ def test_checkpoint_loads_refuse_pickles_without_loading_them(tmp_path, mark):
         fluid.io.save_persistables(exe, str(tmp_path / "vars"), main)
     _pickled_npy(tmp_path / "vars" / "w.npy", mark)
     (tmp_path / "m.pdparams").write_bytes(detonator(mark))
+    _pickled_npy(tmp_path / "member.npy", mark)
+    with zipfile.ZipFile(tmp_path / "all.npz", "w") as archive:  # one file for every var
+        archive.write(tmp_path / "member.npy", "w.npy")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "__model__").write_bytes(detonator(mark))  # fluid's is protobuf
     with forbid_pickle() as guard, fluid.scope_guard(scope):
         with pytest.raises(InvalidArgumentError, match="pickle"):
             fluid.io.load_persistables(exe, str(tmp_path / "vars"), main)
@@ -222,6 +228,11 @@ def test_checkpoint_loads_refuse_pickles_without_loading_them(tmp_path, mark):
             fluid.io.load_program_state(str(tmp_path / "m"))
         with pytest.raises(InvalidArgumentError, match="pickle"):
             fluid.load(main, str(tmp_path / "m"))
+        with pytest.raises(InvalidArgumentError, match="pickle"):
+            fluid.io.load_vars(exe, str(tmp_path), main, vars=[main.global_block().var("w")],
+                               filename="all.npz")
+        with pytest.raises(InvalidArgumentError):
+            fluid.io.load_inference_model(str(tmp_path / "model"), exe)
     assert guard.calls == []
 
 

@@ -216,9 +216,26 @@ def test_layer_helper_builds_a_custom_layer():
     assert got.shape == (1, 3)
 
 
-def test_core_modes_accept_fluids_calls():
+def test_core_modes_accept_fluids_calls_and_change_no_number():
+    def train_two_steps():
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 7
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = fluid.data("x", [None, 3], "float32")
+            loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        feed = {"x": np.arange(12, dtype="float32").reshape(4, 3)}
+        with fluid.scope_guard(scope):
+            exe.run(startup)
+            return [exe.run(main, feed, [loss])[0] for _ in range(2)]
+
+    before = train_two_steps()
     fluid.core._set_eager_deletion_mode(0.0, 1.0, True)
     fluid.core._set_fuse_parameter_group_size(3)
+    after = train_two_steps()
+    np.testing.assert_array_equal(np.array(after), np.array(before))
+    assert before[0] != before[1]  # the steps trained
 
 
 def test_layer_function_generator():

@@ -42,8 +42,8 @@ def sgd(xp, ins, attrs, want, ctx):
     plan lends Param's buffer (sparse_update.py): fluid 1.8.5's sparse sgd."""
     p, g, lr = ins["Param"], ins["Grad"], ins["LearningRate"]
     step = -lr.reshape(()).astype(p.dtype)
-    if ctx is not None and ctx.spent_inputs is not None:  # the plan hands it Grad to write on
-        out = optim_inplace.sgd_over_spent(xp, ctx, p, g, step)
+    if ctx is not None:  # where the plan gives it a place to write: no further checks
+        out = optim_inplace.sgd_fast(xp, ctx, p, g, step)
         if out is not None:
             return {"ParamOut": out}
     if optim_inplace.applies(xp, p, g):

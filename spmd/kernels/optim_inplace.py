@@ -77,16 +77,31 @@ def sgd(xp, ctx, p, g, step, out):
     return out
 
 
-def sgd_over_spent(xp, ctx, p, g, step):
-    """p = g * step + p with g itself holding the product, when the plan lends Param's buffer
-    for ParamOut and hands the kernel the gradient, which dies at the op (KernelContext.spent):
-    two whole-array operations, no chunks; None when it does not apply."""
-    spent, lent = ctx.spent_inputs, ctx.lent
-    if (lent is None or lent.get("ParamOut") is not p or spent.get("Grad") is not g
-            or g.shape != p.shape or g.dtype != p.dtype):
+def sgd_fast(xp, ctx, p, g, step):
+    """sgd's update where the plan gives it a place to write, without the general path's
+    checks, or None where it does not apply: over Param's own buffer (lent) when the plan also
+    hands it the gradient, which dies at the op (KernelContext.spent), the gradient holding the
+    product; into the array the plan offers for ParamOut (Reduce mode's place in the step's
+    all-gather buffer), which holds the product, then the sum. Two whole-array operations,
+    those of sgd() below, in its order."""
+    if g.shape != p.shape or g.dtype != p.dtype:
         return None
-    xp.multiply(g, step, out=g)
-    return xp.add(g, p, out=p)
+    lent = ctx.lent
+    if lent is not None and lent.get("ParamOut") is p:
+        spent = ctx.spent_inputs
+        if spent is None or spent.get("Grad") is not g:
+            return None  # the chunks (sgd below) then spare a temporary of p's size
+        xp.multiply(g, step, out=g)
+        return xp.add(g, p, out=p)
+    make = ctx.outputs.get("ParamOut")
+    if make is None:
+        return None
+    out = make(xp)
+    if (type(out) is not xp.ndarray or out.shape != p.shape or out.dtype != p.dtype
+            or not out.flags.writeable or out is p or out is g):
+        return None
+    xp.multiply(g, step, out=out)
+    return xp.add(out, p, out=out)
 
 
 def momentum(xp, ctx, p, g, v, lr, mu, nesterov: bool, p_out, v_out):

@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ..core.operator import OpRole
 from ..core.places import array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
@@ -124,14 +125,27 @@ def _gather(vars: list[Variable], main_program=None) -> dict:
                 f"{_rank_tag()}the data-parallel program ran on another scope than the global "
                 f"scope this save reads; save inside fluid.scope_guard(<the scope of exe.run>)")
         arrays.update(sharding.gather([v.name for v in vars]))
+    not_yet = _schedule_outputs(getattr(main_program, "_program", main_program))
     for var in vars:
         if var.name in arrays:
             continue
         value = scope.get(var.name)
+        if value is None and var.name in not_yet:
+            continue  # fluid holds it as a temporary of the main program and saves nothing
         if value is None:
             raise _missing_error(scope, var.name)
         arrays[var.name] = host_array(value)
     return arrays
+
+
+def _schedule_outputs(program) -> set[str]:
+    """Variables a learning-rate schedule of `program` computes each step (exponential_decay
+    and its kin: no startup op, as fluid's). spmd keeps them persistable, for
+    optimizer.get_lr() after a run; before the first run they have no value to save."""
+    if not isinstance(program, Program):
+        return set()
+    return {n for op in program.global_block().ops if op.role is OpRole.LR_SCHED
+            for n in op.output_arg_names}
 
 
 def _missing_error(scope, name: str) -> Exception:
@@ -332,6 +346,11 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     _refuse_sharded(selected)
     if filename:
         dirname, filename = os.path.split(os.path.join(dirname, filename))
+    else:  # a schedule's rate saved before any run (or by fluid, a temporary there) has no file
+        not_yet = _schedule_outputs(getattr(main_program, "_program", main_program)
+                                    or default_main_program())
+        selected = [v for v in selected if v.name not in not_yet
+                    or os.path.exists(os.path.join(dirname, f"{v.name}.npy"))]
     _store(executor, selected, _read_vars(dirname, selected, filename,
                                           _in_place_targets(executor, selected)))
 

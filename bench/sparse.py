@@ -405,22 +405,30 @@ def main(argv=None) -> int:
     if "torch" in modes and not have_torch(args.torch_path):
         print("torch is not importable: its column is skipped", file=sys.stderr)
         modes.remove("torch")
-    results = {}
+    results, failed = {}, {}
     for rows in sizes:
         for mode in modes:
             if mode == "dp2" and rows > 2_000_000:
                 continue  # two full tables (and moments) on one machine: see the module doc
             for opt in opts:
                 t0 = time.perf_counter()
-                results[(mode, rows, opt)] = run_case(mode, rows, opt, args)
+                try:
+                    results[(mode, rows, opt)] = run_case(mode, rows, opt, args)
+                except SystemExit as e:  # one case failing leaves the others to run
+                    failed[(mode, rows, opt)] = str(e).splitlines()[-1][:200]
+                    print(f"{mode} {rows} {opt} FAILED:\n{e}", file=sys.stderr, flush=True)
+                    continue
                 print(f"{mode} {rows} {opt}: {results[(mode, rows, opt)]} "
                       f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     text = report(results, sizes, modes, opts, args)
+    if failed:
+        text += "\n\n## Failed cases\n\n" + "\n".join(
+            f"- {m} {r:,} rows {o}: {why}" for (m, r, o), why in failed.items())
     print(text)
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(text + "\n")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

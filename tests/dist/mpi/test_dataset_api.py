@@ -64,7 +64,11 @@ def test_global_shuffle_deals_the_union_once_and_intact(tmp_path):
     ds.set_shuffle_seed(11)
     total = sum(len(record_lines(r)) for r in range(t.size))
     assert ds.get_memory_data_size(fleet) == total
-    ds.global_shuffle(fleet)
+    from tests.no_pickle import forbid_pickle
+
+    with forbid_pickle() as guard:  # records cross the ranks as raw bytes, never pickled
+        ds.global_shuffle(fleet)
+    assert guard.calls == []
     assert ds.get_shuffle_data_size(fleet) == total
     assert ds.get_memory_data_size() == ds.get_shuffle_data_size()
     mine = []

@@ -236,6 +236,22 @@ def test_checkpoint_loads_refuse_pickles_without_loading_them(tmp_path, mark):
     assert guard.calls == []
 
 
+def test_multiprocess_reader_samples_cross_without_pickle():
+    """Forked readers' samples come back over their pipes as JSON headers plus raw array
+    bytes, with their types (a tuple, an array, a numpy scalar) intact."""
+    from spmd.reader.multiprocess import multiprocess_reader
+
+    def part(k):
+        return lambda: iter([(k, np.full(2, k, "int64"), np.float32(k) / 2)])
+
+    with forbid_pickle() as guard:
+        samples = sorted(multiprocess_reader([part(0), part(1)])(), key=lambda s: s[0])
+    assert guard.calls == []
+    assert [type(s) for s in samples] == [tuple, tuple]
+    np.testing.assert_array_equal(samples[1][1], [1, 1])
+    assert samples[1][2] == np.float32(0.5) and type(samples[1][2]) is np.float32
+
+
 # every module that reads a peer's bytes or a checkpoint: none may import a pickler
 _NETWORK_AND_LOAD = ["spmd/comm", "spmd/guard", "spmd/ps", "spmd/io", "spmd/job_token.py",
                      "spmd/reader/multiprocess.py", "spmd/datafeed/shuffle.py",

@@ -30,7 +30,15 @@ def _probe(**env_vars):
 
 
 def test_numpy_here_runs_on_an_openblas_spmd_can_size():
-    assert blas_threads() is not None
+    from spmd.executor.math_threads import set_blas_threads
+
+    now = blas_threads()
+    assert isinstance(now, int) and now >= 1
+    try:
+        assert set_blas_threads(1) is True and blas_threads() == 1
+    finally:
+        set_blas_threads(now)
+    assert blas_threads() == now
 
 
 def test_unset_means_one_thread_and_sets_the_variable():

@@ -145,8 +145,12 @@ def lent_for(lent: dict | None, slot: str, *operands):
 
 
 def _broadcasts_into(small: tuple, big: tuple) -> bool:
-    return len(small) <= len(big) and all(
-        s == 1 or s == b for s, b in zip(reversed(small), reversed(big)))
+    if len(small) > len(big):
+        return False
+    for s, b in zip(reversed(small), reversed(big)):  # (a loop: no generator's calls)
+        if s != 1 and s != b:
+            return False
+    return True
 
 
 def run_kernel(type: str, xp, ins: dict, attrs: dict, want, ctx=None) -> dict:

@@ -278,7 +278,7 @@ def render(data: dict) -> str:
         "modules and names (stored by tests/oracle/make_fluid_surface.py). A name works when "
         "`spmd.fluid.<path>` has it and it is of fluid's kind (class, function, module, "
         "value); every other name is listed below with its reason. fluid.layers' names are "
-        "also in the README's layers table.",
+        "also in docs/layers_coverage.md.",
         "",
         "## Modules",
         "",

@@ -114,6 +114,10 @@ def measure_rank(rounds, steps):
 
     for _ in range(3):
         spmd_run(), reduce_run(), pieces_run(), ref_run()
+    from step import python_calls  # (bench/step.py: cProfile's count, deterministic)
+
+    comm.Barrier()
+    calls = {"allreduce": python_calls(spmd_run), "reduce": python_calls(reduce_run)}
     spmd_ms, reduce_ms, pieces_ms, ref_ms = interleaved(
         comm, [spmd_run, reduce_run, pieces_run, ref_run], rounds, steps)
 
@@ -157,7 +161,8 @@ def measure_rank(rounds, steps):
     return {"ranks": comm.size, "spmd_ms": spmd_ms, "reduce_ms": reduce_ms,
             "pieces_ms": pieces_ms, "ref_ms": ref_ms, "grad_bytes": nbytes,
             "fused_ms": fused_ms, "raw_ms": raw_ms,
-            "state_allreduce": state_bytes["AllReduce"], "state_reduce": per_rank_reduce}
+            "state_allreduce": state_bytes["AllReduce"], "state_reduce": per_rank_reduce,
+            "calls": calls}
 
 
 def launch(nprocs, args):
@@ -199,7 +204,11 @@ def report(results, args) -> str:
         f"Adam optimizer state per rank at {two['ranks']} ranks: AllReduce mode "
         f"{two['state_allreduce'] / 1e6:.2f} MB; Reduce mode {state} "
         f"(ratio {max(two['state_reduce']) / two['state_allreduce']:.2f}; ideal "
-        f"1/{two['ranks']}).",
+        f"1/{two['ranks']}).", "",
+        "Python calls a step on rank 0 (cProfile's count, functions and builtins; "
+        "deterministic, whatever the load): " + "; ".join(
+            f"{r['ranks']} rank(s): AllReduce mode {r['calls']['allreduce']:.0f}, Reduce mode "
+            f"{r['calls']['reduce']:.0f}" for r in results) + ".",
     ])
 
 

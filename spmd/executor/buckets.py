@@ -13,6 +13,7 @@ the owner's new values need no packing copy.
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -122,16 +123,16 @@ class GatherBuffer:
         self.spare = None
 
     def piece(self, xp, i: int):
-        rank, _, offsets, _ = self.layout()
+        rank, _, offsets, _ = self._layout or self.layout()  # (made once: no call after)
         if self.owners[i] != rank:
             return None
-        view = self.buffer(xp)[rank, offsets[i]:offsets[i] + self.sizes[i]].reshape(
-            self.shapes[i])
+        current = self.current if self.current is not None else self.buffer(xp)
+        view = current[rank, offsets[i]:offsets[i] + self.sizes[i]].reshape(self.shapes[i])
         self.handed[i] = view
         return view
 
     def view(self, index: int):
-        return lambda xp: self.piece(xp, index)
+        return functools.partial(self.piece, i=index)  # (no frame of its own per call)
 
     def advance(self):
         # a device array is never used again (its pool makes new ones cheap): not kept

@@ -13,13 +13,18 @@ pieces another rank owns through unchanged: nothing here reads them.)
 """
 from __future__ import annotations
 
+import operator
+
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
 from .registry import kernel
 
+# (C attribute getters: the per-step keys and checks below cost no Python frames)
+_DTYPE, _SHAPE, _SIZE = (operator.attrgetter(a) for a in ("dtype", "shape", "size"))
+
 
 def _check_one_dtype(arrays, op):
-    dtypes = {a.dtype for a in arrays}
+    dtypes = set(map(_DTYPE, arrays))
     if len(dtypes) > 1:
         raise TypeError(f"{op}: a fused bucket must hold one dtype, got {sorted(map(str, dtypes))}")
 
@@ -114,7 +119,7 @@ def c_reduce_scatter_owned(xp, ins, attrs, want, ctx):
     xs, comm, flat = ins["X"], ctx.comm, attrs["flat"]
     _check_one_dtype(xs, "c_reduce_scatter_owned")
     rank = comm.rank
-    pieces, section = _cached(ctx, (rank, comm.size, tuple(x.shape for x in xs)),
+    pieces, section = _cached(ctx, (rank, comm.size, tuple(map(_SHAPE, xs))),
                               lambda: _owned_layout(xs, attrs, comm))
     if ctx.bucket is not None:
         # flat sections: the bucket, the inputs laid end to end, is the send buffer itself
@@ -170,7 +175,7 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
     arrays, comm = ins["X"], ctx.comm
     _check_one_dtype(arrays, "c_allgather_flat")
     rank, dtype = comm.rank, arrays[0].dtype
-    mine_at, spans, section = _cached(ctx, (rank, comm.size, tuple(a.size for a in arrays)),
+    mine_at, spans, section = _cached(ctx, (rank, comm.size, tuple(map(_SIZE, arrays))),
                                       lambda: _gather_layout(arrays, attrs, comm))
     # the buffer the plan chose for this step (executor/buckets.py GatherBuffer: never the
     # one the parameters are views of now, and never one a caller still holds), which the

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..core import unique_name
 from ..core.dtypes import convert_dtype
 from ..core.variable import Variable
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from .helper import LayerHelper, check_variable
 from .initializer import ConstantInitializer
 from .tensor import _int_list, shape_inputs
@@ -22,10 +22,16 @@ __all__ = [
 _FLOATS = ("float32", "float64")
 
 
+class EmptyShapeError(InvalidArgumentError, AssertionError):
+    """randn given shape []: fluid 1.8 asserts `len(shape) > 0` there, so `except
+    AssertionError` catches it as in fluid, and `except InvalidArgumentError` as any bad value."""
+
+
 def _float_dtype(dtype, where):
     dtype = convert_dtype(dtype)
     if dtype not in _FLOATS:
-        raise InvalidArgumentError(f"{where}: dtype must be float32 or float64, got {dtype}")
+        # fluid's check_dtype raises TypeError for a non-float dtype
+        raise ArgumentTypeError(f"{where}: dtype must be float32 or float64, got {dtype}")
     return dtype
 
 
@@ -68,8 +74,12 @@ def randn(shape, out=None, dtype=None, device=None, stop_gradient=True, name=Non
 
     >>> # r = randn([2, 3])
     """
-    if not isinstance(shape, (list, tuple)) or not shape:
-        raise InvalidArgumentError(f"randn: shape must be a non-empty list, got {shape!r}")
+    # the error types are fluid's: check_type's TypeError, then `assert len(shape) > 0`
+    if not isinstance(shape, (list, tuple)):
+        raise ArgumentTypeError(
+            f"randn: shape must be a list or tuple of ints, got {type(shape).__name__} {shape!r}")
+    if not shape:
+        raise EmptyShapeError("randn: shape must not be empty, got []; give e.g. shape=[1]")
     out = _shaped("randn", "gaussian_random", shape, _float_dtype(dtype or "float32", "randn"),
                   {"mean": 0.0, "std": 1.0, "seed": 0}, out=out, name=name)
     out.stop_gradient = stop_gradient

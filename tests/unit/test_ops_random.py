@@ -106,3 +106,19 @@ def test_sampling_id_follows_the_rows():
     assert (ids[0::2] == 1).all()
     second = ids[1::2]
     assert set(second.tolist()) <= {0, 2} and abs((second == 2).mean() - 0.8) < 0.06
+
+
+def test_randn_error_types_are_fluids():
+    """fluid 1.8's randn: a non-list shape and a non-float dtype are TypeErrors (check_type /
+    check_dtype), an empty shape an AssertionError (`assert len(shape) > 0`)."""
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        with pytest.raises(AssertionError, match="shape must not be empty"):
+            L.randn(shape=[])
+        with pytest.raises(TypeError, match="list or tuple"):
+            L.randn(shape=1)
+        for dtype in ("float16", "int32", "int64", "uint8", "bool"):
+            with pytest.raises(TypeError, match="float32 or float64"):
+                L.randn(shape=[1, 2], dtype=dtype)
+        with pytest.raises(InvalidArgumentError):
+            L.uniform_random([2], dtype="int32")
+        assert L.randn(shape=(2, 3), dtype="float64").shape == (2, 3)

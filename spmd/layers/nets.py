@@ -7,7 +7,7 @@ img_conv_group, sequence_conv_pool, glu, scaled_dot_product_attention).
 """
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from . import conv, math_ops, nn, norm, sequence, tensor
 from .helper import check_variable
 
@@ -102,14 +102,18 @@ def glu(input, dim=-1):
 
 def _check_attention(queries, keys, values, num_heads):
     where = "scaled_dot_product_attention"
-    for arg, v in (("queries", queries), ("keys", keys), ("values", values)):
+    args = (("queries", queries), ("keys", keys), ("values", values))
+    for arg, v in args:
         check_variable(v, arg, where, dtypes={"float32", "float64"})
+    # fluid 1.8 checks the dtypes agree (a TypeError) before the ranks (a ValueError)
+    if not queries.dtype == keys.dtype == values.dtype:
+        raise ArgumentTypeError(f"{where}: queries, keys and values must share a dtype, got "
+                                f"{queries.dtype}, {keys.dtype}, {values.dtype}; cast them "
+                                f"to one")
+    for arg, v in args:
         if v.ndim != 3:
             raise InvalidArgumentError(f"{where}: {arg} must be 3-D [N, L, D], got "
                                        f"{list(v.shape)}")
-    if not queries.dtype == keys.dtype == values.dtype:
-        raise InvalidArgumentError(f"{where}: queries, keys and values must share a dtype, got "
-                                   f"{queries.dtype}, {keys.dtype}, {values.dtype}")
     if queries.shape[-1] != keys.shape[-1]:
         raise InvalidArgumentError(f"{where}: queries and keys hidden sizes differ: "
                                    f"{queries.shape[-1]} vs {keys.shape[-1]}")

@@ -161,3 +161,27 @@ def test_deformable_conv_without_deformation_is_conv2d():
     assert conv.shape == (n, 4, oh, ow)
     np.testing.assert_allclose(v2, conv, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(v1, conv, rtol=1e-5, atol=1e-6)
+
+
+def test_scaled_dot_product_attention_error_types_are_fluids():
+    """fluid 1.8 raises TypeError when the dtypes differ (checked first) and ValueError for a
+    wrong rank, hidden size or length."""
+    nets = fluid.nets
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        q = fluid.data(name="q", shape=[3, 5, 9], dtype="float32")
+        k = fluid.data(name="k", shape=[3, 6, 9], dtype="float32")
+        v = fluid.data(name="v", shape=[3, 6, 10], dtype="float32")
+        k64 = fluid.data(name="k64", shape=[3, 6, 9], dtype="float64")
+        v64 = fluid.data(name="v64", shape=[3, 6, 10], dtype="float64")
+        with pytest.raises(TypeError, match="share a dtype"):
+            nets.scaled_dot_product_attention(q, k64, v64)
+        k2 = fluid.data(name="k2", shape=[3, 6], dtype="float64")
+        with pytest.raises(TypeError, match="share a dtype"):  # dtype before rank, as fluid
+            nets.scaled_dot_product_attention(q, k2, v64)
+        k2f = fluid.data(name="k2f", shape=[3, 6], dtype="float32")
+        with pytest.raises(ValueError, match="3-D"):
+            nets.scaled_dot_product_attention(q, k2f, v)
+        k10 = fluid.data(name="k10", shape=[3, 6, 10], dtype="float32")
+        with pytest.raises(ValueError, match="hidden sizes differ"):
+            nets.scaled_dot_product_attention(q, k10, v)
+        assert nets.scaled_dot_product_attention(q, k, v).shape[-1] == 10

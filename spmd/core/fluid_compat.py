@@ -314,7 +314,14 @@ class BlockCompat:
         """See Program._sync_with_cpp."""
 
     def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
-        return repr(self)
+        """The block's listing; with_details lists each variable with its details (fluid's
+        stop_gradient, a parameter's trainable and optimize_attr, ...) as fluid 1.8 does."""
+        if not with_details:
+            return repr(self)
+        lines = [f"block {self.idx} {{"]
+        lines += [f"  var {v.to_string(throw_on_error, True)}" for v in self.vars.values()]
+        lines += [f"  {i:3d}: {op}" for i, op in enumerate(self.ops)]
+        return "\n".join(lines + ["}"])
 
 
 class VariableCompat:
@@ -333,6 +340,10 @@ class VariableCompat:
         if with_details:
             text += (f" stop_gradient={self.stop_gradient} persistable={self.persistable} "
                      f"lod_level={self.lod_level}")
+            # a parameter's extras, the ones fluid's Parameter.to_string adds
+            for attr in ("trainable", "optimize_attr", "regularizer", "do_model_average"):
+                if hasattr(self, attr):
+                    text += f" {attr}={getattr(self, attr)}"
         return text
 
 

@@ -334,7 +334,10 @@ class Program(ProgramCompat):
         return "\n".join(repr(b) for b in self.blocks)
 
     def to_string(self, throw_on_error=True, with_details=False) -> str:
-        return repr(self)
+        """The listing; with_details adds each variable's details, as fluid 1.8's does."""
+        if not with_details:
+            return repr(self)
+        return "\n".join(b.to_string(throw_on_error, True) for b in self.blocks)
 
     __str__ = __repr__
 

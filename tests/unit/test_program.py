@@ -259,3 +259,22 @@ def test_op_roles():
     assert prog.global_block().var("loss").grad_name == "loss@GRAD"
     again = Program.from_json(prog.to_json())
     assert {op.type: op.role for op in again.global_block().ops} == roles
+
+
+def test_to_string_with_details_lists_each_variables_details():
+    """fluid 1.8's Program.to_string(with_details=True) adds each variable's stop_gradient and
+    a parameter's trainable / optimize_attr / regularizer, so it is longer than without."""
+    import spmd.fluid as fluid_api
+
+    prog, startup = fluid_api.Program(), fluid_api.Program()
+    with fluid_api.program_guard(prog, startup):
+        x = fluid_api.layers.data(name="X", shape=[2, 3], dtype="float32",
+                                  append_batch_size=False)
+        fluid_api.layers.fc(x, size=3, param_attr=fluid_api.ParamAttr(learning_rate=0.5))
+    plain = prog.to_string(throw_on_error=True, with_details=False)
+    detailed = prog.to_string(throw_on_error=False, with_details=True)
+    assert plain == str(prog) and len(detailed) > len(plain)
+    weight = next(line for line in detailed.splitlines() if "fc_0.w_0" in line and "var " in line)
+    assert "trainable=True" in weight and "'learning_rate': 0.5" in weight
+    data = next(line for line in detailed.splitlines() if "var Variable(X" in line)
+    assert "stop_gradient=True" in data and "trainable" not in data

@@ -45,12 +45,15 @@ def _filled(draw, scale, shift, shape, dtype):
     out = np.empty(shape, dtype=dtype)
     flat = out.reshape(-1)
     buf = np.empty(FILL_CHUNK, dtype=np.float64)
+    multiply, add = np.multiply, np.add  # looked up once: about 1000 chunks per 64M elements
     for a in range(0, n, FILL_CHUNK):
-        part = buf[:min(FILL_CHUNK, n - a)]
+        b = min(a + FILL_CHUNK, n)
+        part = buf[:b - a]
         draw(out=part, dtype=np.float64)
-        part *= scale
-        part += shift
-        np.copyto(flat[a:a + part.size], part, casting="unsafe")
+        multiply(part, scale, out=part)
+        # the shift's float64 sum is rounded straight into the output (the ufunc's loop adds in
+        # float64 and casts on the way out): the values of add-then-cast, one pass fewer
+        add(part, shift, out=flat[a:b], casting="unsafe")
     return out
 
 

@@ -269,6 +269,8 @@ def transpiler_config(strategy) -> DistributeTranspilerConfig:
     config.mode = "pserver"
     config.half_async = config.completely_not_async = False
     config.geo_sgd_mode = mode == "geo"
+    # both off first: the config refuses either on while the other is (fluid's setters)
+    config.sync_mode = config.runtime_split_send_recv = False
     config.sync_mode = mode == "sync"
     config.runtime_split_send_recv = mode == "async"
     return config

@@ -56,6 +56,20 @@ class DistributeTranspilerConfig:
     geo_sgd_need_push_nums: int = 100
     collective_mode: str | None = None
 
+    def __setattr__(self, name, value):
+        # fluid 1.8's property setters: neither may be None, and they exclude each other
+        # (runtime split send/recv is an async-mode feature)
+        if name in ("sync_mode", "runtime_split_send_recv"):
+            other = "runtime_split_send_recv" if name == "sync_mode" else "sync_mode"
+            if value is None:
+                raise InvalidArgumentError(
+                    f"DistributeTranspilerConfig.{name} can't be None; give True or False")
+            if value and getattr(self, other, False):
+                raise InvalidArgumentError(
+                    f"DistributeTranspilerConfig.{name}=True needs {other}=False; set "
+                    f"config.{other} = False first")
+        super().__setattr__(name, value)
+
 
 class DistributeTranspiler:
     """Turns a trained program into distributed programs.

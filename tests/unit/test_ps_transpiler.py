@@ -150,3 +150,20 @@ def test_a_sliced_parameter_needs_a_row_separable_update():
     t.transpile(0, program=main, pservers=PSERVERS, trainers=2, startup_program=startup)
     with pytest.raises(InvalidArgumentError, match="slice_var_up = False"):
         t.get_pserver_program("127.0.0.1:6170")
+
+
+def test_config_sync_mode_and_runtime_split_exclude_each_other():
+    """fluid 1.8's DistributeTranspilerConfig setters: neither flag may be None, and
+    runtime_split_send_recv=True needs sync_mode=False first (and back)."""
+    config = fluid.DistributeTranspilerConfig()
+    with pytest.raises(ValueError, match="can't be None"):
+        config.sync_mode = None
+    with pytest.raises(ValueError, match="can't be None"):
+        config.runtime_split_send_recv = None
+    with pytest.raises(ValueError, match="sync_mode=False"):
+        config.runtime_split_send_recv = True
+    config.sync_mode = False
+    config.runtime_split_send_recv = True
+    assert (config.sync_mode, config.runtime_split_send_recv) == (False, True)
+    with pytest.raises(ValueError, match="runtime_split_send_recv=False"):
+        config.sync_mode = True

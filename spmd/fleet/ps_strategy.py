@@ -28,8 +28,13 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 
 from ..errors import InvalidArgumentError
+
+# one ServerRuntimeConfig class, fluid's transpiler's (spmd's pserver serves on gRPC's own
+# threads, so its counts are kept, not used), as fluid's strategies import it from there
+from ..fluid.transpiler.distribute_transpiler import DistributedMode, ServerRuntimeConfig
 from ..passes.strategy import BuildStrategy, ExecutionStrategy
 from ..ps.transpiler import DistributeTranspilerConfig
 
@@ -58,21 +63,33 @@ class TrainerRuntimeConfig:
             for k, default in _RUNTIME_FLAGS.items()}
 
     def get_communicator_flags(self) -> dict:
-        """The flags as strings (all of them: spmd has no communicator to pick them for)."""
-        return {k: str(v) for k, v in self.runtime_configs.items()}
+        """The flags as strings, the ones fluid 1.8's communicator reads in this config's
+        `mode` (a DistributedMode, set by the strategy): all in async mode (or no mode), four
+        in sync and half-async mode, where the merge count and send queue size are forced to
+        CPU_NUM (read now, as fluid does), two in geo mode."""
+        threads = os.getenv("CPU_NUM", "1")
+        if self.mode is None or self.mode == DistributedMode.ASYNC:
+            keys = list(self.runtime_configs)
+        elif self.mode in (DistributedMode.SYNC, DistributedMode.HALF_ASYNC):
+            keys = ["communicator_max_merge_var_num", "communicator_send_wait_times",
+                    "communicator_thread_pool_size", "communicator_send_queue_size"]
+            for key in ("communicator_max_merge_var_num", "communicator_send_queue_size"):
+                if self.runtime_configs[key] != threads:
+                    warnings.warn(f"in sync and half-async mode {key} must equal CPU_NUM: "
+                                  f"got {self.runtime_configs[key]}, forced to {threads}",
+                                  stacklevel=2)
+                    self.runtime_configs[key] = threads
+        elif self.mode == DistributedMode.GEO:
+            keys = ["communicator_thread_pool_size", "communicator_send_wait_times"]
+        else:
+            raise InvalidArgumentError(
+                f"TrainerRuntimeConfig.mode={self.mode!r}: expected a DistributedMode "
+                f"(SYNC, ASYNC, HALF_ASYNC or GEO) or None")
+        return {k: str(self.runtime_configs[k]) for k in keys}
 
     def __repr__(self):
         rows = "\n".join(f"{k:<45}{v}" for k, v in self.get_communicator_flags().items())
         return f"TrainerRuntimeConfig (spmd: no communicator thread; kept, not used)\n{rows}"
-
-
-class ServerRuntimeConfig:
-    """fluid's pserver thread counts; spmd's pserver serves on gRPC's own threads."""
-
-    def __init__(self):
-        self._rpc_send_thread_num = int(os.getenv("FLAGS_rpc_send_thread_num", "12"))
-        self._rpc_get_thread_num = int(os.getenv("FLAGS_rpc_get_thread_num", "12"))
-        self._rpc_prefetch_thread_num = int(os.getenv("FLAGS_rpc_prefetch_thread_num", "12"))
 
 
 def _set_from(target, config, kind, what: str):
@@ -101,10 +118,24 @@ class DistributedStrategy:
         self._execute_strategy.num_threads = int(os.getenv("CPU_NUM", "1"))
         self.debug_opt = None
         self._apply_mode()
+        self._apply_runtime()
+
+    # fluid's mode code of the strategy (its TrainerRuntimeConfig.mode) and whether its
+    # ExecutionStrategy waits on a thread barrier (sync and half async)
+    _mode: int | None = None
+    _thread_barrier = False
 
     def _apply_mode(self):
         """Set the program config's flags that make this strategy (fluid's values)."""
         raise NotImplementedError("use StrategyFactory to make a strategy")
+
+    def _apply_runtime(self):
+        """fluid's check_trainer_runtime_config / check_build_strategy /
+        check_execute_strategy: the mode, async_mode=True, the thread barrier."""
+        self._trainer_runtime_config.mode = self._mode
+        self._build_strategy.async_mode = True
+        if self._thread_barrier:
+            self._execute_strategy.use_thread_barrier = True
 
     def set_debug_opt(self, opt_info):
         """fluid's dump options; kept for get_debug_opt."""
@@ -144,9 +175,10 @@ class DistributedStrategy:
                     f"TrainerRuntimeConfig has no flag {sorted(unknown)}; known: "
                     f"{sorted(self._trainer_runtime_config.runtime_configs)}")
             self._trainer_runtime_config.runtime_configs.update(config)
-            return
-        self._trainer_runtime_config = _set_from(None, config, TrainerRuntimeConfig,
-                                                 "set_trainer_runtime_config")
+        else:
+            self._trainer_runtime_config = _set_from(None, config, TrainerRuntimeConfig,
+                                                     "set_trainer_runtime_config")
+        self._apply_runtime()
 
     def get_server_runtime_config(self) -> ServerRuntimeConfig:
         return self._server_runtime_config
@@ -162,6 +194,7 @@ class DistributedStrategy:
     def set_execute_strategy(self, config):
         self._execute_strategy = _set_from(self._execute_strategy, config, ExecutionStrategy,
                                            "set_execute_strategy")
+        self._apply_runtime()
 
     def get_build_strategy(self) -> BuildStrategy:
         return self._build_strategy
@@ -169,10 +202,13 @@ class DistributedStrategy:
     def set_build_strategy(self, config):
         self._build_strategy = _set_from(self._build_strategy, config, BuildStrategy,
                                          "set_build_strategy")
+        self._apply_runtime()
 
 
 class SyncStrategy(DistributedStrategy):
     """Every step the pservers update once with the trainers' averaged gradients."""
+
+    _mode, _thread_barrier = DistributedMode.SYNC, True
 
     def _apply_mode(self):
         c = self._program_config
@@ -183,6 +219,8 @@ class SyncStrategy(DistributedStrategy):
 class AsyncStrategy(DistributedStrategy):
     """Each trainer's gradient is applied on arrival."""
 
+    _mode = DistributedMode.ASYNC
+
     def _apply_mode(self):
         c = self._program_config
         c.sync_mode, c.runtime_split_send_recv = False, True
@@ -190,6 +228,8 @@ class AsyncStrategy(DistributedStrategy):
 
 class HalfAsyncStrategy(DistributedStrategy):
     """fluid's half-async mode; on spmd's pserver, gradients applied on arrival."""
+
+    _mode, _thread_barrier = DistributedMode.HALF_ASYNC, True
 
     def _apply_mode(self):
         c = self._program_config
@@ -203,6 +243,8 @@ class GeoStrategy(DistributedStrategy):
     >>> GeoStrategy(5).get_program_config().geo_sgd_need_push_nums
     5
     """
+
+    _mode = DistributedMode.GEO
 
     def __init__(self, update_frequency: int = 100):
         self._update_frequency = update_frequency

@@ -126,6 +126,34 @@ def test_strategy_setters_refuse_unknown_fields():
     assert flags["communicator_send_queue_size"] == "4"
 
 
+def test_strategies_set_fluids_runtime_flags(monkeypatch):
+    """fluid 1.8: every strategy's BuildStrategy has async_mode=True; the communicator flags
+    are picked by mode, and sync / half async force the send queue to CPU_NUM (read then)."""
+    from spmd.fluid.transpiler.distribute_transpiler import ServerRuntimeConfig
+
+    monkeypatch.setenv("CPU_NUM", "2")
+    sync = StrategyFactory.create_sync_strategy()
+    assert sync.get_build_strategy().async_mode and sync.get_execute_strategy().use_thread_barrier
+    sync.get_trainer_runtime_config().runtime_configs["communicator_send_queue_size"] = "50"
+    with pytest.warns(UserWarning, match="forced to 2"):
+        flags = sync.get_trainer_runtime_config().get_communicator_flags()
+    assert flags["communicator_send_queue_size"] == "2"
+    assert "communicator_independent_recv_thread" not in flags
+    asyn = StrategyFactory.create_async_strategy()
+    assert asyn.get_build_strategy().async_mode
+    assert "communicator_independent_recv_thread" in \
+        asyn.get_trainer_runtime_config().get_communicator_flags()
+    geo = StrategyFactory.create_geo_strategy(5)
+    geo.set_build_strategy(fluid.BuildStrategy())  # a new BuildStrategy gets async_mode too
+    assert geo.get_build_strategy().async_mode
+    assert sorted(geo.get_trainer_runtime_config().get_communicator_flags()) == [
+        "communicator_send_wait_times", "communicator_thread_pool_size"]
+    server = ServerRuntimeConfig()  # the transpiler's class is the one the strategies take
+    server._rpc_send_thread_num = 24
+    geo.set_server_runtime_config(server)
+    assert geo.get_server_runtime_config()._rpc_send_thread_num == 24
+
+
 # -- fleet's programs -----------------------------------------------------------------------
 def _mixed_net():
     ids = fluid.data("ids", [None, 1], "int64")

@@ -6,7 +6,10 @@ fill_constant -> np.full. Ratios are spmd's op / numpy's (best of --repeat for b
 arrays, so page faults count on both sides). numpy's float32 fill draws other values (half the
 generator's bits for uniform, a float32 ziggurat for normal), so it is the floor; spmd's values
 are numpy's float64 uniform(low, high) / normal(mean, std) cast, bit for bit, so the second
-ratio is against numpy making those same values its own way (a whole float64 draw, then cast).
+ratio is against numpy making those same values its own way (a whole float64 draw, then cast),
+the third against the float64 draw alone (what those values cost the generator; the float64
+draw takes twice the generator's steps of a float32 one, so it is the floor a bit-identical
+fill can reach).
 
     python bench/init_speed.py [--rows 1000000] [--dim 64] [--repeat 3]
 """
@@ -36,49 +39,82 @@ def _startup(rows, dim, init):
     return start
 
 
-def _spmd_ops(start, repeat):
-    """(whole run seconds, {op type: seconds of its largest call}), best of `repeat`."""
-    best_run, best_ops = float("inf"), {}
-    for _ in range(repeat):
-        scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
-        profiler.start_profiler("CPU")
-        t = time.perf_counter()
-        exe.run(start, scope=scope)
-        whole = time.perf_counter() - t
-        events = list(profiler.active().events)
-        profiler.reset_profiler()
-        with contextlib.redirect_stdout(io.StringIO()):  # its summary table: not wanted here
-            profiler.stop_profiler(None, "/dev/null")
-        del scope
-        best_run = min(best_run, whole)
-        ops = {}
-        for name, _thread, a, b in events:
-            ops[name] = max(ops.get(name, 0.0), (b - a) / 1e9)
-        for name, s in ops.items():
-            best_ops[name] = min(best_ops.get(name, float("inf")), s)
-    return best_run, best_ops
+def _spmd_run(start):
+    """(exe.run(startup) seconds, [(op type, seconds)] of its ops in run order)."""
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    profiler.start_profiler("CPU")
+    t = time.perf_counter()
+    exe.run(start, scope=scope)
+    whole = time.perf_counter() - t
+    events = sorted(profiler.active().events, key=lambda e: e[2])
+    profiler.reset_profiler()
+    with contextlib.redirect_stdout(io.StringIO()):  # its summary table: not wanted here
+        profiler.stop_profiler(None, "/dev/null")
+    return whole, [(name, (b - a) / 1e9) for name, _thread, a, b in events
+                   if name not in profiler.RUN_EVENTS]
 
 
-def _numpy_fill(kind, shape, repeat, same_values=False):
-    """Best-of-`repeat` seconds of numpy filling a fresh float32 array of `shape` the way the
-    op `kind` fills it: its own float32 fill (the floor), or with `same_values` numpy's own
-    computation of the op's values (the float64 draw of Generator.uniform / normal, cast)."""
-    best = float("inf")
+def _numpy_fill(kind, shape, rng, same_values=False):
+    """(seconds, array) of numpy filling a fresh float32 array of `shape` the way the op `kind`
+    fills it: its own float32 fill (the floor), or with `same_values` numpy's own computation
+    of the op's values (the float64 draw of Generator.uniform / normal, cast)."""
+    t = time.perf_counter()
+    if kind == "fill_constant":
+        a = np.full(shape, 0.0, dtype=np.float32)
+    elif same_values:
+        draw = rng.uniform if kind == "uniform_random" else rng.normal
+        a = draw(-0.1, 0.1, size=shape).astype(np.float32)
+    else:
+        a = np.empty(shape, dtype=np.float32)
+        draw = rng.random if kind == "uniform_random" else rng.standard_normal
+        draw(out=a, dtype=np.float32)
+    return time.perf_counter() - t, a
+
+
+def _numpy_draw_only(kind, shape, rng, chunk=1 << 16):
+    """Seconds of the float64 draw alone that the op's values need (Generator.random /
+    standard_normal of the same count, a chunk at a time into one reused buffer): the
+    generator's own cost, which no bit-identical fill can go under."""
+    n, buf = int(np.prod(shape)), np.empty(chunk)
+    draw = rng.random if kind == "uniform_random" else rng.standard_normal
+    t = time.perf_counter()
+    for a in range(0, n, chunk):
+        draw(out=buf[:min(chunk, n - a)])
+    return time.perf_counter() - t
+
+
+def _numpy_run(kinds, shape, same_values):
+    """Seconds of numpy making each of the startup's large arrays in turn, all kept alive
+    until the end, as the scope keeps the table and its moments."""
+    rng, arrays, times = np.random.default_rng(0), [], []
+    for kind in kinds:
+        t, a = _numpy_fill(kind, shape, rng, same_values)
+        times.append(t)
+        arrays.append(a)
+    return times
+
+
+def measure(rows, dim, init, repeat):
+    """Best of `repeat` rounds, each one spmd startup run then numpy's ways to the same large
+    arrays (interleaved, so a busy machine slows both alike): (spmd whole, [(op, spmd s,
+    numpy fill s, numpy same-values s, numpy float64 draw alone s)] for each large op)."""
+    start = _startup(rows, dim, init)
+    best_whole, best = float("inf"), None
     for _ in range(repeat):
+        whole, ops = _spmd_run(start)
+        large = [(name, s) for name, s in ops if s >= 5e-3]  # the table and its two moments
+        kinds = [name for name, _ in large]
+        fill = _numpy_run(kinds, (rows, dim), False)
+        same = _numpy_run(kinds, (rows, dim), True)
         rng = np.random.default_rng(0)
-        t = time.perf_counter()
-        if kind == "fill_constant":
-            a = np.full(shape, 0.0, dtype=np.float32)
-        elif same_values:
-            draw = rng.uniform if kind == "uniform_random" else rng.normal
-            a = draw(-0.1, 0.1, size=shape).astype(np.float32)
-        else:
-            a = np.empty(shape, dtype=np.float32)
-            draw = rng.random if kind == "uniform_random" else rng.standard_normal
-            draw(out=a, dtype=np.float32)
-        best = min(best, time.perf_counter() - t)
-        del a
-    return best
+        drawn = [_numpy_draw_only(k, (rows, dim), rng) if k != "fill_constant" else 0.0
+                 for k in kinds]
+        row = [(n, s, f, v, d) for (n, s), f, v, d in zip(large, fill, same, drawn)]
+        best_whole = min(best_whole, whole)
+        best = row if best is None else [
+            (n, min(s, s2), min(f, f2), min(v, v2), min(d, d2))
+            for (n, s, f, v, d), (_, s2, f2, v2, d2) in zip(best, row)]
+    return best_whole, best
 
 
 def main():
@@ -87,30 +123,21 @@ def main():
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    shape = (args.rows, args.dim)
     inits = {"uniform": fluid.initializer.Uniform(-0.1, 0.1),
              "normal": fluid.initializer.Normal(0.0, 0.1),
              "xavier": fluid.initializer.Xavier()}
-    floors = {}
-    print(f"table {args.rows} x {args.dim} float32 ({args.rows * args.dim * 4 / 2**20:.0f} MiB), "
-          f"best of {args.repeat}")
+    print(f"table {args.rows} x {args.dim} float32 ({args.rows * args.dim * 4 / 2**20:.0f} MiB)"
+          f" + lazy Adam, best of {args.repeat}; ratios: spmd / numpy")
     for label, init in inits.items():
-        whole, ops = _spmd_ops(_startup(args.rows, args.dim, init), args.repeat)
-        print(f"{label:8s} exe.run(startup) {whole:7.3f} s")
-        for name, s in sorted(ops.items(), key=lambda kv: -kv[1]):
-            if s < 1e-3 or name in profiler.RUN_EVENTS:
-                continue
-            if name not in floors and name in ("uniform_random", "gaussian_random",
-                                               "fill_constant"):
-                floors[name] = (_numpy_fill(name, shape, args.repeat),
-                                None if name == "fill_constant"
-                                else _numpy_fill(name, shape, args.repeat, same_values=True))
-            line = f"    {name:16s} {s:7.3f} s"
-            if name in floors:
-                fill, same = floors[name]
-                line += f"  {s / fill:5.2f}x numpy's fill ({fill:.3f} s)"
-                if same is not None:
-                    line += f"  {s / same:5.2f}x numpy's same values ({same:.3f} s)"
+        whole, rows = measure(args.rows, args.dim, init, args.repeat)
+        floor = sum(r[2] for r in rows)
+        print(f"{label:8s} exe.run(startup) {whole:7.3f} s  {whole / floor:5.2f}x numpy's "
+              f"fills of its {len(rows)} large arrays ({floor:.3f} s)")
+        for name, s, fill, same, drawn in rows:
+            line = f"    {name:16s} {s:7.3f} s  {s / fill:5.2f}x numpy's fill ({fill:.3f} s)"
+            if name != "fill_constant":
+                line += (f"  {s / same:5.2f}x numpy's same values ({same:.3f} s)"
+                         f"  {s / drawn:5.2f}x its float64 draw alone ({drawn:.3f} s)")
             print(line)
 
 if __name__ == "__main__":

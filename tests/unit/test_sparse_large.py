@@ -201,3 +201,15 @@ def test_fluid_save_and_load_stream_the_table(tmp_path):
         _, peak = _peak(lambda: fluid.load(main, str(tmp_path / "step"), exe))
         np.testing.assert_array_equal(np.asarray(scope.find_var("table").get_tensor()), want)
     assert peak < (4 << 20), f"load's peak {peak} B, a table is {vocab * dim * 4} B"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+@pytest.mark.parametrize("op", ["uniform_random", "gaussian_random"])
+def test_a_large_draw_in_another_float_dtype_is_the_whole_draw_cast(op, dtype):
+    # the chunked fill rounds each float64 value once, straight into the output's dtype
+    attrs, whole_draw = DRAWS[op]
+    attrs = dict(attrs, shape=[ROWS, DIM], dtype=dtype, seed=0)
+    ctx = KernelContext(rng=np.random.default_rng(5))
+    out = run_kernel(op, np, {}, attrs, {"Out"}, ctx)["Out"]
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, whole_draw(np.random.default_rng(5)).astype(dtype))

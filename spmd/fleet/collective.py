@@ -85,6 +85,28 @@ def check_strategy(strategy: DistributedStrategy):
                       stacklevel=3)
 
 
+# the wrapped optimizers each strategy switch refuses, fluid 1.8's (the switch would wrap the
+# optimizer once more)
+_CONFLICTS = {"forward_recompute": ("RecomputeOptimizer", "OptimizerWithMixedPrecision"),
+              "use_amp": ("OptimizerWithMixedPrecision", "DGCMomentumOptimizer")}
+
+
+def check_optimizer_conflicts(optimizer, strategy: DistributedStrategy):
+    """fluid 1.8's checks at the start of minimize, before the loss is looked at:
+    forward_recompute needs recompute_checkpoints, and a switch refuses an optimizer already
+    wrapped its way."""
+    if strategy.forward_recompute and not strategy.recompute_checkpoints:
+        raise InvalidArgumentError(
+            "DistributedStrategy.forward_recompute=True needs recompute_checkpoints "
+            "(the variables to keep), got []")
+    kind = type(optimizer).__name__
+    for switch, refused in _CONFLICTS.items():
+        if getattr(strategy, switch) and kind in refused:
+            raise InvalidArgumentError(
+                f"DistributedStrategy.{switch}=True cannot take a {kind}: the strategy "
+                f"wraps the optimizer itself; pass the plain optimizer, or leave {switch} off")
+
+
 class CollectiveOptimizer(WrappedOptimizer):
     """What fleet.distributed_optimizer returns: minimize() trains `optimizer` data-parallel.
 
@@ -97,6 +119,10 @@ class CollectiveOptimizer(WrappedOptimizer):
         if not isinstance(strategy, DistributedStrategy):
             raise InvalidArgumentError(
                 f"strategy must be a fleet DistributedStrategy, got {type(strategy).__name__}")
+        if not isinstance(strategy.recompute_checkpoints, list):  # fluid checks it here
+            raise InvalidArgumentError(
+                f"DistributedStrategy.recompute_checkpoints must be a list of variables or "
+                f"names, got {type(strategy.recompute_checkpoints).__name__}")
         self._optimizer = optimizer
         self._strategy = strategy
         self._fleet = owner if owner is not None else fleet
@@ -105,6 +131,7 @@ class CollectiveOptimizer(WrappedOptimizer):
         """Minimize `loss`, then set fleet.main_program (a data-parallel CompiledProgram) and
         fleet.startup_program. Returns (optimize ops, params_grads) as the optimizer does."""
         owner, strategy = self._fleet, self._strategy
+        check_optimizer_conflicts(self._optimizer, strategy)
         owner._check_initialized()
         check_strategy(strategy)
         main = loss.block.program

@@ -163,6 +163,32 @@ def test_paddle_distributed_fleet_static(monkeypatch):
         fleet2.distributed_optimizer(fluid.optimizer.SGD(0.1), strategy).minimize(build()[2])
 
 
+def test_collective_optimizer_checks_as_fluid_before_the_loss():
+    """fluid 1.8: recompute_checkpoints must be a list (checked when the optimizer is made);
+    minimize first refuses forward_recompute without checkpoints, or a switch given an
+    optimizer already wrapped its way, all ValueErrors, before it looks at the loss."""
+    from spmd.fluid.incubate.fleet.collective import CollectiveOptimizer
+
+    adam = fluid.optimizer.AdamOptimizer()
+    CollectiveOptimizer(adam, strategy=None)
+    s = DistributedStrategy()
+    s.forward_recompute, s.recompute_checkpoints = True, "NoneListTest"
+    with pytest.raises(ValueError, match="must be a list"):
+        CollectiveOptimizer(adam, s)
+    s.recompute_checkpoints = []
+    with pytest.raises(ValueError, match="needs recompute_checkpoints"):
+        CollectiveOptimizer(adam, s).minimize(None)
+    s.recompute_checkpoints = ["x"]
+    with pytest.raises(ValueError, match="cannot take a RecomputeOptimizer"):
+        CollectiveOptimizer(fluid.optimizer.RecomputeOptimizer(adam), s).minimize(None)
+    amp = DistributedStrategy()
+    amp.use_amp = True
+    mixed = fluid.contrib.mixed_precision.decorate(adam, init_loss_scaling=1.0,
+                                                   use_dynamic_loss_scaling=True)
+    with pytest.raises(ValueError, match="cannot take a OptimizerWithMixedPrecision"):
+        CollectiveOptimizer(mixed, amp).minimize(None)
+
+
 def test_fleet_needs_init_before_minimize():
     from spmd.fleet import Collective
 

@@ -1,5 +1,6 @@
 """fluid.io: save/load of variables, persistables and inference models (no pickle), and the
 feeding names fluid.io also holds (DataLoader, PyReader, batch, shuffle, default_collate_fn)."""
+from ..errors import InvalidArgumentError
 from ..io import *  # noqa: F401,F403
 from ..reader.batch import batch  # noqa: F401
 from ..reader.collate import default_collate_fn  # noqa: F401
@@ -32,3 +33,36 @@ def _get_valid_program(main_program=None):
         raise TypeError(f"The type of input main_program is invalid, expected "
                         f"fluid.Program, but received {type(main_program)}")
     return main_program
+
+
+class NotAParameterError(InvalidArgumentError, AssertionError):
+    """get_parameter_value given a variable that is not a Parameter; an AssertionError too,
+    the type fluid 1.8 raises there."""
+
+
+def get_parameter_value(para, executor):
+    """The value of parameter `para` in the executor's scope, as a numpy array (fluid 1.8:
+    a program of its own that only fetches it, so nothing else runs).
+
+    >>> # w = fluid.io.get_parameter_value(main.global_block().var("fc_0.w_0"), exe)
+    """
+    from ..core.program import Program
+    from ..io import is_parameter
+
+    if not is_parameter(para):
+        raise NotAParameterError(
+            f"get_parameter_value: {getattr(para, 'name', para)!r} is not a Parameter; "
+            f"read other variables with fluid.global_scope().find_var(name).get_tensor()")
+    fetch_only = Program()
+    var = fetch_only.global_block()._clone_variable(para)
+    return executor.run(fetch_only, feed={}, fetch_list=[var])[0]
+
+
+def get_parameter_value_by_name(name, executor, program=None):
+    """The value of the parameter called `name` of `program` (the default main program when
+    None) in the executor's scope, as a numpy array.
+
+    >>> # w = fluid.io.get_parameter_value_by_name("fc_0.w_0", exe)
+    """
+    program = _get_valid_program(program)
+    return get_parameter_value(program.global_block().var(name), executor)

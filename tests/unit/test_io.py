@@ -442,3 +442,25 @@ def test_unsafe_variable_name_needs_one_file(tmp_path, scope):
     with scope_guard(Scope()):
         io.load_persistables(spmd.Executor(), str(tmp_path), prog, filename="all")
         assert_bit_equal(global_scope().get("a/b"), np.arange(2, dtype="float32"))
+
+
+def test_get_parameter_value_by_name_reads_the_scope():
+    """fluid 1.8's fluid.io.get_parameter_value(_by_name): a parameter's value in the
+    executor's scope (nothing else of the program runs); a non-parameter is an
+    AssertionError, as in fluid."""
+    import spmd.fluid as fluid_api
+
+    main, startup = fluid_api.Program(), fluid_api.Program()
+    with fluid_api.program_guard(main, startup):
+        x = fluid_api.data(name="x", shape=[None, 3], dtype="float32")
+        y = fluid_api.layers.fc(x, size=2, param_attr=fluid_api.initializer.Constant(0.5))
+    exe = fluid_api.Executor(fluid_api.CPUPlace())
+    exe.run(startup)
+    w = fluid_api.io.get_parameter_value_by_name("fc_0.w_0", exe, main)
+    np.testing.assert_array_equal(w, np.full((3, 2), 0.5, np.float32))
+    fluid_api.global_scope().find_var("fc_0.w_0").get_tensor().set(
+        np.arange(6, dtype=np.float32).reshape(3, 2), fluid_api.CPUPlace())
+    got = fluid_api.io.get_parameter_value(main.global_block().var("fc_0.w_0"), exe)
+    np.testing.assert_array_equal(got, np.arange(6).reshape(3, 2))
+    with pytest.raises(AssertionError, match="not a Parameter"):
+        fluid_api.io.get_parameter_value(y, exe)

@@ -110,6 +110,14 @@ class Parameter(Variable):
                  regularizer=None, learning_rate=1.0, need_clip=True, gradient_clip_attr=None,
                  do_model_average=None, optimize_attr=None, **kwargs):
         kwargs.setdefault("persistable", True)
+        # fluid 1.8's Parameter checks (ValueErrors): a shape and a dtype given, one dim at least
+        if shape is None or dtype is None:
+            missing = "shape" if shape is None else "dtype"
+            raise InvalidArgumentError(f"parameter '{name}': its {missing} must be given, got None")
+        if len(shape) == 0:
+            raise InvalidArgumentError(
+                f"parameter '{name}' needs one dimension at least, got shape []; use [1] for "
+                f"a scalar")
         super().__init__(block, name, shape, dtype, **kwargs)
         if any(d < 0 for d in self.shape):
             raise InvalidArgumentError(

@@ -278,3 +278,18 @@ def test_to_string_with_details_lists_each_variables_details():
     assert "trainable=True" in weight and "'learning_rate': 0.5" in weight
     data = next(line for line in detailed.splitlines() if "var Variable(X" in line)
     assert "stop_gradient=True" in data and "trainable" not in data
+
+
+def test_create_parameter_refuses_what_fluid_refuses():
+    """fluid 1.8's Parameter: a shape and a dtype given, one dimension at least, none unknown;
+    each a ValueError, and nothing is created."""
+    import spmd.fluid as fluid_api
+
+    block = fluid_api.Program().global_block()
+    for shape, dtype, says in ((None, "float32", "shape must be given"),
+                               ([1], None, "dtype must be given"),
+                               ([], "float32", "one dimension at least"),
+                               ([-1], "float32", "fully known shape")):
+        with pytest.raises(ValueError, match=says):
+            block.create_parameter(name="test", shape=shape, dtype=dtype, initializer=None)
+        assert not block.has_var("test")

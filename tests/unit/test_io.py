@@ -451,7 +451,7 @@ def test_get_parameter_value_by_name_reads_the_scope():
     import spmd.fluid as fluid_api
 
     main, startup = fluid_api.Program(), fluid_api.Program()
-    with fluid_api.program_guard(main, startup):
+    with fluid_api.program_guard(main, startup), fluid_api.unique_name.guard():
         x = fluid_api.data(name="x", shape=[None, 3], dtype="float32")
         y = fluid_api.layers.fc(x, size=2, param_attr=fluid_api.initializer.Constant(0.5))
     exe = fluid_api.Executor(fluid_api.CPUPlace())

@@ -267,7 +267,7 @@ def test_to_string_with_details_lists_each_variables_details():
     import spmd.fluid as fluid_api
 
     prog, startup = fluid_api.Program(), fluid_api.Program()
-    with fluid_api.program_guard(prog, startup):
+    with fluid_api.program_guard(prog, startup), fluid_api.unique_name.guard():
         x = fluid_api.layers.data(name="X", shape=[2, 3], dtype="float32",
                                   append_batch_size=False)
         fluid_api.layers.fc(x, size=3, param_attr=fluid_api.ParamAttr(learning_rate=0.5))

@@ -41,13 +41,29 @@ def _env(token, slurm, **extra):
     return base_env(token, PATH=path, PYTHON=PYTHON, **slurm.env, **extra)
 
 
+# MPICH 5.0.2's mpiexec inside this emulated allocation was seen to die at once of SIGFPE, before
+# starting anything, in 2 of about 9 whole-suite runs (every mpiexec of that cluster; cause not
+# found yet, never reproduced alone): such a job is submitted once more, and it must pass then.
+HYDRA_FPE = "Floating point exception"
+
+
+def _sbatch(nodes, args: list[str], env: dict, out, timeout: float):
+    """`sbatch --wait ... --output out ARGS`, resubmitted once if Hydra died of SIGFPE."""
+    for attempt in (1, 2):
+        res = nodes[0].run(["sbatch", "--wait", "-N", "2", "--ntasks", "4", "--output",
+                            str(out), *args], env, timeout=timeout, cwd=ROOT)
+        text = out.read_text() if out.exists() else ""
+        if attempt == 2 or HYDRA_FPE not in text:
+            return res
+        print(f"mpiexec died of SIGFPE in the allocation; submitting again:\n{text[-1000:]}")
+        out.unlink()
+
+
 def test_sbatch_on_2_nodes_every_way(cluster, tmp_path, token):
     nodes, slurm = cluster
     out = tmp_path / "job.out"
-    res = nodes[0].run(["sbatch", "--wait", "-N", "2", "--ntasks", "4", "--output", str(out),
-                        "examples/slurm/train.sbatch"],
-                       _env(token, slurm, STEPS=str(STEPS), LOG_DIR=str(tmp_path / "log")),
-                       timeout=400, cwd=ROOT)
+    res = _sbatch(nodes, ["examples/slurm/train.sbatch"],
+                  _env(token, slurm, STEPS=str(STEPS), LOG_DIR=str(tmp_path / "log")), out, 400)
     text = out.read_text() if out.exists() else "(no job output)"
     logs = "".join(tail(p) for p in sorted(slurm.dir.glob("slurmd-*.log")))
     assert res.returncode == 0, f"{res.stdout}{res.stderr}\n{text}\n{logs}"
@@ -79,8 +95,7 @@ def test_paddle_launch_in_the_allocation_names_a_rank_failing_on_node_1(cluster,
     log, out = tmp_path / "log", tmp_path / "job.out"
     script = (f"{PYTHON} -m launch --log_dir {log} {SCRIPTS / 'crash.py'} --mode raise "
               f"--rank 3 --step 1 --token {token}")
-    res = nodes[0].run(["sbatch", "--wait", "-N", "2", "--ntasks", "4", "--output", str(out),
-                        "--wrap", script], _env(token, slurm), timeout=180, cwd=ROOT)
+    res = _sbatch(nodes, ["--wrap", script], _env(token, slurm), out, 180)
     text = out.read_text() if out.exists() else "(no job output)"
     assert res.returncode != 0, text
     report = (log / "failure_report.txt").read_text()
@@ -94,8 +109,7 @@ def test_mpiexec_in_the_allocation_names_a_rank_failing_on_node_1(cluster, tmp_p
     script = ("mpiexec -n 4 sh -c 'echo where: rank $PMI_RANK on $(hostname)' && "
               f"mpiexec -n 4 {PYTHON} -m spmd.run {SCRIPTS / 'crash.py'} --mode raise "
               f"--rank 3 --step 1 --token {token}")
-    res = nodes[0].run(["sbatch", "--wait", "-N", "2", "--ntasks", "4", "--output", str(out),
-                        "--wrap", script], _env(token, slurm), timeout=180, cwd=ROOT)
+    res = _sbatch(nodes, ["--wrap", script], _env(token, slurm), out, 180)
     text = out.read_text() if out.exists() else "(no job output)"
     assert res.returncode != 0, text
     assert "[rank 3/4] FAILED: ZeroDivisionError: rank 3 failed on purpose at step 1" in text, \

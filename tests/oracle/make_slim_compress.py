@@ -19,6 +19,7 @@ from paddle.fluid.contrib.slim.core import Compressor
 from paddle.fluid.contrib.slim.core import compressor as compressor_module
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import slim_nets  # noqa: E402  (tests/oracle/, beside this script)
 from oracle_io import decode, encode, save  # noqa: E402
 
 UNIFORM_YAML = """version: 1.0
@@ -75,25 +76,6 @@ compressor:
 """
 
 
-def net(prefix, x, y):
-    """conv(4) relu - conv(6) - batch_norm relu - pool - fc(3); returns its variables."""
-    def attr(name):
-        return fluid.ParamAttr(name=prefix + name)
-    c1 = fluid.layers.conv2d(x, 4, 3, padding=1, act="relu", param_attr=attr("conv1_weights"),
-                             bias_attr=attr("conv1_bias"))
-    c2 = fluid.layers.conv2d(c1, 6, 3, padding=1, param_attr=attr("conv2_weights"),
-                             bias_attr=attr("conv2_bias"))
-    bn = fluid.layers.batch_norm(c2, act="relu", param_attr=attr("bn_scale"),
-                                 bias_attr=attr("bn_offset"),
-                                 moving_mean_name=prefix + "bn_mean",
-                                 moving_variance_name=prefix + "bn_variance")
-    pool = fluid.layers.pool2d(bn, 2, pool_stride=2)
-    logits = fluid.layers.fc(pool, 3, param_attr=attr("fc_weights"), bias_attr=attr("fc_bias"))
-    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
-    acc = fluid.layers.accuracy(fluid.layers.softmax(logits), y)
-    return {"c1": c1, "c2": c2, "fc": logits, "loss": loss, "acc": acc}
-
-
 def initial_values(program, seed):
     rng = np.random.RandomState(seed)
     values = {}
@@ -130,14 +112,14 @@ def build(with_teacher):
     with fluid.program_guard(main, start):
         x = fluid.data("image", [None, 1, 8, 8])
         y = fluid.data("label", [None, 1], dtype="int64")
-        student = net("", x, y)
+        student = slim_nets.net(fluid, "", x, y)
     test = main.clone(for_test=True)
     out = {"main": main, "start": start, "test": test, "student": student}
     if with_teacher:
         with fluid.program_guard(teacher, t_start):
             tx = fluid.data("image", [None, 1, 8, 8])
             ty = fluid.data("label", [None, 1], dtype="int64")
-            out["teacher_vars"] = net("teacher_", tx, ty)
+            out["teacher_vars"] = slim_nets.net(fluid, "teacher_", tx, ty)
         out["teacher"], out["t_start"] = teacher, t_start
     return out
 

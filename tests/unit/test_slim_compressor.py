@@ -11,27 +11,10 @@ import pytest
 import spmd.fluid as fluid
 from spmd.fluid.contrib.slim.core import Compressor
 from spmd.fluid.contrib.slim.graph import GraphWrapper, SlimGraphExecutor
+from tests.oracle import slim_nets
 from tests.oracle_io import load
 
 ORACLE = load("slim_compress")
-
-
-def net(prefix, x, y):
-    def attr(name):
-        return fluid.ParamAttr(name=prefix + name)
-    c1 = fluid.layers.conv2d(x, 4, 3, padding=1, act="relu", param_attr=attr("conv1_weights"),
-                             bias_attr=attr("conv1_bias"))
-    c2 = fluid.layers.conv2d(c1, 6, 3, padding=1, param_attr=attr("conv2_weights"),
-                             bias_attr=attr("conv2_bias"))
-    bn = fluid.layers.batch_norm(c2, act="relu", param_attr=attr("bn_scale"),
-                                 bias_attr=attr("bn_offset"),
-                                 moving_mean_name=prefix + "bn_mean",
-                                 moving_variance_name=prefix + "bn_variance")
-    pool = fluid.layers.pool2d(bn, 2, pool_stride=2)
-    logits = fluid.layers.fc(pool, 3, param_attr=attr("fc_weights"), bias_attr=attr("fc_bias"))
-    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
-    acc = fluid.layers.accuracy(fluid.layers.softmax(logits), y)
-    return {"c1": c1, "c2": c2, "fc": logits, "loss": loss, "acc": acc}
 
 
 def samples():
@@ -54,14 +37,14 @@ def build(with_teacher):
     with fluid.program_guard(main, start):
         x = fluid.data("image", [None, 1, 8, 8])
         y = fluid.data("label", [None, 1], dtype="int64")
-        out["student"] = net("", x, y)
+        out["student"] = slim_nets.net(fluid, "", x, y)
     out.update(main=main, start=start, test=main.clone(for_test=True))
     if with_teacher:
         teacher, t_start = fluid.Program(), fluid.Program()
         with fluid.program_guard(teacher, t_start):
             tx = fluid.data("image", [None, 1, 8, 8])
             ty = fluid.data("label", [None, 1], dtype="int64")
-            out["teacher_vars"] = net("teacher_", tx, ty)
+            out["teacher_vars"] = slim_nets.net(fluid, "teacher_", tx, ty)
         out.update(teacher=teacher, t_start=t_start)
     return out
 

@@ -88,7 +88,9 @@ GPU_NAME = re.compile(r"gpu|cuda|nccl|cudnn|fp16|mix_precision|mixed_precision|n
                       r"c_comm_init")
 DYGRAPH_NAME = re.compile(r"imperative|dygraph|var_base|complex_|base_layer|detach|"
                           r"op_function_generator|run_program_op|gast")
-OPTEST_BASE = re.compile(r"class\s+\w+\(\s*(?:op_test\.)?OpTest\s*[,)]")
+# a class statement with OpTest among its bases, or a class made by type(name, (..., OpTest), ...)
+OPTEST_BASE = re.compile(r"class\s+\w+\([^)]*?\b(?:op_test\.)?OpTest\s*[,)]|"
+                         r"\btype\([^,()]+,\s*\([^)]*?\bOpTest\s*[,)]")
 DIRECT_OPERATOR = re.compile(r"from paddle\.fluid\.op import|fluid\.op\.Operator|"
                              r"import paddle\.fluid\.op\b")
 DYGRAPH_USE = re.compile(r"dygraph\.guard\(|\bto_variable\(|fluid\.dygraph\.\w+\(|"
@@ -150,10 +152,27 @@ def dygraph_tests(text: str) -> list[str]:
                       for f in cls.body if isinstance(f, ast.FunctionDef)})
         return found
 
+    # module-level helpers that use dygraph, directly or through another such helper
+    helpers = {f.name: "\n".join(lines[f.lineno - 1:f.end_lineno])
+               for f in tree.body if isinstance(f, ast.FunctionDef)}
+    dygraph_helpers = {n for n, body in helpers.items() if DYGRAPH_USE.search(body)}
+    grew = True
+    while grew:
+        grew = False
+        for n, body in helpers.items():
+            if n not in dygraph_helpers and any(re.search(rf"\b{h}\(", body)
+                                                for h in dygraph_helpers):
+                dygraph_helpers.add(n)
+                grew = True
+
+    def calls_dygraph_helper(body: str) -> bool:
+        return any(re.search(rf"(?<![.\w]){h}\(", body) for h in dygraph_helpers)
+
     ids = []
     for name in classes:
         bodies = methods(name)
-        uses = {m: bool(DYGRAPH_USE.search(body)) for m, body in bodies.items()}
+        uses = {m: bool(DYGRAPH_USE.search(body)) or calls_dygraph_helper(body)
+                for m, body in bodies.items()}
         for m, body in bodies.items():
             called = re.findall(r"self\.(\w+)\(", body)
             if m.startswith("test") and (uses[m] or any(uses.get(c) for c in called)):

@@ -73,6 +73,7 @@ class AdagradOptimizer(_StateOptimizer):
     """
 
     type = "adagrad"
+    _moment_acc_str = "moment"  # fluid's accumulator-name attributes (its tests read them)
     _state = (("Moment", "MomentOut", "moment", "initial_accumulator_value"),)
 
     def __init__(self, learning_rate, epsilon=1.0e-6, parameter_list=None, regularization=None,
@@ -94,6 +95,7 @@ class DecayedAdagradOptimizer(_StateOptimizer):
     """
 
     type = "decayed_adagrad"
+    _moment_acc_str = "moment"
     _state = (("Moment", "MomentOut", "moment", 0.0),)
 
     def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, parameter_list=None,
@@ -114,6 +116,8 @@ class RMSPropOptimizer(_StateOptimizer):
     """
 
     type = "rmsprop"
+    _momentum_acc_str, _mean_square_acc_str, _mean_grad_acc_str = (
+        "momentum", "mean_square", "mean_grad")
     _state = (("Moment", "MomentOut", "momentum", 0.0),
               ("MeanSquare", "MeanSquareOut", "mean_square", 0.0),
               ("MeanGrad", "MeanGradOut", "mean_grad", 0.0))
@@ -139,6 +143,8 @@ class AdadeltaOptimizer(_StateOptimizer):
     """
 
     type = "adadelta"
+    _avg_squared_grad_acc_str = "_avg_squared_grad"
+    _avg_squared_update_acc_str = "_avg_squared_update"
     _uses_lr = False
     _state = (("AvgSquaredGrad", "AvgSquaredGradOut", "_avg_squared_grad", 0.0),
               ("AvgSquaredUpdate", "AvgSquaredUpdateOut", "_avg_squared_update", 0.0))
@@ -161,6 +167,8 @@ class AdamaxOptimizer(_StateOptimizer):
     """
 
     type = "adamax"
+    _moment_acc_str, _inf_norm_acc_str, _beta1_pow_acc_str = (
+        "moment", "inf_norm", "beta1_pow_acc")
     _state = (("Moment", "MomentOut", "moment", 0.0),
               ("InfNorm", "InfNormOut", "inf_norm", 0.0))
 
@@ -200,6 +208,7 @@ class FtrlOptimizer(_StateOptimizer):
     """
 
     type = "ftrl"
+    _squared_acc_str, _linear_acc_str = "squared", "linear"
     _state = (("SquaredAccumulator", "SquaredAccumOut", "squared", 0.0),
               ("LinearAccumulator", "LinearAccumOut", "linear", 0.0))
 
@@ -223,6 +232,7 @@ class LarsMomentumOptimizer(_StateOptimizer):
     """
 
     type = "lars_momentum"
+    _velocity_acc_str = "velocity"
     _state = (("Velocity", "VelocityOut", "velocity", 0.0),)
 
     def __init__(self, learning_rate, momentum, lars_coeff=0.001, lars_weight_decay=0.0005,

@@ -66,8 +66,20 @@ class Optimizer:
         self._grad_clip = check_grad_clip(grad_clip, where)
         self._name = name
         # per program: its learning-rate variable; accumulator name -> param name -> variable
+        # (per program, so one optimizer may minimize several programs; `_accumulators` is
+        # fluid's flat view of it)
         self._learning_rate_map: dict = {}
-        self._accumulators: dict = {}
+        self._accumulators_by_program: dict = {}
+
+    @property
+    def _accumulators(self) -> dict:
+        """fluid 1.8's layout: accumulator name -> parameter name -> variable, over every
+        program this optimizer built (fluid's own tests and model scripts read it)."""
+        flat: dict = {}
+        for per_name in self._accumulators_by_program.values():
+            for name, per_param in per_name.items():
+                flat.setdefault(name, {}).update(per_param)
+        return flat
 
     # -- learning rate -----------------------------------------------------------------------
     def _create_global_learning_rate(self, main, startup):
@@ -155,7 +167,7 @@ class Optimizer:
                          dtype=None):
         """A persistable accumulator `<param>_<name>_N` (shaped like `param` unless `shape`),
         filled with `fill_value` by the startup program, recorded in program.optimizer_state."""
-        accs = self._accumulators.setdefault(main, {}).setdefault(name, {})
+        accs = self._accumulators_by_program.setdefault(main, {}).setdefault(name, {})
         if param.name in accs:
             raise InvalidArgumentError(
                 f"{type(self).__name__}: accumulator '{name}' of parameter '{param.name}' "
@@ -171,7 +183,7 @@ class Optimizer:
 
     def _get_accumulator(self, program, name, param):
         try:
-            return self._accumulators[program][name][param.name]
+            return self._accumulators_by_program[program][name][param.name]
         except KeyError:
             raise InvalidArgumentError(
                 f"{type(self).__name__}: no accumulator '{name}' for parameter '{param.name}'"
@@ -179,7 +191,7 @@ class Optimizer:
 
     def get_opti_var_name_list(self) -> list[str]:
         """Names of every accumulator this optimizer created."""
-        return [v.name for per_prog in self._accumulators.values()
+        return [v.name for per_prog in self._accumulators_by_program.values()
                 for per_name in per_prog.values() for v in per_name.values()]
 
     def _create_accumulators(self, main, startup, parameters):
@@ -209,7 +221,8 @@ class Optimizer:
 
     def apply_gradients(self, params_grads):
         """Clip, regularize and append the update ops for `params_grads`; the learning rate and
-        accumulators are initialized in the default startup program. Returns the update ops."""
+        accumulators are initialized in the default startup program. Returns the ops the
+        optimization pass appended (learning-rate scales, updates, finishing ops), as fluid."""
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
         if not params_grads:
             return []
@@ -232,18 +245,21 @@ class Optimizer:
             return self.apply_gradients(params_grads)
 
     def _create_optimization_pass(self, params_grads, main, startup):
+        """Append the update ops; return every op appended here, as fluid 1.8's slice of the
+        block from its start: each parameter's learning-rate `scale` (a multiplier != 1), its
+        update op, and what `_finish_update` adds (Adamax's beta1-power `scale`)."""
         block = main.global_block()
+        start = len(block.ops)
         self._create_global_learning_rate(main, startup)
         live = [(p, g) for p, g in params_grads
                 if g is not None and getattr(p, "trainable", True)]
         self._create_accumulators(main, startup, [p for p, _ in live])
         state = main.optimizer_state
-        ops = []
         for param, grad in live:
             state.setdefault(param.name, [])
-            ops.append(self._append_optimize_op(block, param, grad))
+            self._append_optimize_op(block, param, grad)
         self._finish_update(block, live)
-        return ops
+        return list(block.ops[start:])
 
     def _finish_update(self, block, params_grads):
         """Hook: ops after all updates (Adamax advances its beta1 power here, as fluid)."""

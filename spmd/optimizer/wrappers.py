@@ -43,7 +43,7 @@ class RecomputeOptimizer(Optimizer):
         self._checkpoints = None
         # one state with the inner optimizer: its learning rate, accumulators, clip and decay
         self._learning_rate_map = optimizer._learning_rate_map
-        self._accumulators = optimizer._accumulators
+        self._accumulators_by_program = optimizer._accumulators_by_program
         self.regularization, self._grad_clip = optimizer.regularization, optimizer._grad_clip
 
     def _set_checkpoints(self, checkpoints) -> None:

@@ -81,6 +81,16 @@ class Optimizer:
                 flat.setdefault(name, {}).update(per_param)
         return flat
 
+    @_accumulators.setter
+    def _accumulators(self, value) -> None:
+        """fluid's tests reset the state before building a new program with
+        `opt._accumulators = defaultdict(dict)`: an empty mapping forgets every accumulator."""
+        if value:
+            raise InvalidArgumentError(
+                f"{type(self).__name__}._accumulators can only be reset to an empty mapping "
+                f"(got {len(value)} entries); accumulators are created by minimize")
+        self._accumulators_by_program = {}
+
     # -- learning rate -----------------------------------------------------------------------
     def _create_global_learning_rate(self, main, startup):
         if main in self._learning_rate_map:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import spmd.fluid as fluid
+from spmd.errors import InvalidArgumentError
 from tests.oracle_io import load
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "oracle"))
@@ -40,3 +41,21 @@ def test_returned_scale_is_the_parameters_learning_rate():
     assert scale.attr("scale") == pytest.approx(1.1)
     assert scale.output("Out") == sgd.input("LearningRate")
 
+
+
+def test_resetting_accumulators_lets_the_optimizer_build_a_new_program():
+    """fluid's own tests reset `_accumulators` to an empty dict between programs that reuse
+    the parameter names; the next minimize then creates fresh accumulators."""
+    opt = fluid.optimizer.Adam(learning_rate=0.1)
+    for _ in range(2):
+        opt._accumulators = {}
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+            y = fluid.layers.fc(x, size=2, param_attr=fluid.ParamAttr(name="w"),
+                                bias_attr=False)
+            opt.minimize(fluid.layers.mean(y))
+        assert {k: sorted(v) for k, v in opt._accumulators.items()} == {
+            "moment1": ["w"], "moment2": ["w"], "beta1_pow_acc": ["w"], "beta2_pow_acc": ["w"]}
+    with pytest.raises(InvalidArgumentError, match="empty mapping"):
+        opt._accumulators = {"moment1": {}}

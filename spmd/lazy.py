@@ -283,3 +283,6 @@ def write_indexes() -> None:
         what = f"the module of {package} that each of its star-imported names comes from"
         path.write_text(index_source(what, face_index(package)))
         print(f"wrote {path.relative_to(root)}")
+    from spmd.passes.pass_gates import write as write_pass_index
+
+    print(f"wrote {write_pass_index(root).relative_to(root)}")

@@ -42,6 +42,13 @@ class PassContext:
         """Training on more than one device with trained parameters: gradients cross places."""
         return self.training and self.num_devices > 1 and bool(self.params_grads())
 
+    def reads_lod_data(self) -> bool:
+        """The program's ops read a data variable with LoD (its batch is dealt out by whole
+        sequences, so places may hold different numbers of rows)."""
+        block = self.program.global_block()
+        read = {n for op in block.ops for n in op.input_arg_names}
+        return any(v.is_data and v.lod_level > 0 and n in read for n, v in block.vars.items())
+
 
 def trained_params_grads(program) -> list[tuple[Parameter, str]]:
     """(parameter, gradient name) for every parameter an optimize op updates from its gradient,

@@ -2,8 +2,11 @@
 fields it serves, its order and the condition it runs under; the data-parallel rewrite
 (data_parallel.py) only runs, in order, the passes whose condition holds.
 
-Adding a pass touches its own module (and the strategy field, if it is a new one): every
-module of this package is imported on the first lookup, so no list of passes is kept elsewhere.
+Adding a pass touches its own module (and the strategy field, if it is a new one), then
+regenerates the pass index (`python -c "from spmd.lazy import write_indexes; write_indexes()"`):
+every module of this package is imported on the first lookup of a pass or of the list, but
+`run` imports only the modules of the passes whose gate holds (pass_index.py, made by
+pass_gates.py), so a data-parallel compile loads the passes it runs, not all of them.
 
 Orders in use: 10 seed the loss gradient, 20 rewrite ops, 30 aggregate gradients, 90 finish the
 collectives, 100 debug output of the finished program.
@@ -21,14 +24,14 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from .common import PassContext  # what a pass is given (common.py registers a pass)
 
-__all__ = ["PASSES", "Pass", "PassRegistry", "get_pass", "register_pass"]
+__all__ = ["PASSES", "Pass", "PassEntry", "PassRegistry", "get_pass", "register_pass"]
 
 
 @dataclass(frozen=True)
@@ -45,17 +48,30 @@ class Pass:
     one_place: bool = False
 
 
+class PassEntry(NamedTuple):
+    """A pass as the generated index knows it before its module is imported."""
+
+    module: str  # the module whose import registers it
+    order: int
+    one_place: bool
+    # a necessary part of its condition, readable without `module` (pass_gates.py); None:
+    # the module is imported to read the condition
+    gate: Callable[[PassContext], bool] | None
+
+
 class PassRegistry:
     """Passes by name. `discover` names a package whose modules are all imported on the first
-    lookup, so that every pass in it has registered itself.
+    lookup, so that every pass in it has registered itself; `index` names a generated module
+    whose PASSES (name -> PassEntry) lets `run` import only the passes whose gate holds.
 
     >>> PassRegistry().passes()
     []
     """
 
-    def __init__(self, discover: str | None = None):
+    def __init__(self, discover: str | None = None, index: str | None = None):
         self._passes: dict[str, Pass] = {}
         self._discover = discover
+        self._index_module = index
 
     def register(self, name: str, *, order: int, when: Callable[[PassContext], bool],
                  fields: tuple[str, ...] = (), one_place: bool = False):
@@ -80,8 +96,10 @@ class PassRegistry:
 
     def get(self, name: str) -> Pass:
         """The pass registered as `name`; an unknown name is an error listing what exists."""
-        self._load()
-        found = self._passes.get(name)
+        found = self._passes.get(name) or self._import_indexed(name)
+        if found is None:
+            self._load()
+            found = self._passes.get(name)
         if found is None:
             raise InvalidArgumentError(
                 f"no pass named '{name}'; registered passes: {sorted(self._passes)}")
@@ -103,13 +121,62 @@ class PassRegistry:
     def run(self, ctx: PassContext, one_place: bool = False) -> list[str]:
         """Apply, in order, each pass whose condition holds (with `one_place`, only those
         registered for one-place programs); return their names. A condition is read just
-        before its pass would run, so it sees what the earlier passes did."""
+        before its pass would run, so it sees what the earlier passes did. A pass not yet
+        imported is imported only when its indexed gate holds then (a gate false means its
+        condition is false)."""
+        index = self._index()
+        names = set(self._passes) | set(index)
         applied = []
-        for p in self.passes():
+        for name in sorted(names, key=lambda n: (self._order(n, index), n)):
+            p = self._passes.get(name)
+            if p is None:
+                entry = index[name]
+                if (one_place and not entry.one_place) or (entry.gate is not None
+                                                           and not entry.gate(ctx)):
+                    continue
+                p = self._import_indexed(name)
+                if p is None:
+                    raise InvalidArgumentError(
+                        f"importing {entry.module} registered no pass '{name}', which the pass "
+                        f"index names; regenerate it: python -c \"from spmd.lazy import "
+                        f"write_indexes; write_indexes()\"")
             if (p.one_place or not one_place) and p.when(ctx):
                 p.apply(ctx)
                 applied.append(p.name)
         return applied
+
+    def imported(self) -> list[str]:
+        """The names of the passes whose modules are imported so far (loads nothing)."""
+        return sorted(self._passes)
+
+    def _order(self, name: str, index: dict) -> int:
+        p = self._passes.get(name)
+        return p.order if p is not None else index[name].order
+
+    def _index(self) -> dict[str, PassEntry]:
+        """The index of the passes not imported yet ({} once every module is imported)."""
+        if self._discover is None:
+            return {}
+        if self._index_module is None:  # no index: every module of the package, as before
+            self._load()
+            return {}
+        try:
+            return importlib.import_module(self._index_module).PASSES
+        except ModuleNotFoundError as e:  # no index yet (while it is generated): load all
+            if e.name != self._index_module:
+                raise
+            self._index_module = None
+            self._load()
+            return {}
+
+    def _import_indexed(self, name: str) -> Pass | None:
+        """Import the module the index names for `name`; the pass it registered, or None."""
+        if self._discover is None:
+            return self._passes.get(name)
+        entry = self._index().get(name)
+        if entry is not None:
+            importlib.import_module(entry.module)
+        return self._passes.get(name)
 
     def _load(self):
         if self._discover is None:
@@ -123,6 +190,6 @@ def _qualname(fn) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-PASSES = PassRegistry(discover=__package__)  # the passes of spmd.passes
+PASSES = PassRegistry(discover=__package__, index=f"{__package__}.pass_index")
 register_pass = PASSES.register
 get_pass = PASSES.get

@@ -16,12 +16,6 @@ from .registry import register_pass
 from .strategy import GradientScaleStrategy
 
 
-def _reads_lod_data(program) -> bool:
-    block = program.global_block()
-    read = {n for op in block.ops for n in op.input_arg_names}
-    return any(v.is_data and v.lod_level > 0 and n in read for n, v in block.vars.items())
-
-
 def _mean_input(block, loss_name: str) -> str | None:
     """The variable the loss averages (the input of the `mean` writing it), or None."""
     for op in block.ops:
@@ -55,7 +49,7 @@ def share_loss_grad(program, loss_name: str) -> bool:
 @register_pass("sequence_loss_scale", order=11, fields=("gradient_scale_strategy",),
                when=lambda ctx: ctx.training and ctx.num_devices > 1
                and ctx.strategy.gradient_scale_strategy == GradientScaleStrategy.CoeffNumDevice
-               and _reads_lod_data(ctx.program))
+               and ctx.reads_lod_data())
 def sequence_loss_scale_pass(ctx) -> None:
     """share_loss_grad on a LoD program trained on several devices."""
     share_loss_grad(ctx.program, ctx.loss_name)

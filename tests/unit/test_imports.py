@@ -301,3 +301,80 @@ def test_launcher_imports_load_no_engine():
             "    assert (x + 1).shape == (2, 3)\n"
             "print('ok')\n")
     assert _run(code).strip() == "ok"
+
+
+def test_pass_index_is_exact():
+    """spmd/passes/pass_index.py is what its generator writes for the passes every pass module
+    registers: each pass's module, order, one-place flag and gate."""
+    code = ("import pathlib, sys\n"
+            "import spmd.passes.pass_index as index\n"
+            "from spmd.passes.pass_gates import index_source\n"
+            "sys.stdout.write(str(pathlib.Path(index.__file__).read_text() == index_source()))\n")
+    assert _run(code) == "True", (
+        "spmd/passes/pass_index.py is stale; regenerate it with "
+        "python -c 'from spmd.lazy import write_indexes; write_indexes()'")
+
+
+def test_pass_index_names_every_registered_pass():
+    """Every pass the registry knows once all its modules are imported is in the index, under
+    the module that registers it, with its order and one-place flag."""
+    from spmd.passes.pass_index import PASSES as INDEX
+    from spmd.passes.registry import PASSES
+
+    registered = {p.name: (p.apply.__module__, p.order, p.one_place) for p in PASSES.passes()}
+    indexed = {name: (e.module, e.order, e.one_place) for name, e in INDEX.items()}
+    assert registered == indexed
+
+
+_DP_MLP = (
+    "import sys\n"
+    "import numpy as np\n"
+    "import spmd.fluid as fluid\n"
+    "from spmd.passes.registry import PASSES\n"
+    "main, startup = fluid.Program(), fluid.Program()\n"
+    "with fluid.program_guard(main, startup):\n"
+    "    x = fluid.data('x', [None, 8], 'float32')\n"
+    "    y = fluid.data('y', [None, 1], 'int64')\n"
+    "    h = fluid.layers.fc(x, 8, act='relu')\n"
+    "    loss = fluid.layers.mean(\n"
+    "        fluid.layers.softmax_with_cross_entropy(fluid.layers.fc(h, 3), y))\n"
+    "    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)\n"
+    "exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()\n"
+    "exe.run(startup, scope=scope)\n"
+    "strategy = fluid.BuildStrategy()\n"
+    "STRATEGY\n"
+    "program = fluid.CompiledProgram(main).with_data_parallel(\n"
+    "    loss_name=loss.name, build_strategy=strategy, places=[fluid.CPUPlace()] * 2)\n"
+    "feed = {'x': np.ones((4, 8), 'float32'), 'y': np.zeros((4, 1), 'int64')}\n"
+    "out, = exe.run(program, feed=feed, fetch_list=[loss], scope=scope)\n"
+    "assert np.isfinite(out).all()\n"
+    "from spmd.passes.pass_index import PASSES as INDEX\n"
+    "modules = sorted({e.module for e in INDEX.values()} & set(sys.modules))\n"
+    "print(' '.join(PASSES.imported()) + '|' + ' '.join(modules))\n")
+
+
+def _dp_mlp_passes(strategy: str = "") -> tuple[list[str], list[str]]:
+    """(passes imported, pass modules imported) after a data-parallel MLP step."""
+    passes, modules = _run(_DP_MLP.replace("STRATEGY", strategy or "pass")).strip().split("|")
+    return passes.split(), modules.split()
+
+
+def test_a_data_parallel_mlp_step_imports_only_the_passes_it_runs():
+    """The first data-parallel step of a small MLP imports the modules of the passes that run
+    (loss scaling, allreduce, the collectives' finish) and of no other pass."""
+    passes, modules = _dp_mlp_passes()
+    assert passes == ["allreduce", "finish_collectives", "scale_loss_grad"]
+    assert modules == ["spmd.passes.allreduce", "spmd.passes.common",
+                       "spmd.passes.scale_loss_grad"]
+
+
+def test_a_strategy_field_imports_the_pass_it_asks_for():
+    """A BuildStrategy field turns its pass on: it is imported and runs (Reduce mode replaces
+    allreduce; fuse_all_optimizer_ops fuses the SGD updates)."""
+    passes, modules = _dp_mlp_passes(
+        "strategy.reduce_strategy = fluid.BuildStrategy.ReduceStrategy.Reduce\n"
+        "strategy.fuse_all_optimizer_ops = True")
+    assert {"reduce_mode", "fuse_all_optimizer_ops", "scale_loss_grad"} <= set(passes)
+    assert {"spmd.passes.reduce_mode", "spmd.passes.fuse_optimizer"} <= set(modules)
+    assert not {"sync_batch_norm", "sequence_loss_scale", "graphviz", "fuse_bn_act",
+                "memory_optimize"} & set(passes)

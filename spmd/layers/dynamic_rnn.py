@@ -130,6 +130,11 @@ def lod_tensor_to_array(x, table):
     array = helper.create_variable(generate("lod_tensor_to_array"), dtype=x.dtype, type=ARRAY)
     helper.append_op("lod_tensor_to_array", {"X": [x], "RankTable": [table]},
                      {"Out": [array]})
+    if x.is_data:
+        # the array's lod_level is fluid's, x's - 1; a fed x may carry more levels than it
+        # declares (fluid reads the feed's LoD), and then its elements have LoD too: keep the
+        # array's LoD tracked so that array_to_lod_tensor gives x back whole
+        array.lod_level = max(array.lod_level, 1)
     return array
 
 

@@ -55,10 +55,11 @@ def _lod_tensor_to_array(ctx):
               f"X '{x.name}' has lod_level 0; lod_tensor_to_array splits the sequences of a "
               f"LoD tensor: declare it with lod_level=1 and feed a LoDTensor")
     ctx.set_output("Out", (-1, *x.shape[1:]), x.dtype)
-    # elements keep the levels below the table's (the table's level is known at run time;
-    # level 0 is DynamicRNN's). Tracked even where x declares one level: a fed x may carry
-    # more (fluid reads the feed's LoD), and then its elements have LoD too
-    ctx.set_lod_level("Out", max(x.lod_level - 1, 1))
+    # fluid 1.8's InferShape: the elements keep the levels below the table's, x's lod_level
+    # - 1 (DynamicRNN's step input of a 1-level x has none). A tensor array's run-time LoD
+    # (its elements' LoDs) is carried whatever its lod_level (executor/lod_binding.py), so
+    # a fed x with more levels than declared still comes back whole from array_to_lod_tensor
+    ctx.set_lod_level("Out", x.lod_level - 1)
 
 
 @define_op("array_to_lod_tensor", inputs=["X", "RankTable"], outputs=["Out"],

@@ -9,13 +9,15 @@ either namespace are killed first.
 
 Facts the tests build on (measured): across network namespaces UCX needs UCX_TLS=tcp,self
 (otherwise MPI finds one host and tries shared memory), which `Node.env` sets; each emulated
-node needs its own host name to be a node. Needs root (`ip netns`, `unshare`): skip_reason()
-says why not where it cannot run.
+node needs its own host name to be a node, one that MPICH's Hydra reads from
+SLURM_JOB_NODELIST as one host (see `node_tag`). Needs root (`ip netns`, `unshare`):
+skip_reason() says why not where it cannot run.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -25,6 +27,15 @@ from dataclasses import dataclass, field
 
 SUBNET = "10.77.0"
 EMULATION_ENV = {"UCX_TLS": "tcp,self"}
+# Hydra's SLURM node-list parser (MPICH 5.0.2, built without libslurm: the POSIX-regex one in
+# src/pm/hydra/lib/tools/bootstrap/external/slurm_query_node_list.c) first tries SLURM's old
+# range syntax, `host001-host012`: an element LETTERS DIGITS-LETTERS DIGITS is a range. A node
+# named node0-a32178 was read as the 32179 hosts node0 ... node32178; their core counts were
+# read past the end of SLURM_TASKS_PER_NODE's two entries, one came out 0, and every mpiexec in
+# that allocation died of SIGFPE in HYDU_dceil(active_processes, core_count) while making the
+# proxy list (tests/launch/test_hydra_slurm_nodelist.py recreates it). A random hex tag has
+# that form about 1 time in 12, which was the "flake" of 2 in ~9 suite runs.
+HYDRA_OLD_RANGE = re.compile(r"[a-z]+[0-9]+-[a-z]+[0-9]+", re.I)
 CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
 
 
@@ -42,6 +53,20 @@ def skip_reason() -> str | None:
         return f"network namespaces cannot be made here: {made.stderr.strip()}"
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
+
+
+def node_tag(hex_digits: str | None = None) -> str:
+    """Six characters naming one pair of emulated nodes (namespaces, veth, host names) apart
+    from any other pair: hex, its first character a decimal digit, so that a host name
+    `node<i>-<tag>` is never in Hydra's old range form (HYDRA_OLD_RANGE) and Hydra reads it
+    as the one host it is. `hex_digits`: the random part (default: a fresh uuid's)."""
+    hex_digits = (hex_digits or uuid.uuid4().hex)[:6]
+    return str(int(hex_digits[0], 16) % 10) + hex_digits[1:]
+
+
+def host_name(index: int, tag: str) -> str:
+    """Node `index`'s host name."""
+    return f"node{index}-{tag}"
 
 
 @dataclass
@@ -128,8 +153,8 @@ def two_nodes(resolvable: bool = False):
     `resolvable`: each node's /etc/hosts names both (`ip netns exec` puts /etc/netns/NS/hosts
     there), as a cluster's DNS would; otherwise a node's name resolves nowhere but in itself
     (and not even there), so only addresses work."""
-    tag = uuid.uuid4().hex[:6]
-    nodes = [Node(i, f"spmd{tag}n{i}", f"{SUBNET}.{i + 1}", f"node{i}-{tag}") for i in range(2)]
+    tag = node_tag()
+    nodes = [Node(i, f"spmd{tag}n{i}", f"{SUBNET}.{i + 1}", host_name(i, tag)) for i in range(2)]
     made: list[Node] = []
     etc = [f"/etc/netns/{n.ns}" for n in nodes]
     try:

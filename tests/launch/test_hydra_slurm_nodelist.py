@@ -1,0 +1,79 @@
+"""The emulated nodes' host names (netns.node_tag / host_name) as MPICH's Hydra reads them from
+a SLURM allocation, and the condition that made every mpiexec of some two-node SLURM clusters
+die of SIGFPE (issue 23; tests/launch/test_multi_node_slurm.py, 2 of ~9 suite runs).
+
+Hydra (MPICH 5.0.2, built without libslurm) parses SLURM_JOB_NODELIST with regular
+expressions that first try SLURM's old range syntax `host001-host012`. The cluster of the
+failing CI run (ci_final3, /tmp/pytest-of-root/pytest-679) had nodes node0-a32178 and
+node1-a32178: each was read as a range (node0 ... node32178 and node1 ... node32178, 64357
+hosts), their core counts were read past the two entries of SLURM_TASKS_PER_NODE, and
+mpiexec divided by a core count of 0 (gdb on mpiexec.hydra: SIGFPE at an idiv in the ceil
+division of active_processes by core_count, the node list walk that finds the current
+oversubscription; the 5th host, node4, had cores=0). The srun and paddle-launch forms never
+met it: srun does not use Hydra, and paddle-launch gives Hydra `-hosts` itself.
+
+No SLURM or root needed: mpiexec is given an allocation's variables and Hydra's fork launcher
+(both proxies on this machine), and `-v` prints the proxies it made from the node list.
+"""
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+
+from launch_helpers import MPIEXEC, base_env
+from netns import HYDRA_OLD_RANGE, host_name, node_tag
+
+# the CI failure's tag, then one of each kind a random hex tag can be
+TAGS = ("a32178", "ab1234", "f00001", "fedcba", "123456", "9c1f2e", "0a0a0a")
+
+
+def _allocation_env(token: str, hosts: list[str], tasks_per_node: int) -> dict:
+    """The variables a SLURM batch step of `hosts` gives mpiexec (and nothing of ours)."""
+    env = {k: v for k, v in base_env(token).items()
+           if not k.startswith(("SLURM_", "PMI_", "HYDRA_", "MPIEXEC_"))}
+    nodelist, n = ",".join(hosts), len(hosts)
+    return dict(env, SLURM_JOB_ID="7", SLURM_JOBID="7", SLURM_JOB_NODELIST=nodelist,
+                SLURM_NODELIST=nodelist, SLURM_JOB_NUM_NODES=str(n), SLURM_NNODES=str(n),
+                SLURM_TASKS_PER_NODE=f"{tasks_per_node}(x{n})",
+                SLURM_NTASKS=str(n * tasks_per_node))
+
+
+def hydra_proxies(token: str, hosts: list[str], tasks_per_node: int = 2):
+    """(mpiexec's return code, [(host, cores)] of the proxies Hydra made) for `mpiexec -n
+    <all tasks> true` inside an allocation of `hosts`."""
+    res = subprocess.run([MPIEXEC, "-v", "-launcher", "fork", "-n",
+                          str(len(hosts) * tasks_per_node), "true"],
+                         env=_allocation_env(token, hosts, tasks_per_node),
+                         capture_output=True, text=True, timeout=120)
+    proxies = re.findall(r"^\s*\[\d+\] proxy: (\S+) \((\d+) cores\)$", res.stdout, re.M)
+    return res.returncode, [(host, int(cores)) for host, cores in proxies], res
+
+
+def test_a_host_name_in_slurms_old_range_form_kills_hydras_mpiexec(token):
+    """The triggering condition, recreated: the failing cluster's own host names."""
+    hosts = [f"node{i}-a32178" for i in range(2)]  # the naming before node_tag
+    assert all(HYDRA_OLD_RANGE.fullmatch(h) for h in hosts)
+    rc, proxies, res = hydra_proxies(token, hosts)
+    assert rc == -signal.SIGFPE or proxies != [(h, 2) for h in hosts], (
+        f"this MPICH's Hydra now reads {hosts} as the two hosts they are (rc {rc}, proxies "
+        f"{proxies}): the condition netns.node_tag avoids is gone, and its digit-first tag "
+        f"could be dropped\n{res.stdout[-2000:]}{res.stderr[-2000:]}")
+
+
+def test_the_emulated_nodes_host_names_are_read_as_two_hosts(token):
+    """The same tags made into host names the way two_nodes makes them: Hydra reads each
+    pair as exactly those two hosts of 2 cores, and mpiexec runs."""
+    for hex_digits in TAGS:
+        hosts = [host_name(i, node_tag(hex_digits)) for i in range(2)]
+        rc, proxies, res = hydra_proxies(token, hosts)
+        assert (rc, proxies) == (0, [(h, 2) for h in hosts]), (
+            f"{hosts}: rc {rc}, proxies {proxies}\n{res.stdout[-2000:]}{res.stderr[-2000:]}")
+
+
+def test_node_tag_never_makes_a_name_in_the_old_range_form():
+    tags = [node_tag() for _ in range(20000)] + [node_tag(h * 6) for h in "0123456789abcdef"]
+    assert all(re.fullmatch(r"[0-9][0-9a-f]{5}", t) for t in tags), tags[:20]
+    names = [host_name(i, t) for t in tags for i in range(2)]
+    assert not [n for n in names if HYDRA_OLD_RANGE.fullmatch(n)]
+    assert len(set(tags)) > 19000  # still tells thousands of pairs apart (6 hex, 1 decimal)

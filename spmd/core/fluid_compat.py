@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..errors import ArgumentTypeError
 
 __all__ = ["BlockCompat", "OperatorCompat", "ProgramCompat", "VariableCompat"]
 
@@ -149,22 +149,6 @@ _DIST_ATTRS = {"_is_distributed": False, "_is_chief": False, "_endpoints": list,
                "_parameters_on_pservers": None}
 
 
-def _live_ops(block, targets, feeds=()):
-    """The ops of `block` that compute `targets` (names), stopping at `feeds`, in order."""
-    live, kept = set(targets) - set(feeds), []
-    for op in reversed(block.ops):
-        if any(n in live for n in op.output_arg_names):
-            kept.append(op)
-            live.update(n for n in op.input_arg_names if n not in feeds)
-    return kept[::-1]
-
-
-def _names(targets) -> list[str]:
-    items = targets if isinstance(targets, (list, tuple, set)) else [targets]
-    return [t if isinstance(t, str) else getattr(t, "name", None) or t.output_arg_names[0]
-            for t in items]
-
-
 def _check_program(other, where: str) -> None:
     if not hasattr(other, "global_block") or not hasattr(other, "blocks"):
         raise ArgumentTypeError(f"Program.{where}: expects a Program, got "
@@ -244,33 +228,35 @@ class ProgramCompat:
             yield
 
     def _prune_with_input(self, feeded_var_names, targets):
-        """A copy keeping only the ops that compute `targets` from `feeded_var_names`."""
-        feeds = (feeded_var_names if isinstance(feeded_var_names, (list, tuple, set))
-                 else [] if feeded_var_names is None else [feeded_var_names])
-        bad = [n for n in feeds if not isinstance(n, str)]
-        if bad:  # fluid 1.8.5's check (a ValueError)
-            raise InvalidArgumentError(
-                f"Program._prune_with_input: all feeded_var_names must be str, got {bad!r}")
-        items = targets if isinstance(targets, (list, tuple, set)) else [targets]
-        bad = [t for t in items if not isinstance(t, str) and not hasattr(t, "name")
-               and not hasattr(t, "output_arg_names")]
-        if bad:
-            raise InvalidArgumentError(
-                f"Program._prune_with_input: targets must be Variables, names or Operators, "
-                f"got {bad!r}")
-        new = self.clone()
-        block = new.global_block()
-        block.ops = _live_ops(block, _names(targets), _names(feeded_var_names or []))
-        new._bump()
-        return new
+        """A copy keeping only the ops that compute `targets` (Variables, names or Operators)
+        from `feeded_var_names`, and the variables those ops name (spmd/core/pruning.py)."""
+        from .pruning import prune_with_input
+
+        return prune_with_input(self, feeded_var_names, targets)
 
     def _prune(self, targets):
         """A copy keeping only the ops that compute `targets` (Variables, names or ops)."""
         return self._prune_with_input([], targets)
 
     def _inference_optimize(self, prune_read_op: bool = True):
-        """The test-mode copy (is_test on, backward and optimizer ops dropped)."""
-        return self.clone(for_test=True)
+        """fluid's copy for inference: every op kept (backward and optimizer ones too, unlike
+        clone(for_test=True)), `is_test` set on every op having it, and with prune_read_op
+        the ops up to the first `read` (a py_reader's) dropped with the READER variables."""
+        new = self.clone()
+        block = new.global_block()
+        if prune_read_op:
+            reads = [i for i, op in enumerate(block.ops) if op.type == "read"]
+            if reads:
+                block.ops = block.ops[reads[0] + 1:]
+            block.vars = {n: v for n, v in block.vars.items()
+                          if v.type != "READER"}
+        for b in new.blocks:
+            for op in b.ops:
+                if "is_test" in op.attrs:
+                    op.attrs["is_test"] = True
+        new._is_test = True
+        new._bump()
+        return new
 
 
 class BlockCompat:
@@ -360,6 +346,12 @@ class OperatorCompat:
     @property
     def attr_names(self) -> list[str]:
         return sorted(self.attrs)
+
+    def _is_optimize_op(self) -> bool:
+        """An optimizer's op (fluid's OpRole.Optimize bit of op_role)."""
+        from .operator import OpRole
+
+        return self.role is OpRole.OPTIMIZE
 
     @property
     def desc(self) -> OpDescView:

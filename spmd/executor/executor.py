@@ -15,6 +15,7 @@ from ..core.scope import global_scope, host_array
 from ..core.selected_rows import dense_of
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
+from . import prune_program as pruning
 from .allocator import tune_allocator
 from .fetch import as_fetched
 from .inplace import MemoryOptions
@@ -122,6 +123,25 @@ def _handed_out(value, lod, return_numpy: bool):
     return LoDTensor(value, lod)
 
 
+def _declare_persistables(program, scope) -> None:
+    """Make the program's persistable variables in `scope` (with no value where they have
+    none): fluid's executor makes them before it runs an op, so after a failed run they exist,
+    and programs (Paddle's tests) look them up."""
+    for name, var in program.global_block().vars.items():
+        if var.persistable and scope.find_var(name) is None:
+            scope.var(name)
+
+
+def _keep_persistable_feeds(program, feed, scope) -> None:
+    """fluid's feed op writes a fed variable into the scope: a persistable one stays there
+    after the run (Paddle's gradient_checker feeds its inputs once, then reads them back)."""
+    block = program.global_block()
+    for name, value in feed.items():
+        var = block.vars.get(name)
+        if var is not None and var.persistable:
+            scope._assign(name, np.array(value, dtype=var.dtype))
+
+
 class Executor:
     """Runs programs on `place`; plans are compiled once per (program, feed names, fetch names).
 
@@ -140,6 +160,10 @@ class Executor:
         tune_allocator()
         apply_fluid_math_threads()  # fluid's one math thread per op (OMP_NUM_THREADS)
         self.plan_cache = PlanCache()  # every plan this executor compiled, data parallel too
+        # run(use_prune=True): cache key -> (the program given, its pruned program); and per
+        # CompiledProgram given, its first pruned copy, whose variables later copies share
+        self._pruned_programs: dict = {}
+        self._pruned_compiled_first: dict = {}
         self._rngs: dict = {}
         self._closed = False
 
@@ -173,8 +197,10 @@ class Executor:
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
             fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
-            return_merged=True):
-        """Run `program` (default: the default main program) once and return the fetches."""
+            return_merged=True, use_prune=False):
+        """Run `program` (default: the default main program) once and return the fetches.
+        With use_prune (or optimizer ops in fetch_list, see spmd/executor/prune_program.py)
+        the program runs pruned to what the fetches need from the feeds."""
         if self._closed:
             raise PreconditionError("this Executor was closed; create a new one")
         guard.note_step()  # named when a peer leaves: the runs both sides reached
@@ -184,6 +210,10 @@ class Executor:
         fetch_list = [] if fetch_list is None else fetch_list
         if not isinstance(fetch_list, (list, tuple)):
             fetch_list = [fetch_list]
+        given_fetches = fetch_list
+        fetch_list, optimize_ops = pruning.split_optimize_ops(fetch_list)
+        if optimize_ops or use_prune:
+            program, feed = self._pruned(program, feed, given_fetches, fetch_list, optimize_ops)
         fetch_names = [_fetch_name(f) for f in fetch_list]
         feed = _call_run_hooks(program, feed, scope, self.place)
         compiled = _compiled(program)
@@ -211,9 +241,36 @@ class Executor:
                 f"feed must be a dict name -> array, got {type(feed).__name__}")
         return self._run_program(program, feed, fetch_names, scope, return_numpy)
 
+    def _pruned(self, program, feed, given_fetches, fetch_list, optimize_ops):
+        """(the pruned program, the feed it takes), pruned once per cache key, as fluid's."""
+        key = pruning.cache_key(program, feed, given_fetches)
+        cached = self._pruned_programs.get(key)
+        if cached is None:
+            given = program
+            if _compiled(program) is not None:
+                first = self._pruned_compiled_first.get(id(given))
+                program = pruning.compiled_copy(_compiled(program),
+                                                None if first is None else first[1])
+                if first is None:
+                    self._pruned_compiled_first[id(given)] = (given, program)
+            # the given program is held with its pruned one, so its id stays its own
+            cached = (given, self._prune_program(program, feed, fetch_list, optimize_ops))
+            self._pruned_programs[key] = cached
+        return cached[1], pruning.update_feed(cached[1], feed)
+
+    def _prune_program(self, program, feed=None, fetch_list=None, optimize_ops=None):
+        """fluid's Executor._prune_program: `program` pruned to `fetch_list` and
+        `optimize_ops` (every optimizer op when none is named) from the feeds."""
+        return pruning.prune(program, feed, fetch_list or [], optimize_ops or [])
+
     def _run_program(self, program, feed, fetch_names, scope, return_numpy, memory=None):
         plan = self._plan(program, list(feed), fetch_names, memory)
-        results = plan.run(scope, feed, array_module(self.place), self.place)
+        try:
+            results = plan.run(scope, feed, array_module(self.place), self.place)
+        except Exception:
+            _declare_persistables(program, scope)
+            raise
+        _keep_persistable_feeds(program, feed, scope)
         lods = plan.fetched_lods or [None] * len(results)
         return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 
@@ -242,6 +299,8 @@ class Executor:
         """Drop compiled plans; the executor cannot run afterwards. In parameter-server mode
         it also tells every pserver this trainer is done (fluid's Executor.close)."""
         self.plan_cache.clear()
+        self._pruned_programs.clear()
+        self._pruned_compiled_first.clear()
         self._closed = True
         for hook in list(CLOSE_HOOKS):
             hook(self)

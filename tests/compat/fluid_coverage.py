@@ -53,8 +53,6 @@ DEFERRED: dict[str, str] = {
         "detection_output", "multi_box_head", "ssd_loss")},
     **{f"layers.nn:{n}": DETECTION for n in (
         "deformable_roi_pooling", "prroi_pool", "psroi_pool", "roi_align", "roi_pool")},
-    "Executor.run:use_prune": "pruning the program to the fetch targets inside Executor.run "
-    "(spmd/executor, another helper's): Program._prune gives the pruned program",
 }
 
 # names spmd does not plan to provide, and why

@@ -304,11 +304,16 @@ def _rand_r(state: list) -> int:
 
 @kernel("pyramid_hash")
 def pyramid_hash(xp, ins, attrs, want):
-    ids = _host(ins["X"]).reshape(-1)
+    # fluid's kernel reads X as a flat id vector, its first rows-many values, where the LoD
+    # counts rows: an [n, 1] X is n ids; of a wider X only the first n flat values are read
+    x = _host(ins["X"])
+    rows = x.shape[0]
+    ids = x.reshape(-1)[:rows]
     off = one_level(ins, "X", "pyramid_hash")
-    if int(off[-1]) != ids.size:
-        raise InvalidArgumentError(f"pyramid_hash: the LoD of X covers {int(off[-1])} ids, X "
-                                   f"has {ids.size}")
+    if int(off[-1]) != rows:
+        raise InvalidArgumentError(f"pyramid_hash: the LoD of X covers {int(off[-1])} rows, X "
+                                   f"has {rows} (shape {list(x.shape)}); its LoD must cover "
+                                   f"every row")
     if attrs["use_filter"] and (attrs["white_list_len"] > 0 or attrs["black_list_len"] > 0):
         raise InvalidArgumentError(
             "pyramid_hash: use_filter with white / black lists needs fluid's bloom filters "
@@ -347,4 +352,12 @@ def pyramid_hash(xp, ins, attrs, want):
     return {"Out": xp.asarray(out), "Out@LOD": make_lod([_offsets(out_sizes)]),
             "DropPos": xp.asarray(np.asarray(drop, np.int32).reshape(-1, 1)),
             "DropPos@LOD": make_lod([_offsets(kept_sizes)]),
-            "X_Temp_Out": xp.asarray(as_float.reshape(ins["X"].shape).astype(table.dtype))}
+            "X_Temp_Out": xp.asarray(_temp_out(as_float, x.shape, table.dtype))}
+
+
+def _temp_out(ids, shape, dtype):
+    """X_Temp_Out: X's shape, its first rows-many entries the ids read as floats; fluid leaves
+    the rest of the buffer unwritten, spmd zeros it."""
+    buf = np.zeros(int(np.prod(shape)), dtype)
+    buf[:ids.size] = ids
+    return buf.reshape(shape)

@@ -155,8 +155,11 @@ def _tdm_sampler(ids, negs, output_positive=True, output_list=False, travel=TDM_
     return feeds, build
 
 
-def _pyramid(lengths, layers, training, drop, seed=3, num_emb=6, rand_len=2, space_len=40):
-    ids = _rng("pyramid").randint(0, 30, (sum(lengths), 1)).astype("int32")
+def _pyramid(lengths, layers, training, drop, seed=3, num_emb=6, rand_len=2, space_len=40,
+             width=1):
+    # width > 1: fluid's kernel reads the first rows-many ids of X's flat data (the LoD
+    # counts rows; Paddle's test_pyramid_hash_op.py feeds [16, 10])
+    ids = _rng("pyramid").randint(0, 30, (sum(lengths), width)).astype("int32")
     feeds = {"x": (ids, [lengths], False)}
 
     def build(fluid, v, param):
@@ -197,6 +200,7 @@ CASES = {
     "search_pyramid_hash/infer_layers4": _pyramid([6, 2], 4, False, 1.0, num_emb=4,
                                                   rand_len=4),
     "search_pyramid_hash/train_dropout": _pyramid([5, 3, 7], 3, True, 0.4, seed=11),
+    "search_pyramid_hash/wide_rows": _pyramid([3, 5, 2, 6], 4, True, 0.5, width=10),
     "filter_by_instag/lod": _instag([2, 1, 2], [1, 2, 3, 2, 5], [2, 1, 2], [2], True),
     "filter_by_instag/rows": _instag(None, [1, 2, 3, 2, 5, 4], [1, 1, 1, 1, 1, 1], [2, 5],
                                      False),

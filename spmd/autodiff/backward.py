@@ -25,8 +25,11 @@ class GradContext:
     one gradient per version of the value, so `in_grad` of an op's input and `out_grad` of its
     output are different gradients even when the two are the same name."""
 
-    def __init__(self, needs_grad: set, finalize, block, no_grad: set | frozenset = frozenset()):
+    def __init__(self, needs_grad: set, finalize, block, no_grad: set | frozenset = frozenset(),
+                 fresh=None):
         self._needs_grad = needs_grad
+        # a name for a variable the pass makes, kept apart from the block's existing ones
+        self.fresh = fresh or (lambda name: name)
         self._finalize = finalize
         self._contrib: dict[tuple, list[str]] = defaultdict(list)
         self._counts: dict[str, int] = defaultdict(int)
@@ -48,7 +51,7 @@ class GradContext:
         when `name` needs no gradient."""
         if name not in self._needs_grad:
             return None
-        temp = f"{name}{GRAD_SUFFIX}@RENAME@{self._counts[name]}"
+        temp = self.fresh(f"{name}{GRAD_SUFFIX}@RENAME@{self._counts[name]}")
         self._counts[name] += 1
         self._contrib[self._key(name, True)].append(temp)
         self.grad_of[temp] = name
@@ -62,7 +65,7 @@ class GradContext:
         """Like out_grad, but a zero gradient (fill_zeros_like) when none flows into `name`."""
         g = self.out_grad(name)
         if g is None:
-            g = f"{name}{GRAD_SUFFIX}@ZERO"
+            g = self.fresh(f"{name}{GRAD_SUFFIX}@ZERO")
             self.grad_of[g] = name
             self._zero_specs.append(("fill_zeros_like", {"X": [name]}, {"Out": [g]}, {}))
         return g
@@ -101,7 +104,7 @@ def default_grad_maker(op, ctx: GradContext):
 
 def _discard_name(ctx: GradContext, name: str, op) -> str:
     """Where a duplicable grad slot writes the gradient of an element that needs none."""
-    g = f"{name}{GRAD_SUFFIX}@DISCARD@{op.block.ops.index(op)}"
+    g = ctx.fresh(f"{name}{GRAD_SUFFIX}@DISCARD@{op.block.ops.index(op)}")
     ctx.grad_of[g] = name
     return g
 
@@ -116,6 +119,12 @@ def _grad_maker(op):
     maker = SUB_BLOCK_GRAD_MAKERS.get(op.type)
     if maker is not None:
         return maker
+    if op.type.endswith("_grad"):  # a grad op differentiated again (gradients of gradients)
+        from .double_grad import GRAD_OP_GRAD_MAKERS
+
+        maker = GRAD_OP_GRAD_MAKERS.get(op.type)
+        if maker is not None:
+            return maker
     grad = get_op_def(op.type).grad
     if grad == "default":
         return default_grad_maker
@@ -181,14 +190,14 @@ class ReverseWalk:
     seed plus their contributions (a loop body's state that the body reads after writing it)."""
 
     def __init__(self, ops, block, needs: set, no_grad: set, name_for, seeds: dict,
-                 saver: OverwrittenValues | None = None):
+                 saver: OverwrittenValues | None = None, fresh=None):
         self.ops, self.block, self.name_for, self.saver = ops, block, name_for, saver
         self.writes = _write_counts(ops)
         self.specs: list = []
         self.rename: dict[str, str] = {}
         self.seeds = dict(seeds)
         self.finalized: dict[tuple, str | None] = {}
-        self.ctx = GradContext(needs, self.finalize, block, no_grad)
+        self.ctx = GradContext(needs, self.finalize, block, no_grad, fresh)
 
     def finalize(self, key: tuple) -> str | None:
         if key in self.finalized:
@@ -201,7 +210,7 @@ class ReverseWalk:
         final = self.name_for(key) if contribs else None
         if seed is not None:
             if final == seed:  # the sum must not overwrite the seed it reads
-                final = f"{seed}@SUM"
+                final = self.ctx.fresh(f"{seed}@SUM")
             contribs = [seed, *contribs]
         if len(contribs) == 1:
             self.rename[contribs[0]] = final
@@ -237,13 +246,20 @@ class ReverseWalk:
         return self
 
 
-def _backward(block, targets, target_seeds, sources: set, no_grad: set):
-    """Append grad ops for `targets` (seeded by `target_seeds` spec lists); returns the map
-    var -> grad name for every var that received a gradient."""
+# the ops a backward pass walks: the forward ones, and the grad ops of earlier passes, which a
+# target may depend on (a gradient penalty, fluid.gradients of a gradient)
+_DIFFERENTIATED_ROLES = (OpRole.FORWARD, OpRole.LOSS, OpRole.BACKWARD)
+
+
+def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_names=None):
+    """Append grad ops for `targets`, each seeded by the op in `seed_ops` (target name ->
+    (type, inputs, attrs), written to the target's gradient) or, where `seed_names` names one,
+    by that existing variable; returns the map var -> grad name for every var that received a
+    gradient."""
     program = block.program
     target_names = {t.name for t in targets}
     last = max(i for i, op in enumerate(block.ops) if set(op.output_arg_names) & target_names)
-    fwd_ops = [op for op in block.ops[: last + 1] if op.role in (OpRole.FORWARD, OpRole.LOSS)]
+    fwd_ops = [op for op in block.ops[: last + 1] if op.role in _DIFFERENTIATED_ROLES]
     ops = _relevant_ops(fwd_ops, target_names)
     needs = _ancestors_needing_grad(ops, sources, no_grad)
 
@@ -252,59 +268,65 @@ def _backward(block, targets, target_seeds, sources: set, no_grad: set):
     # or for a target its last; other versions of a rewritten name get x@GRAD@SSA@<version>
     canon = {n: writes[n] if n in target_names else first.get(n, 0)
              for n in set(writes) | set(first)}
+    fresh = _fresh_names(block)
 
     def name_for(key):
         name, version = key
         if version == canon.get(name, 0):
-            return grad_var_name(name)
-        return f"{grad_var_name(name)}@SSA@{version}"
+            return fresh(grad_var_name(name))
+        return fresh(f"{grad_var_name(name)}@SSA@{version}")
 
-    seeds = {(t.name, writes.get(t.name, 0)): grad_var_name(t.name) for t in targets}
+    seed_names = dict(seed_names or {})
+    seed_specs = []
+    for t in targets:
+        if t.name not in seed_names:
+            type_, ins, attrs = seed_ops[t.name]
+            seed_names[t.name] = fresh(grad_var_name(t.name))
+            seed_specs.append((type_, ins, {"Out": [seed_names[t.name]]}, attrs))
+    seeds = {(t.name, writes.get(t.name, 0)): seed_names[t.name] for t in targets}
     saver = OverwrittenValues(block)
-    walk = ReverseWalk(ops, block, needs, no_grad, name_for, seeds, saver).run()
+    walk = ReverseWalk(ops, block, needs, no_grad, name_for, seeds, saver, fresh).run()
     saver.insert_copies()
-    specs = list(target_seeds) + walk.specs
+    specs = seed_specs + walk.specs
     rename, ctx = walk.rename, walk.ctx
 
-    clash = _clashing_names(block, {rename.get(n, n) for _, _, outs, _ in specs
-                                    for names in outs.values() for n in names})
-
-    def final(name: str) -> str:
-        name = rename.get(name, name)
-        return clash.get(name, name)
-
     def ren(d):
-        return {s: [final(n) for n in names] for s, names in d.items()}
+        return {s: [rename.get(n, n) for n in names] for s, names in d.items()}
 
     for g, fwd in ctx.grad_of.items():  # declared with the forward var's shape and dtype
-        if rename.get(g, g) == g and not block.has_var(final(g)):
+        if rename.get(g, g) == g and not block.has_var(g):
             f = block._var_recursive(fwd)
-            block.create_var(name=final(g), shape=f.shape, dtype=f.dtype, type=f.type)
+            block.create_var(name=g, shape=f.shape, dtype=f.dtype, type=f.type)
     with program.role_guard(OpRole.BACKWARD):
         for k, (type_, ins, outs, attrs) in enumerate(specs):
-            role = OpRole.LOSS if k < len(target_seeds) else None  # the seeds of target grads
+            role = OpRole.LOSS if k < len(seed_specs) else None  # the seeds of target grads
             op = block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
             _append_error_clips(block, op, ctx.grad_of)
-    grads = {key[0]: final(g) for key, g in walk.finalized.items()
+    grads = {key[0]: rename.get(g, g) for key, g in walk.finalized.items()
              if g is not None and key[1] == canon.get(key[0], 0)}
-    for n, g in grads.items():
-        block.vars[g].stop_gradient = True  # grads are not differentiated again
-        program.grad_var_map[n] = g
+    for n, g in grads.items():  # left open to gradients, as fluid's: a later pass may
+        program.grad_var_map[n] = g  # differentiate them (gradients of gradients)
     return grads
 
 
-def _clashing_names(block, made: set) -> dict:
+def _fresh_names(block):
     """For a backward pass appended after another (fluid.gradients twice, or gradients then
-    minimize): its gradient names that already exist, each renamed 'grad/' * k + name, k the
-    pass's number, as fluid 1.8 names them (x@GRAD, then grad/grad/x@GRAD, ...), so the
-    passes never write each other's variables."""
-    clashes = [n for n in made if block.has_var(n)]
-    if not clashes:
-        return {}
-    earlier = [n for n in block.vars if GRAD_SUFFIX in n]
-    passes = max([1, *(_grad_prefixes(n) for n in earlier)])  # the passes appended so far
-    prefix = "grad/" * (passes + 1)
-    return {n: prefix + n for n in clashes}
+    minimize): the name a variable the pass makes gets, `name` itself unless the block has it
+    already, else 'grad/' * k + name, k the pass's number, as fluid 1.8 names them (x@GRAD,
+    then grad/grad/x@GRAD, ...), so the passes never write each other's variables and the
+    new pass's ops still read the old pass's (a grad op's output, differentiated again)."""
+    prefix = None
+
+    def fresh(name: str) -> str:
+        nonlocal prefix
+        if not block.has_var(name):
+            return name
+        if prefix is None:  # the passes appended so far
+            passes = max([1, *(_grad_prefixes(n) for n in block.vars if GRAD_SUFFIX in n)])
+            prefix = "grad/" * (passes + 1)
+        return prefix + name
+
+    return fresh
 
 
 def _grad_prefixes(name: str) -> int:
@@ -399,10 +421,10 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     # fluid: a parameter in no_grad_set, frozen (stop_gradient) or not listed gets no gradient
     no_grad = _no_grad_names(block, no_grad_set)
     no_grad |= {p.name for p in block.all_parameters() if p.name not in listed}
-    seed = ("fill_constant", {}, {"Out": [grad_var_name(loss.name)]},
-            {"shape": list(loss.shape) or [1], "value": 1.0, "dtype": loss.dtype})
-    grads = _backward(block, [loss], [seed], (listed | _fed_leaves(block, loss)) - no_grad,
-                      no_grad)
+    seed = ("fill_constant", {}, {"shape": list(loss.shape) or [1], "value": 1.0,
+                                  "dtype": loss.dtype})
+    sources = (listed | _fed_leaves(block, loss)) - no_grad
+    grads = _backward(block, [loss], {loss.name: seed}, sources, no_grad)
     return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
 
 
@@ -461,14 +483,14 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
         raise InvalidArgumentError(
             f"gradients: {len(targets)} targets but {len(tg)} target_gradients"
         )
-    seeds = []
+    seeds, seed_names = {}, {}
     for t, g in zip(targets, tg):
-        out = {"Out": [grad_var_name(t.name)]}
         if g is None:
-            seeds.append(("fill_any_like", {"X": [t.name]}, out, {"value": 1.0}))
-        else:
-            seeds.append(("assign", {"X": [g.name]}, out, {}))
+            seeds[t.name] = ("fill_any_like", {"X": [t.name]}, {"value": 1.0})
+        else:  # as fluid's: the given variable is the target's gradient, read where it is
+            # (it may be named t@GRAD itself: gradient_checker's double_grad_check names it so)
+            seed_names[t.name] = g.name
     in_names = {v.name for v in inputs_list}
     no_grad = _no_grad_names(block, no_grad_set) - in_names
-    grads = _backward(block, targets, seeds, in_names, no_grad)
+    grads = _backward(block, targets, seeds, in_names, no_grad, seed_names)
     return [block.vars[grads[v.name]] if v.name in grads else None for v in inputs_list]

@@ -16,7 +16,9 @@ def has_grad_op_maker(op_type: str) -> bool:
     """Whether spmd's op `op_type` has a gradient (a grad op or a grad maker)."""
     if op_type not in OP_DEFS:
         return False
-    return get_op_def(op_type).grad is not None
+    from .double_grad import GRAD_OP_GRAD_MAKERS  # a grad op differentiated again
+
+    return get_op_def(op_type).grad is not None or op_type in GRAD_OP_GRAD_MAKERS
 
 
 def _op_of(op_desc):

@@ -17,6 +17,10 @@ class Tensor:
     def _array(self):
         return self._scope._arrays.get(self._name)
 
+    def _is_initialized(self) -> bool:
+        """Whether the entry holds a value (fluid: whether the tensor holds memory)."""
+        return self._array() is not None
+
     def set(self, array, place=None):
         from .places import array_module
 

@@ -64,6 +64,14 @@ class CompiledProgram:
     def program(self) -> Program:
         return self._program
 
+    @property
+    def _local_scopes(self) -> list:
+        """fluid's CompiledProgram._local_scopes: the list of scopes it handed its C++
+        executor to share: empty unless it shares the variables of another data-parallel
+        program, whose place scopes it is then."""
+        share = self._share_vars_from
+        return [] if share is None else list(share.place_scopes or [])
+
     def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
                            share_vars_from=None, places=None) -> CompiledProgram:
         """Run data-parallel: each place (and each process of the MPI job) gets its share of

@@ -42,12 +42,9 @@ def _get_stop_gradients_(program) -> dict[int, set[str]]:
 
 def _has_grad(op_type: str) -> bool:
     """Whether an op type has a gradient (fluid's core.has_non_empty_grad_op_maker)."""
-    from ..ops.registry import OP_DEFS
+    from ..autodiff.op_grad import has_grad_op_maker
 
-    try:
-        return OP_DEFS[op_type].grad is not None
-    except KeyError:
-        return False
+    return has_grad_op_maker(op_type)
 
 
 def _find_op_path_(block, outputs, inputs, no_grad_set):

@@ -20,9 +20,10 @@ from ..core.lod import LoDTensor, LoDTensorArray
 from ..core.places import Place
 from ..core.selected_rows import SelectedRows
 from ..errors import EOFException, InvalidArgumentError, SpmdError
+from .core_executor import CoreExecutor as Executor
 
 __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "EnforceNotMet",
-           "EventSortingKey", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState",
+           "EventSortingKey", "Executor", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState",
            "ProgramDesc", "Scope", "SelectedRows", "Tensor", "VarDesc", "avx_supported",
            "disable_profiler", "empty_var_name", "enable_profiler", "get_cuda_device_count",
            "get_fetch_variable", "get_grad_op_desc", "globals", "grad_var_suffix",

@@ -102,6 +102,11 @@ MODULES = {
         "fused_batch_norm_act", "fused_batch_norm_act_grad", "fused_elemwise_activation",
         "fused_elemwise_activation_grad",
     ),
+    "spmd.kernels.grad_grad": (
+        "elementwise_div_grad_grad", "elu_grad_grad", "instance_norm_grad_grad",
+        "leaky_relu_grad_grad", "relu_grad_grad", "reshape2_grad_grad", "sqrt_grad_grad",
+        "square_grad_grad",
+    ),
     "spmd.kernels.host": (
         "print", "py_func", "py_func_grad",
     ),

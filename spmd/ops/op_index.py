@@ -90,6 +90,11 @@ MODULES = {
         "fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_momentum",
         "fused_sgd",
     ),
+    "spmd.ops.grad_grad": (
+        "elementwise_div_grad_grad", "elu_grad_grad", "instance_norm_grad_grad",
+        "leaky_relu_grad_grad", "relu_grad_grad", "reshape2_grad_grad", "sqrt_grad_grad",
+        "square_grad_grad",
+    ),
     "spmd.ops.host": (
         "print", "py_func", "py_func_grad",
     ),

@@ -32,9 +32,9 @@ EMULATION_ENV = {"UCX_TLS": "tcp,self"}
 # range syntax, `host001-host012`: an element LETTERS DIGITS-LETTERS DIGITS is a range. A node
 # named node0-a32178 was read as the 32179 hosts node0 ... node32178; their core counts were
 # read past the end of SLURM_TASKS_PER_NODE's two entries, one came out 0, and every mpiexec in
-# that allocation died of SIGFPE in HYDU_dceil(active_processes, core_count) while making the
-# proxy list (tests/launch/test_hydra_slurm_nodelist.py recreates it). A random hex tag has
-# that form about 1 time in 12, which was the "flake" of 2 in ~9 suite runs.
+# that allocation died of SIGFPE in HYDU_dceil(active_processes, core_count) while mapping
+# ranks to nodes (get_max_overscribe, lib/utils/rankmap.c; test_hydra_slurm_nodelist.py). A
+# random hex tag has that form about 1 time in 12: the "flake" of 2 in ~9 suite runs.
 HYDRA_OLD_RANGE = re.compile(r"[a-z]+[0-9]+-[a-z]+[0-9]+", re.I)
 CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
 

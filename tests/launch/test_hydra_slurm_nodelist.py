@@ -7,10 +7,11 @@ expressions that first try SLURM's old range syntax `host001-host012`. The clust
 failing CI run (ci_final3, /tmp/pytest-of-root/pytest-679) had nodes node0-a32178 and
 node1-a32178: each was read as a range (node0 ... node32178 and node1 ... node32178, 64357
 hosts), their core counts were read past the two entries of SLURM_TASKS_PER_NODE, and
-mpiexec divided by a core count of 0 (gdb on mpiexec.hydra: SIGFPE at an idiv in the ceil
-division of active_processes by core_count, the node list walk that finds the current
-oversubscription; the 5th host, node4, had cores=0). The srun and paddle-launch forms never
-met it: srun does not use Hydra, and paddle-launch gives Hydra `-hosts` itself.
+mpiexec divided by a core count of 0 (gdb on the stripped mpiexec.hydra: SIGFPE at the idiv
+of HYDU_dceil(node->active_processes, node->core_count) in get_max_overscribe, inlined in
+HYDU_gen_rankmap, src/pm/hydra/lib/utils/rankmap.c; walking the list there: 64357 nodes, the
+5th, node4, with cores=0). The srun and paddle-launch forms in the same jobs never met it:
+srun does not use Hydra, and paddle-launch gives Hydra `-hosts` itself.
 
 No SLURM or root needed: mpiexec is given an allocation's variables and Hydra's fork launcher
 (both proxies on this machine), and `-v` prints the proxies it made from the node list.

@@ -129,6 +129,13 @@ class OpDescView:
     def _block_attr_id(self, name: str) -> int:
         return self._op._block_attr_id(name)
 
+    def _rename_input(self, old: str, new: str) -> None:
+        """Read `new` where the op read `old` (what IrGraph.update_input_link does)."""
+        self._op._rename_input(old, new)
+
+    def _rename_output(self, old: str, new: str) -> None:
+        self._op._rename_output(old, new)
+
     def infer_var_type(self, block_desc=None) -> None:
         """spmd's shape inference sets the outputs' dtypes and kinds with their shapes."""
         self.infer_shape(block_desc)

@@ -45,9 +45,17 @@ class CompiledProgram:
     """
 
     def __init__(self, program_or_graph, build_strategy: BuildStrategy | None = None):
+        from ..core.graph import Graph
+
+        # fluid's CompiledProgram(core.Graph(...)): runs the program the graph writes back to
+        # (its `graph` attribute says it came from one: fluid.io refuses it, as fluid's does)
+        self.graph = program_or_graph if isinstance(program_or_graph, Graph) else None
+        if self.graph is not None:
+            program_or_graph = self.graph.to_program()
         if not isinstance(program_or_graph, Program):  # a TypeError, as fluid's
             raise ArgumentTypeError(
-                f"CompiledProgram expects a Program, got {type(program_or_graph).__name__}"
+                f"CompiledProgram expects a Program or a core.Graph, got "
+                f"{type(program_or_graph).__name__}"
             )
         self._program = program_or_graph
         self._build_strategy = _check_type(build_strategy, BuildStrategy, "build_strategy")

@@ -16,6 +16,7 @@ from collections.abc import MutableMapping
 
 from ..core import CPUPlace, CUDAPinnedPlace, CUDAPlace, Scope, is_compiled_with_cuda
 from ..core.dtypes import VarType, convert_dtype
+from ..core.graph import Graph, Node
 from ..core.lod import LoDTensor, LoDTensorArray
 from ..core.places import Place
 from ..core.selected_rows import SelectedRows
@@ -23,7 +24,8 @@ from ..errors import EOFException, InvalidArgumentError, SpmdError
 from .core_executor import CoreExecutor as Executor
 
 __all__ = ["CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "EOFException", "EnforceNotMet",
-           "EventSortingKey", "Executor", "LoDTensor", "LoDTensorArray", "Place", "ProfilerState",
+           "EventSortingKey", "Executor", "Graph", "LoDTensor", "LoDTensorArray", "Node",
+           "Place", "ProfilerState",
            "ProgramDesc", "Scope", "SelectedRows", "Tensor", "VarDesc", "avx_supported",
            "disable_profiler", "empty_var_name", "enable_profiler", "get_cuda_device_count",
            "get_fetch_variable", "get_grad_op_desc", "globals", "grad_var_suffix",

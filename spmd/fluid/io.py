@@ -26,6 +26,10 @@ def _get_valid_program(main_program=None):
 
     if main_program is None:
         return default_main_program()
+    if getattr(main_program, "graph", None) is not None:  # CompiledProgram(core.Graph(...))
+        raise TypeError("The type of input main_program is invalid, expected type is Program, "
+                        "but received None: a CompiledProgram built from a core.Graph holds "
+                        "no program (pass the Program itself)")
     inner = getattr(main_program, "program", None)  # a CompiledProgram's program
     if isinstance(inner, Program):
         return inner

@@ -75,6 +75,11 @@ __getattr__, __dir__ = _lazy.attach(__name__, {
     "DistributeTranspilerConfig": ".transpiler:DistributeTranspilerConfig",
     "memory_optimize": ".transpiler:memory_optimize",
     "release_memory": ".transpiler:release_memory",
+    # fluid's `from .dygraph.layers import *` / `.dygraph.nn import *`: the classes that build
+    # static programs in spmd (the other dygraph.nn classes stay under fluid.dygraph)
+    "Layer": ".dygraph.layers:Layer",
+    "Embedding": ".dygraph.static_nn:Embedding",
+    "LayerNorm": ".dygraph.static_nn:LayerNorm",
     **{name: f".data_feeder:{name}" for name in _DATA_FEEDER_ALL},
     **{name: f".framework:{name}" for name in _FRAMEWORK_ALL if name not in globals()},
     **{name: f".reader:{name}" for name in _READER_ALL},

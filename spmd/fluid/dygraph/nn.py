@@ -1,6 +1,7 @@
-"""fluid.dygraph.nn: the dygraph layer classes. Each imports; constructing one raises,
-naming its static equivalent (Linear -> fluid.layers.fc, Conv2D -> fluid.layers.conv2d,
-...).
+"""fluid.dygraph.nn: the dygraph layer classes. Embedding, LayerNorm, RowConv and
+SequenceConv work in a static program as fluid 1.8's (spmd/fluid/dygraph/static_nn.py); each
+other one imports, and constructing it raises, naming its static equivalent (Linear ->
+fluid.layers.fc, Conv2D -> fluid.layers.conv2d, ...).
 
 >>> from spmd.fluid.dygraph.nn import Linear
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from ._static_only import refusing_class
 from .layers import Layer
+from .static_nn import Embedding, LayerNorm, RowConv, SequenceConv  # noqa: F401 (as fluid: RowConv, SequenceConv not in __all__)
 
 __all__ = [
     "Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
@@ -22,10 +24,8 @@ Pool2D = refusing_class("Pool2D", "fluid.layers.pool2d", Layer)
 Linear = refusing_class("Linear", "fluid.layers.fc", Layer)
 BatchNorm = refusing_class("BatchNorm", "fluid.layers.batch_norm", Layer)
 Dropout = refusing_class("Dropout", "fluid.layers.dropout", Layer)
-Embedding = refusing_class("Embedding", "fluid.embedding (fluid.layers.embedding)", Layer)
 GRUUnit = refusing_class("GRUUnit", "fluid.layers.gru_unit", Layer)
 InstanceNorm = refusing_class("InstanceNorm", "fluid.layers.instance_norm", Layer)
-LayerNorm = refusing_class("LayerNorm", "fluid.layers.layer_norm", Layer)
 NCE = refusing_class("NCE", "fluid.layers.nce", Layer)
 PRelu = refusing_class("PRelu", "fluid.layers.prelu", Layer)
 BilinearTensorProduct = refusing_class("BilinearTensorProduct",

@@ -55,7 +55,9 @@ class NumpyArrayInitializer(Initializer):
                 f"NumpyArrayInitializer expects a numpy.ndarray, got {type(value).__name__}")
         self.value = value
 
-    def __call__(self, var, block):
+    _FP16_TMP_PREFIX = "numpy_array_init"
+
+    def _init(self, var, block):
         return _assign(var, block, self.value, "NumpyArrayInitializer")
 
     def __repr__(self):
@@ -72,7 +74,9 @@ class BilinearInitializer(Initializer):
     BilinearInitializer()
     """
 
-    def __call__(self, var, block):
+    _FP16_TMP_PREFIX = "bilinear_init"
+
+    def _init(self, var, block):
         shape = tuple(var.shape)
         if len(shape) != 4 or shape[2] != shape[3]:
             raise InvalidArgumentError(

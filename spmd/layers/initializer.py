@@ -41,8 +41,28 @@ class Initializer:
     """Base class: `init(var, block)` prepends the op that initializes `var` to `block` (a block
     of the startup program) and returns it."""
 
+    # the name fluid gives the float32 stand-in of a float16 variable ("<prefix>.<var>.tmp")
+    _FP16_TMP_PREFIX = "init"
+
     def __call__(self, var, block):
-        raise NotImplementedError
+        """Prepend the op initializing `var`. A float16 variable is initialized as fluid 1.8
+        does it: the op fills a float32 stand-in, and a `cast` appended to the block writes
+        it into the variable (two ops)."""
+        if var.dtype != "float16":
+            return self._init(var, block)
+        from ..core import unique_name
+
+        stand_in = block.create_var(
+            name=unique_name.generate(f"{self._FP16_TMP_PREFIX}.{var.name}.tmp"),
+            shape=var.shape, dtype="float32", persistable=False)
+        op = self._init(stand_in, block)
+        block.append_op("cast", inputs={"X": [stand_in]}, outputs={"Out": [var]},
+                        attrs={"in_dtype": "float32", "out_dtype": "float16"})
+        return op
+
+    def _init(self, var, block):
+        """The op initializing `var` (what each initializer defines)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no _init(var, block)")
 
     @staticmethod
     def _compute_fans(var) -> tuple[int, int]:
@@ -77,11 +97,13 @@ class ConstantInitializer(Initializer):
     ConstantInitializer(value=1.0)
     """
 
+    _FP16_TMP_PREFIX = "constant_init"
+
     def __init__(self, value: float = 0.0, force_cpu: bool = False):
         self.value = _check_number("Constant", "value", value)
         self.force_cpu = bool(force_cpu)
 
-    def __call__(self, var, block):
+    def _init(self, var, block):
         return block._prepend_op("fill_constant", outputs={"Out": [var]},
                                  attrs={"shape": list(var.shape), "dtype": var.dtype,
                                         "value": self.value, "force_cpu": self.force_cpu})
@@ -97,6 +119,8 @@ class UniformInitializer(Initializer):
     0.5
     """
 
+    _FP16_TMP_PREFIX = "uniform_random"
+
     def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0):
         self.low = _check_number("Uniform", "low", low)
         self.high = _check_number("Uniform", "high", high)
@@ -105,7 +129,7 @@ class UniformInitializer(Initializer):
                 f"Uniform(low={low}, high={high}): high must be >= low")
         self._seed_value = _check_seed("Uniform", seed)
 
-    def __call__(self, var, block):
+    def _init(self, var, block):
         return self._random_op(var, block, "uniform_random", {"min": self.low, "max": self.high})
 
     def __repr__(self):
@@ -119,6 +143,8 @@ class NormalInitializer(Initializer):
     2.0
     """
 
+    _FP16_TMP_PREFIX = "gaussian_random"
+
     _op = "gaussian_random"
 
     def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0):
@@ -128,7 +154,7 @@ class NormalInitializer(Initializer):
             raise InvalidArgumentError(f"{type(self).__name__}(scale={scale}): must be >= 0")
         self._seed_value = _check_seed(type(self).__name__, seed)
 
-    def __call__(self, var, block):
+    def _init(self, var, block):
         return self._random_op(var, block, self._op, {"mean": self.loc, "std": self.scale})
 
     def __repr__(self):
@@ -138,6 +164,8 @@ class NormalInitializer(Initializer):
 
 class TruncatedNormalInitializer(NormalInitializer):
     """Gaussian truncated at two standard deviations (truncated_gaussian_random)."""
+
+    _FP16_TMP_PREFIX = "truncated_gaussian_random"
 
     _op = "truncated_gaussian_random"
 
@@ -150,6 +178,8 @@ class XavierInitializer(Initializer):
     False
     """
 
+    _FP16_TMP_PREFIX = "xavier_init"
+
     def __init__(self, uniform: bool = True, fan_in: float | None = None,
                  fan_out: float | None = None, seed: int = 0):
         self.uniform = bool(uniform)
@@ -157,7 +187,7 @@ class XavierInitializer(Initializer):
         self.fan_out = None if fan_out is None else _check_number("Xavier", "fan_out", fan_out)
         self._seed_value = _check_seed("Xavier", seed)
 
-    def __call__(self, var, block):
+    def _init(self, var, block):
         f_in, f_out = self._compute_fans(var)
         fan_in = f_in if self.fan_in is None else self.fan_in
         fan_out = f_out if self.fan_out is None else self.fan_out
@@ -193,6 +223,8 @@ class MSRAInitializer(Initializer):
     False
     """
 
+    _FP16_TMP_PREFIX = "masra_init"  # fluid 1.8 spells it so
+
     def __init__(self, uniform: bool = True, fan_in: float | None = None, seed: int = 0,
                  negative_slope: float = 0.0, nonlinearity: str = "relu"):
         self.uniform = bool(uniform)
@@ -200,7 +232,7 @@ class MSRAInitializer(Initializer):
         self._seed_value = _check_seed("MSRA", seed)
         self.gain = _gain(nonlinearity, _check_number("MSRA", "negative_slope", negative_slope))
 
-    def __call__(self, var, block):
+    def _init(self, var, block):
         fan_in = self._compute_fans(var)[0] if self.fan_in is None else self.fan_in
         if fan_in <= 0:
             raise InvalidArgumentError(f"MSRA: fan_in must be > 0 for '{var.name}', got {fan_in}")

@@ -258,7 +258,7 @@ def filter_by_instag(xp, ins, attrs, want):
     starts, lengths = _instag_plan(ins, attrs)
     if not starts.size:
         one = make_lod([[0, 1]])
-        return {"Out": xp.full((1, x.shape[1]), attrs["out_val_if_empty"], dtype=x.dtype),
+        return {"Out": xp.full((1, *x.shape[1:]), attrs["out_val_if_empty"], dtype=x.dtype),
                 "Out@LOD": one, "LossWeight": xp.zeros((1, 1), np.float32),
                 "LossWeight@LOD": one, "IndexMap": xp.asarray(np.array([[0, 1, 1]], np.int64)),
                 "IndexMap@LOD": one}

@@ -268,6 +268,11 @@ def sequence_softmax(xp, ins, attrs, want):
     x = ins["X"]
     offsets = input_lod(ins, "X", "sequence_softmax")[-1]
     check_rows(x, offsets, "X", "sequence_softmax")
+    if x.size != x.shape[0]:
+        raise InvalidArgumentError(
+            f"sequence_softmax: X must hold one score per row ([rows] or [rows, 1]), got "
+            f"shape {list(x.shape)}; fluid: 'The width of each timestep in Input(X) of "
+            f"SequenceSoftmaxOp should be 1'")
     flat = x.reshape(-1)
     seg = xp.asarray(segment_ids(offsets))
     e = xp.exp(flat - _segment_max(xp, flat, offsets)[seg])

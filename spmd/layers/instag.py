@@ -25,6 +25,12 @@ def filter_by_instag(ins, ins_tag, filter_tag, is_lod, out_val_if_empty=0):
     check_variable(ins, "ins", "filter_by_instag")
     check_variable(ins_tag, "ins_tag", "filter_by_instag", dtypes={"int64"})
     check_variable(filter_tag, "filter_tag", "filter_by_instag", dtypes={"int64"})
+    # fluid reads the LoD its feeds carry whatever they declare (Paddle's own test declares
+    # Ins_tag with lod_level=0 and feeds tags per instance): a fed tag variable (and a fed ins
+    # when is_lod) is LoD-tracked from here on, and a feed without the LoD fails in the op
+    for fed in (ins_tag, ins) if is_lod else (ins_tag,):
+        if fed.is_data and fed.lod_level < 1:
+            fed.lod_level = 1
     helper = LayerHelper("filter_by_instag")
     out = helper.create_variable_for_type_inference(ins.dtype)
     loss_weight = helper.create_variable_for_type_inference("float32", stop_gradient=True)

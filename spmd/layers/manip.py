@@ -51,7 +51,8 @@ def crop(x, shape=None, offsets=None, name=None):
 
 
 def _crop_list(helper, values, what, inputs, slot, placeholder):
-    attr, tensors = int_tensor_inputs(helper, list(values), what)
+    # fluid 1.8's crop_tensor checks only that an entry is an int or a Variable at build time
+    attr, tensors = int_tensor_inputs(helper, list(values), what, check_dtype=False)
     if tensors is not None:
         inputs[slot] = tensors
         attr = [placeholder if isinstance(v, Variable) else a for v, a in zip(values, attr)]

@@ -48,16 +48,19 @@ def _shape(shape, where: str) -> list[int]:
     return dims
 
 
-def int_tensor_inputs(helper, values, what: str, dtype="int32"):
+def int_tensor_inputs(helper, values, what: str, dtype="int32", check_dtype=True):
     """fluid's way to pass a list that may hold Variables: the attribute keeps the python ints
     (-1 where a Variable stands) and every entry also becomes a [1] int tensor (a
-    `fill_constant` for the python ones). Returns (attr_list, tensors or None)."""
+    `fill_constant` for the python ones). Returns (attr_list, tensors or None).
+    `check_dtype=False`: the Variables' dtype is left to the kernel, where the fluid layer
+    checks none at build time (crop_tensor's list entries)."""
     if not any(isinstance(v, Variable) for v in values):
         return _int_list(values, what, helper.layer_type), None
     attr, tensors = [], []
     for v in values:
         if isinstance(v, Variable):
-            check_variable(v, what, helper.layer_type, dtypes={"int32", "int64"})
+            check_variable(v, what, helper.layer_type,
+                           dtypes={"int32", "int64"} if check_dtype else None)
             v.stop_gradient = True
             attr.append(-1)
             tensors.append(v)

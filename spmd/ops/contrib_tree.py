@@ -108,8 +108,10 @@ def _filter_by_instag(ctx):
               f"Ins_tag and Filter_tag must be int64, got {tag.dtype} and {filt.dtype}")
     ctx.check(tag.lod_level >= 1, f"Ins_tag '{tag.name}' must carry one LoD level (the tags "
                                   f"of each instance); declare it with lod_level=1")
-    ctx.check(len(ins.shape) == 2, f"Ins must be 2-D [rows, width], got {list(ins.shape)}")
-    ctx.set_output("Out", (-1, ins.shape[1]), ins.dtype)
+    # fluid's kernel copies whole rows; Paddle's own test passes a [-1, 32, 1] Ins
+    ctx.check(len(ins.shape) >= 2, f"Ins must be at least 2-D [rows, width...], got "
+                                   f"{list(ins.shape)}")
+    ctx.set_output("Out", (-1, *ins.shape[1:]), ins.dtype)
     ctx.set_output("LossWeight", (-1, 1), "float32")
     ctx.set_output("IndexMap", (-1, 3), "int64")
     for slot in ("Out", "LossWeight", "IndexMap"):

@@ -53,7 +53,8 @@ def _warpctc(ctx):
     if padded:
         for slot in ("LogitsLength", "LabelLength"):
             _check_int(ctx, slot, ("int64",))
-        ctx.check(len(x.shape) == 3,
+        # fluid 1.8's InferShape checks no rank here (it reads dim 2 as the classes)
+        ctx.check(len(x.shape) >= 3,
                   f"Logits ({x.name}) must be time-major padded [max time, batch, classes] "
                   f"with LogitsLength, got {list(x.shape)}")
     else:
@@ -61,7 +62,7 @@ def _warpctc(ctx):
                   f"Logits ({x.name}) must be [total time, classes] with LoD (or padded "
                   f"[max time, batch, classes] with LogitsLength / LabelLength), got "
                   f"{list(x.shape)}")
-    c = x.shape[-1]
+    c = x.shape[2] if padded else x.shape[-1]
     blank = ctx.attr("blank")
     ctx.check(not _known(c) or 0 <= blank < c,
               f"blank={blank} must be a class of Logits: in [0, {c - 1}]")

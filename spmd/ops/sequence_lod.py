@@ -40,8 +40,13 @@ def _sequence_slice(ctx):
     for slot in ("Offset", "Length"):
         v = ctx.input(slot)
         ctx.check(v.dtype in _INTS, f"{slot} must be int32 or int64, got {v.dtype}")
-        ctx.check(len(v.shape) == 2 and v.shape[1] in (1, -1),
-                  f"{slot} must be [num_sequences, 1], got shape {list(v.shape)}")
+        # fluid 1.8's InferShape: 2-D, and Offset shaped as Length (the kernel checks their
+        # rows against the sequences at run time)
+        ctx.check(len(v.shape) == 2, f"{slot} must be 2-D [num_sequences, 1], got shape "
+                                     f"{list(v.shape)}")
+    off, length = ctx.input("Offset").shape, ctx.input("Length").shape
+    ctx.check(all(a == b or -1 in (a, b) for a, b in zip(off, length)),
+              f"Offset {list(off)} and Length {list(length)} must have the same shape")
     ctx.set_output("Out", (-1,) + tuple(x.shape[1:]), x.dtype)
     ctx.set_lod_level("Out", 1)
 

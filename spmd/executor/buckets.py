@@ -28,6 +28,7 @@ class Bucket:
         self.buffer = None
         self.views: list = []
         self._lock = threading.Lock()  # producers may ask at once (ExecutionStrategy.num_threads)
+        self.shared = None  # shared_bucket.SharedSegment, False (stays private), None: not asked
 
     def get(self, xp):
         if self._xp is not xp:
@@ -48,6 +49,28 @@ class Bucket:
 
     def view(self, index: int):
         return lambda xp: self.get(xp)[1][index]
+
+    @property
+    def array_module(self):
+        """numpy or cupy, once the buffer is made; None before."""
+        return self._xp
+
+    def sum_across(self, comm, arrays):
+        """The sum of `arrays` (this bucket's members) over `comm`'s ranks through node-shared
+        memory (executor/shared_bucket.py), as its reduced views; None where the bucket cannot
+        be shared (the communicator reduces it then). Collective: every rank calls it at the
+        same all-reduce; the first call decides, on every rank alike."""
+        shared = self.shared
+        if shared is None:
+            from .shared_bucket import share
+
+            with self._lock:
+                shared = self.shared = share(self, comm)
+                if shared:  # the buffer and views are the shared segment's from now on
+                    self.buffer, self.views, self._xp = shared.buffer, shared.views, np
+        if shared is False:
+            return None
+        return shared.allreduce(arrays)
 
 
 class _Alone:

@@ -180,6 +180,16 @@ class Plan:
         """
         return dataclasses.replace(self._memory_report)
 
+    def shared_buckets(self) -> int:
+        """How many of this plan's fused all-reduce buckets are summed in node-shared memory
+        (executor/shared_bucket.py): decided at each bucket's first all-reduce, so 0 before
+        the first run.
+
+        >>> # exe.plan_cache.find(compiled.data_parallel_program, ["x"], [loss.name], 0)
+        >>> # .shared_buckets()
+        """
+        return sum(1 for s in self.steps if getattr(s.ctx.bucket, "shared", None))
+
     def schedule_report(self) -> ScheduleReport:
         """How this plan runs its ops: on how many threads, how many stay in program order,
         the depth and width of their dependency graph (what several threads could run at

@@ -42,8 +42,16 @@ def _overlaps(attrs, ctx) -> bool:
 
 def _allreduce_kernel(reduction: str):
     def run(xp, ins, attrs, want, ctx):
-        handle = ctx.comm.iallreduce_bucket(ins["X"], reduction, ctx.bucket,
-                                            overlap=_overlaps(attrs, ctx))
+        bucket, overlap = ctx.bucket, _overlaps(attrs, ctx)
+        if bucket is not None and not overlap and reduction == "sum":
+            # a plan's fused bucket, needed now: summed in node-shared memory where every
+            # rank is on this node (executor/shared_bucket.py), else None
+            comm = ctx.comm
+            comm.wait_all()  # the collectives issued before it complete first, as inline
+            reduced = bucket.sum_across(comm, ins["X"])
+            if reduced is not None:
+                return {"Out": reduced}
+        handle = ctx.comm.iallreduce_bucket(ins["X"], reduction, bucket, overlap=overlap)
         return {"Out": handle.out}
 
     return run

@@ -1,0 +1,121 @@
+"""Fused all-reduce buckets summed in node-shared memory (spmd/executor/shared_bucket.py): with
+every rank on this node, N ranks each fed 1/N of the batch end, on every rank, with bitwise the
+same parameters and optimizer state; those (and the losses) of the same run with the buckets
+kept private (reduced by MPI's allreduce) to the last bit at 2 ranks (a + b either way) and to
+rounding beyond; and those of one process fed the whole batch (N ranks == 1 process). The plan reports
+its bucket shared at 2 ranks and more, never at 1. A fetched gradient keeps its values after
+later steps sum into the bucket it came from.
+
+The one-process reference runs on every rank, so expected values come from the script itself."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import spmd.fluid as fluid
+from spmd.comm.mpi import MPICommunicator
+from spmd.comm.topology import detect
+from spmd.executor import shared_bucket
+
+pytestmark = pytest.mark.mpi(min_size=1)
+BATCH, STEPS = 24, 4  # divisible by 1, 2, 3 and 4 ranks
+
+
+def build(opt: str, dtype: str):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 16], dtype)
+        y = fluid.data("y", [None, 1], "int64")
+        h = fluid.layers.fc(x, 24, act="relu")
+        h = fluid.layers.fc(h, 12, act="tanh")
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(
+            fluid.layers.fc(h, 4), y))
+        if opt == "sgd":
+            fluid.optimizer.SGD(0.2).minimize(loss)
+        else:
+            fluid.optimizer.Adam(0.02).minimize(loss)
+    return main, startup, loss
+
+
+def batches(dtype: str):
+    rng = np.random.default_rng(7)
+    return [(rng.standard_normal((BATCH, 16)).astype(dtype), rng.integers(0, 4, size=(BATCH, 1)))
+            for _ in range(STEPS)]
+
+
+def run(opt: str, dtype: str, data_parallel: bool = True, shared: bool = True):
+    """(losses, persistables, the plan's shared-bucket count, fetched gradients) after STEPS
+    steps: data parallel over every rank, each on its shard, or one process on everything."""
+    t = detect()
+    main, startup, loss = build(opt, dtype)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    prog, rank, size = main, 0, 1
+    if data_parallel:
+        strategy = fluid.BuildStrategy()
+        strategy.fuse_all_reduce_ops = True
+        prog = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                              build_strategy=strategy)
+        rank, size = t.rank, t.size
+    grad = main.all_parameters()[0].name + "@GRAD"
+    per = BATCH // size
+    losses, fetched = [], []
+    shared_bucket.enabled = shared
+    try:
+        for x, y in batches(dtype):
+            feed = {"x": x[rank * per:(rank + 1) * per], "y": y[rank * per:(rank + 1) * per]}
+            out = exe.run(prog, feed=feed, fetch_list=[loss, grad], scope=scope)
+            losses.append(np.asarray(out[0]).tobytes())
+            fetched.append((np.asarray(out[1]), np.array(out[1])))
+    finally:
+        shared_bucket.enabled = True
+    state = {v.name: np.array(scope.find_var(v.name).get_tensor()) for v in main.list_vars()
+             if v.persistable and scope.find_var(v.name) is not None
+             and scope.find_var(v.name).is_initialized()}
+    count = None
+    if data_parallel:
+        plan = exe.plan_cache.find(prog.data_parallel_program, ["x", "y"], [loss.name, grad], 0)
+        count = plan.shared_buckets()
+    return losses, state, count, fetched
+
+
+def digest(vals: dict) -> np.ndarray:
+    h = hashlib.sha256()
+    for name in sorted(vals):
+        h.update(name.encode() + np.ascontiguousarray(vals[name]).tobytes())
+    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
+
+
+def same_on_every_rank(vals: dict):
+    everyone = MPICommunicator().allgather(digest(vals))
+    assert (everyone == everyone[0]).all(), "ranks hold different values"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_shared_bucket_sums_as_the_private_one(opt, dtype):
+    size = detect().size
+    losses, state, count, fetched = run(opt, dtype)
+    assert count == (1 if size > 1 else 0)
+    plain_losses, plain_state, plain_count, _ = run(opt, dtype, shared=False)
+    assert plain_count == 0
+    same_on_every_rank(state)
+    assert set(state) == set(plain_state)
+    if size <= 2:  # a + b: MPI's sum and the shared one are the same operation
+        assert losses == plain_losses
+        for key, value in plain_state.items():
+            np.testing.assert_array_equal(state[key], value, err_msg=key)
+    tol = 1e-9 if dtype == "float64" else 2e-4
+    for key, value in plain_state.items():
+        np.testing.assert_allclose(state[key], value, rtol=tol, atol=tol, err_msg=key)
+    _, want, _, _ = run(opt, dtype, data_parallel=False)  # N ranks == 1 process
+    trained = {p.name for p in build(opt, dtype)[0].all_parameters()}
+    for key in trained:
+        np.testing.assert_allclose(state[key], want[key], rtol=tol,
+                                   atol=tol * float(np.abs(want[key]).max()), err_msg=key)
+    # a fetched gradient is a copy: later steps summing into the bucket leave it as it was
+    for array, values in fetched:
+        np.testing.assert_array_equal(array, values)

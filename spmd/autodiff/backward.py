@@ -37,6 +37,7 @@ class GradContext:
         self.block = block
         self.no_grad = no_grad
         self.grad_of: dict[str, str] = {}  # every gradient name made -> its forward var
+        self._asked: list[tuple] = []  # (key, contribution name) in the order in_grad gave
         self._version: dict[str, int] = {}  # name -> version the walk stands at
         self._after: dict[str, int] = {}  # outputs of the op being differentiated
 
@@ -53,9 +54,24 @@ class GradContext:
             return None
         temp = self.fresh(f"{name}{GRAD_SUFFIX}@RENAME@{self._counts[name]}")
         self._counts[name] += 1
-        self._contrib[self._key(name, True)].append(temp)
+        key = self._key(name, True)
+        self._contrib[key].append(temp)
+        self._asked.append((key, temp))
         self.grad_of[temp] = name
         return temp
+
+    def drop_unwritten(self, asked: list, specs: list) -> None:
+        """Forget the contributions a grad maker asked for (`asked`) but wrote in none of its
+        `specs` (a maker asks for its input's gradient name before it finds no output
+        gradient): in a pass over earlier grad ops, a forward op whose outputs get no
+        gradient is still on the path, and the sum must not read a name nothing writes."""
+        written = {n for _, _, outs, _ in specs for names in outs.values() for n in names}
+        for key, temp in asked:
+            if temp not in written:
+                self._contrib[key].remove(temp)
+                if not self._contrib[key]:
+                    del self._contrib[key]
+                del self.grad_of[temp]
 
     def out_grad(self, name: str) -> str | None:
         """The gradient of forward output `name`, or None when no gradient flows into it."""
@@ -230,7 +246,9 @@ class ReverseWalk:
             ctx._after = {n: ctx._version[n] for n in outs}
             maker = _grad_maker(op)
             if maker is not None:
+                asked = len(ctx._asked)
                 made = maker(op, ctx)
+                ctx.drop_unwritten(ctx._asked[asked:], made)
                 if self.saver is not None:
                     made = self.saver.rewrite(op, made)
                 self.specs.extend(ctx._zero_specs)

@@ -24,6 +24,8 @@ def world():
     to the others' (spmd.guard), so a rank that leaves early fails the job at once."""
     global _met
     guard.note_mpi_starting()  # from now on this rank is in MPI: no stand-in may join for it
+    if not _met:
+        guard.note_job_start(True)  # dying from here to the rendezvous: the peers are told
     if "mpi4py.MPI" not in sys.modules:
         _start_mpi_in_time()
     from mpi4py import MPI
@@ -44,6 +46,7 @@ def world():
     if not _met:
         _met = True
         guard.rendezvous(comm)
+        guard.note_job_start(False)
     return comm
 
 
@@ -54,7 +57,7 @@ def _start_mpi_in_time() -> None:
     from ..flags import flags
 
     timeout = flags().collective_timeout_s
-    if not init_mpi_within(timeout):
+    if not init_mpi_within(timeout, _stop_if_a_peer_died):
         from .topology import launcher_rank_size
 
         guard.note_mpi_start_failed()
@@ -66,12 +69,23 @@ def _start_mpi_in_time() -> None:
             f"collective (the startup program's run) within the timeout")
 
 
-def init_mpi_within(timeout_s: float) -> bool:
+def _stop_if_a_peer_died() -> None:
+    """While MPI_Init waits: a peer that died in its own start-up will never come."""
+    text = guard.peer_died_in_start()
+    if text is not None:
+        from ..guard.abort import StoppedByPeer
+
+        guard.note_mpi_start_failed()  # MPI is half started: exit at once, end the job
+        raise StoppedByPeer(text)
+
+
+def init_mpi_within(timeout_s: float, check=None) -> bool:
     """Initialize MPI (MPI_THREAD_MULTIPLE) unless it takes longer than `timeout_s`; whether
     it did. MPI_Init cannot be interrupted, and mpi4py's Init_thread keeps the GIL while it
     waits: it is called through ctypes (a foreign call releases the GIL) in a thread, and
     mpi4py then finds MPI initialized. Where the library cannot be found so, mpi4py's own
-    initialization at import, unbounded."""
+    initialization at import, unbounded. `check()`, called while it waits, may raise to stop
+    the wait."""
     import ctypes
     import threading
 
@@ -95,7 +109,13 @@ def init_mpi_within(timeout_s: float) -> bool:
     threading.Thread(target=lambda: (init(None, None, MPI.THREAD_MULTIPLE,
                                           ctypes.byref(provided)), started.set()),
                      name="spmd-mpi-init", daemon=True).start()
-    return started.wait(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while not started.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+        if check is not None:
+            check()
+    return True
 
 
 def _check_contiguous(array, op: str):

@@ -32,7 +32,8 @@ from .abort import abort_job, flush_to_process_manager
 
 __all__ = ["abort_job", "attach", "departure_message", "flush_to_process_manager", "install",
            "let_the_reporter_speak", "note_collective", "note_exit_code", "note_mpi_start_failed",
-           "note_mpi_starting", "note_step", "rendezvous", "report_failure", "supervised"]
+           "note_job_start", "note_mpi_starting", "note_step", "peer_died_in_start", "rendezvous",
+           "report_failure", "supervised"]
 
 _SUPERVISED_ENV = "SPMD_SUPERVISED"  # set in the supervised program: its children never fork
 _shared: st.SharedState | None = None
@@ -136,6 +137,38 @@ def note_mpi_starting() -> None:
         _shared.slots[st.MPI_STARTED] = 1
 
 
+def note_job_start(starting: bool) -> None:
+    """The program enters (True) or leaves (False) the job's MPI start-up: spmd's first MPI
+    use, up to the supervisors' rendezvous. A program that dies in it is told to the node's
+    other ranks by its supervisor (spmd/guard/early_news.py)."""
+    if _shared is not None:
+        _shared.slots[st.STARTING] = 1 if starting else 0
+
+
+def peer_died_in_start() -> str | None:
+    """While this rank waits in the job's MPI start-up: when a peer died in it (its
+    supervisor told this one's), the line that says so; None otherwise. Under paddle-launch
+    None: the launcher stops this rank and reports."""
+    if _shared is None or not _shared.slots[st.DEPARTED] or _launcher_stops_failures:
+        return None
+    from .stand_in import cause
+
+    gone = _shared.departure()
+    rank, size = _launcher_rank_size()
+    how = cause(gone["code"], gone["signal"], "", True)
+    return (f"[rank {rank}/{size}] stopped: rank {gone['rank']} ended in the job's MPI "
+            f"start-up, before its first collective ({how}; its message is above)")
+
+
+def _stop_if_peer_died_in_start() -> None:
+    text = peer_died_in_start()
+    if text is not None:
+        from .abort import StoppedByPeer
+
+        _shared.slots[st.STARTING] = 0  # stopped by the peer: nothing of its own to tell
+        raise StoppedByPeer(text)
+
+
 def _record_sys_exit_codes() -> None:
     """Python's atexit cannot see the code a script exits with; sys.exit(n), the common way,
     is wrapped to note it first, so the others can be told it (`raise SystemExit(n)` is not
@@ -186,13 +219,22 @@ def _install_abort_hook() -> None:
 
     def abort_all(kind, value, tb):
         report_failure(value, lambda: previous(kind, value, tb))
-        if _mpi_start_failed:  # MPI_Init still runs in its thread: no Python exit, no Finalize
+        if _mpi_start_failed or _in_job_start():
+            # MPI_Init may still run in its thread: no Python exit, no Finalize. And no
+            # MPI_Abort: it would kill the others before they can say why; the supervisor
+            # tells them and ends the job (spmd/guard/supervisor.py)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(1)
         abort_job(1)
 
     sys.excepthook = abort_all
+
+
+def _in_job_start() -> bool:
+    """In the job's MPI start-up, before the supervisors' channel is decided."""
+    return _shared is not None and bool(_shared.slots[st.STARTING]) and \
+        _shared.slots[st.CHANNEL] == 0
 
 
 def summary(error: BaseException) -> str:
@@ -290,6 +332,11 @@ def _leaving() -> None:
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None and mpi.Is_initialized():
             _shared.slots[st.MPI_STARTED] = 1
+        if _in_job_start():  # sys.exit in the job's MPI start-up: MPI_Finalize (or Python's
+            sys.stdout.flush()  # end, with MPI_Init in its thread) would wait for the others
+            sys.stderr.flush()
+            code = int(_shared.slots[st.EXIT_CODE])
+            os._exit(code if code >= 0 else 1)
         _shared.slots[st.LEAVING] = 1
 
 
@@ -316,10 +363,10 @@ def rendezvous(comm) -> None:
         port = int(_shared.slots[st.LISTEN_PORT])
         text = candidate_addresses(port) if port else NO_ADDRESS_MARK + no_address_reason()
     length = np.array([len(text.encode())], dtype=np.int64)
-    comm.Bcast(length, root=0)
+    _wait_in_start(comm, comm.Ibcast(length, root=0), flags)
     buf = np.frombuffer(text.encode(), dtype=np.uint8).copy() if comm.Get_rank() == 0 else \
         np.empty(int(length[0]), dtype=np.uint8)
-    comm.Bcast(buf, root=0)
+    _wait_in_start(comm, comm.Ibcast(buf, root=0), flags)
     text = buf.tobytes().decode()
     if text.startswith(NO_ADDRESS_MARK):  # rank 0's supervisor could not listen: every rank
         _shared.slots[st.CHANNEL] = -1    # fails alike, the lowest one reporting
@@ -331,15 +378,33 @@ def rendezvous(comm) -> None:
     deadline = time.monotonic() + _CONNECT_WAIT_S
     while not _shared.slots[st.CONNECTED] and _shared.slots[st.CHANNEL] != -1 and \
             time.monotonic() < deadline:
+        _stop_if_peer_died_in_start()
         time.sleep(0.005)
     ok = np.array([1 if _shared.slots[st.CONNECTED] else 0], dtype=np.int64)
-    comm.Allreduce(MPI.IN_PLACE, ok, op=MPI.MIN)
+    _wait_in_start(comm, comm.Iallreduce(MPI.IN_PLACE, ok, op=MPI.MIN), flags)
     _shared.slots[st.CHANNEL] = 1 if ok[0] else -1
     if not ok[0] and comm.Get_rank() == 0:
         sys.stderr.write(
             "spmd: warning: the ranks' supervisors could not all reach rank 0's (TCP, "
             f"addresses {text}); a rank that ends early is then noticed only by the "
             "collective timeout (SPMD_COLLECTIVE_TIMEOUT)\n")
+
+
+def _wait_in_start(comm, req, flags) -> None:
+    """Wait for the rendezvous' request `req`: stop when a peer died in the job's start, fail
+    past the collective timeout (a blocking call would wait for a dead peer for ever)."""
+    timeout = flags().collective_timeout_s
+    deadline = time.monotonic() + timeout
+    while not req.Test():
+        _stop_if_peer_died_in_start()
+        if time.monotonic() > deadline:
+            from ..errors import CommunicationError
+
+            raise CommunicationError(
+                f"[rank {comm.Get_rank()}/{comm.Get_size()}] the job's start (the supervisors' "
+                f"rendezvous at spmd's first MPI use) did not complete within {timeout:g} s "
+                f"(SPMD_COLLECTIVE_TIMEOUT): another rank never reached it")
+        time.sleep(0.001)
 
 
 def _check_everyone_came(comm, np, flags) -> None:
@@ -354,6 +419,7 @@ def _check_everyone_came(comm, np, flags) -> None:
     timeout = flags().collective_timeout_s
     deadline = time.monotonic() + timeout
     while not req.Test():
+        _stop_if_peer_died_in_start()
         if time.monotonic() > deadline:
             from ..errors import CommunicationError
 
@@ -368,6 +434,8 @@ def _check_everyone_came(comm, np, flags) -> None:
     if gone:
         from .abort import StoppedByPeer
 
+        if _shared is not None:  # stopped by a stand-in: nothing of its own to tell
+            _shared.slots[st.STARTING] = 0
         rank, size = comm.Get_rank(), comm.Get_size()
         who = "; ".join(f"rank {r} ({cause(int(table[r, 1]), int(table[r, 2]), '', True)})"
                         for r in gone)

@@ -16,6 +16,14 @@ class StoppedByPeer(CommunicationError):
 def abort_job(code: int) -> None:
     """MPI_Abort the job when MPI is up with other ranks, after this rank's output has reached
     the process manager. Best effort: it returns when there is nothing to abort."""
+    from . import _in_job_start
+
+    if _in_job_start():
+        # in the job's MPI start-up: an MPI_Abort (or, with MPI_Init still in its thread,
+        # anything of Python's exit) would kill the others before they can say why; this
+        # rank's supervisor tells them and ends the job (spmd/guard/supervisor.py)
+        flush_to_process_manager(0.5)
+        os._exit(code)
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is None:
         return

@@ -43,23 +43,28 @@ def cause(code: int, sig: int, error: str, short: bool = False) -> str:
     return "exit code 0 (sys.exit(0), os._exit(0), or the end of its script)"
 
 
-def block(tag: str, code: int, sig: int, error: str) -> str:
-    """The root-cause block, printed first."""
+def block(tag: str, code: int, sig: int, error: str, in_start: bool = False) -> str:
+    """The root-cause block, printed first. `in_start`: the program ended in the job's MPI
+    start-up (spmd's first MPI use), not before it."""
     fix = ("every rank must reach the job's first collective (the startup program's run, a "
            "CompiledProgram's first step): fix this rank's error, or end all ranks together"
            if (code or sig) else
            "a rank may end early only after the job's first collective has run everywhere; "
            "let every rank run the same steps")
-    return (f"{tag} FAILED before the job's first collective (before MPI started): "
+    when, where = (("in the job's MPI start-up", "in spmd's first MPI use (MPI_Init or the "
+                    "supervisors' rendezvous), no collective run yet") if in_start else
+                   ("(before MPI started)", "before spmd's first MPI use (no collective run "
+                    "yet)"))
+    return (f"{tag} FAILED before the job's first collective {when}: "
             f"{cause(code, sig, error)}\n"
-            f"{tag}   where: before spmd's first MPI use (no collective run yet)\n"
+            f"{tag}   where: {where}\n"
             f"{tag}   fix: {fix}\n")
 
 
 _record = None  # (code, first line) -> None: paddle-launch's status file, before an abort
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     """To the rank's log: the worker log paddle-launch gave it (the program's output goes
     there; this process's stderr is the process manager's), else stderr."""
     from ..flags import flags
@@ -85,11 +90,11 @@ def stand_in(rank: int, size: int, code: int, sig: int, error: str,
     tag = f"[rank {rank}/{size}]"
     failed = bool(code or sig)
     if failed and error:  # the program printed its block (spmd.guard.report_failure)
-        _say(f"{tag} it ended before the job's first collective: ending the job\n")
+        say(f"{tag} it ended before the job's first collective: ending the job\n")
         if record is not None:
             record(error)
     elif failed:
-        _say(block(tag, code, sig, error))
+        say(block(tag, code, sig, error))
     if joined:
         return _stand_in_join(tag, code, sig, error, timeout_s)
     return _stand_in_mpi(tag, size, code, sig, error, timeout_s)
@@ -116,7 +121,7 @@ def _stand_in_mpi(tag, size, code, sig, error, timeout_s) -> int:
     if MPI is None:  # the others never started MPI: a job without MPI, or they are busy
         if not failed:  # nothing failed; one that starts MPI later fails by its own timeout
             return 0
-        _say(f"{tag} the other ranks did not start MPI within {timeout_s:g} s "
+        say(f"{tag} the other ranks did not start MPI within {timeout_s:g} s "
              f"(SPMD_COLLECTIVE_TIMEOUT); ending the job\n")
         os.kill(os.getpid(), signal.SIGKILL)  # Hydra ends a job whose process is killed
     table = np.zeros((size, RECORD), dtype=np.int64)
@@ -129,9 +134,9 @@ def _stand_in_mpi(tag, size, code, sig, error, timeout_s) -> int:
         MPI.Finalize()
         return code or (128 + sig if sig else 0)
     if not failed:
-        _say(block(tag, code, sig, error))
+        say(block(tag, code, sig, error))
     if present is None:
-        _say(f"{tag} the other ranks did not reach spmd's start-up within {timeout_s:g} s "
+        say(f"{tag} the other ranks did not reach spmd's start-up within {timeout_s:g} s "
              f"(they wait in MPI calls of their own?); ending the job\n")
     time.sleep(1.0)  # the present ranks say they were stopped; then the job ends
     MPI.COMM_WORLD.Abort(code or 1)
@@ -151,14 +156,14 @@ def _stand_in_join(tag, code, sig, error, timeout_s) -> int:
         except jn.JoinError:
             return code or (128 + sig if sig else 0)  # nobody waits for this trainer
         if not (code or sig):
-            _say(block(tag, code, sig, error))
+            say(block(tag, code, sig, error))
         return code or (128 + sig if sig else 1)
     # trainer 0: answer every trainer that comes with why the job cannot start
     text = f"trainer 0 ended before the job started: {cause(code, sig, error)}"
     try:
         listener = jn.listen_at(*spec.root)
     except jn.JoinError as e:
-        _say(f"{tag} {e}\n")
+        say(f"{tag} {e}\n")
         return code or 1
     gathering = jn.Gathering(spec, listener)
     told_any = False
@@ -175,5 +180,5 @@ def _stand_in_join(tag, code, sig, error, timeout_s) -> int:
         gathering.absent.clear()
     gathering.close()
     if told_any and not (code or sig):
-        _say(block(tag, code, sig, error))
+        say(block(tag, code, sig, error))
     return code or (128 + sig if sig else (1 if told_any else 0))

@@ -22,6 +22,9 @@ MPI_START_FAILED = 24  # the program: MPI start-up timed out (a peer never start
 # the others first (ABORT_TOLD when it has), whose supervisors then print each rank's "stopped"
 # line before the abort kills them all; STOP_SAID: that line was printed (by either process)
 ABORTING, ABORT_TOLD, STOP_SAID, ABORT_CODE = range(25, 29)
+# the program: it is in the job's MPI start-up (spmd's first MPI use, until the supervisors'
+# channel is decided); dying then, its supervisor tells the node's others (early_news.py)
+STARTING = 29
 # slots written by the supervisor: the first peer that left, while this program ran; and the
 # earliest failure heard of, by (collective count, rank): the job's root cause
 (DEPARTED, D_RANK, D_CODE, D_SIGNAL, D_COLLECTIVES, D_STEPS, D_HOW, CONNECTED,

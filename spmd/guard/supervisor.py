@@ -17,10 +17,13 @@ import time
 
 from . import state as st
 from .channel import Channel, NodeAddressUnknown, listen
+from .early_news import EarlyNews
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 _POLL_S = 0.05
 _STOP_GRACE_S = 5.0
+_TELL_S = 1.0  # telling the node's other supervisors of a death in MPI start-up, at most
+_HEARD_S = 1.0  # then for them to print their line, before the job is ended
 
 
 def _die_with_parent() -> None:
@@ -67,6 +70,9 @@ class _Parent:
         self.on_end, self.launcher_stops_ranks = on_end, launcher_stops_ranks
         self.tag = f"[rank {rank}/{size}]"
         self.channel = Channel(rank, size, listener, self._departed) if size > 1 else None
+        # before the channel is up: news of a rank that died in MPI start-up (early_news.py)
+        self.early = EarlyNews(rank, size) if size > 1 else None
+        self.end_job_why = ""  # set: this supervisor ends the job by its own SIGKILL (Hydra)
         self.left = False
         self.stop_at: float | None = None  # when to stop the program after a peer failed
         self.stop_reason = ""
@@ -139,11 +145,36 @@ class _Parent:
                                 "aborting": 1})
         s[st.ABORT_TOLD] = 1
 
+    def _heard_early(self) -> None:
+        """A peer died in the job's MPI start-up (its supervisor told this node's, as the
+        channel is not up yet): this rank's line now, and this rank stops (in its MPI
+        start-up wait, or by the supervisor after the grace)."""
+        if self.early is None or self.shared.slots[st.CONNECTED]:
+            return
+        for news in self.early.poll():
+            if self.shared.slots[st.DEPARTED]:
+                continue
+            from .stand_in import cause
+
+            self._departed({"rank": news["rank"], "code": news["code"],
+                            "signal": news["signal"], "collectives": 0, "steps": 0,
+                            "how": st.FAILED})
+            s = self.shared.slots
+            if self.launcher_stops_ranks or s[st.STOP_SAID]:
+                continue  # paddle-launch's report names the rank and its cause
+            s[st.STOP_SAID] = 1
+            sys.stderr.write(f"{self.tag} stopped: rank {news['rank']} ended in the job's MPI "
+                             f"start-up, before its first collective: "
+                             f"{cause(news['code'], news['signal'], news['error'])}; the job "
+                             f"ends\n")
+            sys.stderr.flush()
+
     def _tend_channel(self) -> None:
         s, channel = self.shared.slots, self.channel
         if channel is None:
             time.sleep(_POLL_S)
             return
+        self._heard_early()
         # a rank other than 0 has nothing to hear before it joins: it waits for the address,
         # woken as soon as the program sets it (the job's first collective waits for this)
         waiting = self.rank != 0 and not channel.connected and s[st.CHANNEL] == 0 and \
@@ -186,6 +217,8 @@ class _Parent:
         code, sig = _decode(status)
         if self._ended_before_mpi():
             self._exit(self._stand_in(code, sig), 0)
+        if self._ended_in_mpi_start():
+            self._exit(*self._tell_died_in_start(code, sig))
         if sig:  # nothing in the program could say it: the cause, printed once, here
             collectives, steps = self._progress()
             first = self.shared.earliest_failure()
@@ -213,6 +246,40 @@ class _Parent:
         s = self.shared.slots
         return self.channel is not None and s[st.CHANNEL] == 0 and not s[st.MPI_STARTED] \
             and not self.stopped_from_outside  # a job being stopped needs no stand-in
+
+    def _ended_in_mpi_start(self) -> bool:
+        """The program ended in the job's MPI start-up (spmd's first MPI use, before the
+        channel was decided), not because a peer's death stopped it: the others wait for it
+        there. No stand-in can take its place (it already spoke on the PMI connection)."""
+        s = self.shared.slots
+        return self.early is not None and s[st.CHANNEL] == 0 and bool(s[st.STARTING]) and \
+            not s[st.DEPARTED] and not s[st.MPI_START_FAILED] and not self.stopped_from_outside
+
+    def _tell_died_in_start(self, code: int, sig: int) -> tuple[int, int]:
+        """Say why, tell the node's other supervisors (they print their line and stop
+        their rank), then end the job: Hydra ends a job one of whose processes is killed,
+        whatever the others wait in. Under paddle-launch the launcher stops the others and
+        reports. The (code, signal) to exit with."""
+        from .stand_in import block, say
+
+        s = self.shared.slots
+        error = self.shared.error() if s[st.FAILING] else ""
+        if not error:  # a signal, an exit: the program could not say it
+            say(block(self.tag, code, sig, "", in_start=True))
+        record = {"rank": self.rank, "size": self.size, "code": code, "signal": sig,
+                  "error": error}
+        others = set(range(self.size)) - {self.rank}
+        reached: set = set()
+        deadline = time.monotonic() + _TELL_S
+        while others - reached and time.monotonic() < deadline:
+            reached |= self.early.tell(record, others - reached)
+            time.sleep(0.1)
+        if reached:
+            time.sleep(_HEARD_S)
+        code = code or (0 if sig else 1)  # an exit 0 in start-up is a failure of the job
+        if not self.launcher_stops_ranks:
+            self.end_job_why = "its program died in the job's MPI start-up"
+        return code, sig
 
     def _stand_in(self, code: int, sig: int) -> int:
         from ..comm.join import joined_start
@@ -260,10 +327,14 @@ class _Parent:
             self.on_end(code, sig, error)
         sys.stdout.flush()
         sys.stderr.flush()
-        if self.shared.slots[st.MPI_START_FAILED] and self.size > 1:
-            # a peer hangs before MPI: the process manager waits for it, whatever code this
-            # exits with, but ends the whole job when one of its processes is killed (Hydra)
-            sys.stderr.write(f"{self.tag} ending the job: MPI start-up timed out\n")
+        s = self.shared.slots
+        if (s[st.MPI_START_FAILED] or self.end_job_why) and self.size > 1:
+            # a peer hangs before MPI (or died in it): the process manager waits for it,
+            # whatever code this exits with, but ends the whole job when one of its processes
+            # is killed (Hydra)
+            if not s[st.DEPARTED]:  # else this rank said already which peer stopped it
+                why = self.end_job_why or "MPI start-up timed out"
+                sys.stderr.write(f"{self.tag} ending the job: {why}\n")
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
         _end_process(128 + sig if sig else code)

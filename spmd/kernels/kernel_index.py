@@ -103,9 +103,9 @@ MODULES = {
         "fused_elemwise_activation_grad",
     ),
     "spmd.kernels.grad_grad": (
-        "elementwise_div_grad_grad", "elu_grad_grad", "instance_norm_grad_grad",
-        "leaky_relu_grad_grad", "relu_grad_grad", "reshape2_grad_grad", "sqrt_grad_grad",
-        "square_grad_grad",
+        "batch_norm_grad_grad", "elementwise_div_grad_grad", "elu_grad_grad",
+        "instance_norm_grad_grad", "leaky_relu_grad_grad", "relu_grad_grad", "reshape2_grad_grad",
+        "sqrt_grad_grad", "square_grad_grad",
     ),
     "spmd.kernels.host": (
         "print", "py_func", "py_func_grad",
@@ -185,6 +185,9 @@ MODULES = {
     "spmd.kernels.optim_adaptive": (
         "adadelta", "adagrad", "adamax", "average_accumulates", "decayed_adagrad", "ftrl", "lamb",
         "lars_momentum", "rmsprop",
+    ),
+    "spmd.kernels.optim_dpsgd": (
+        "dpsgd",
     ),
     "spmd.kernels.optim_fused": (
         "fused_adam", "fused_momentum", "fused_sgd",

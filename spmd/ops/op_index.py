@@ -175,6 +175,9 @@ MODULES = {
         "adadelta", "adagrad", "adamax", "average_accumulates", "decayed_adagrad", "ftrl", "lamb",
         "lars_momentum", "rmsprop",
     ),
+    "spmd.ops.optim_dpsgd": (
+        "dpsgd",
+    ),
     "spmd.ops.optim_schedule": (
         "ema_bias_correction", "lookahead_step", "lr_cosine_decay", "lr_exponential_decay",
         "lr_inverse_time_decay", "lr_linear_warmup", "lr_natural_exp_decay", "lr_noam_decay",

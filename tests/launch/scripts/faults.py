@@ -1,6 +1,7 @@
 """A fluid data-parallel training program in which one rank misbehaves, for the fault matrix
 (tests/launch/fault_matrix.py): --fault picks how, --rank which rank (-1: the last), --step
-when (-1: before MPI starts, before the program's first spmd call that needs it).
+when (-1: before MPI starts, before the program's first spmd call that needs it; -2: during
+the job's MPI start-up, while spmd's MPI_Init runs).
 
     mpiexec -n 2 python faults.py --fault os_exit0 --rank 1 --step 2
 """
@@ -66,6 +67,28 @@ def misbehave(fault: str, rank: int, step: int):
     return None
 
 
+def misbehave_in_mpi_start(fault: str, rank: int):
+    """Do `fault` as soon as spmd's MPI start-up has begun (its MPI_Init thread runs), from a
+    watcher thread: a signal or an exit at once, an exception or sys.exit in the main thread
+    (through a signal handler, which runs in the main thread's start-up wait)."""
+    import threading
+
+    def in_main_thread(signum, frame):
+        misbehave(fault, rank, -2)
+
+    signal.signal(signal.SIGALRM, in_main_thread)
+
+    def watch():
+        while not any(t.name == "spmd-mpi-init" for t in threading.enumerate()):
+            time.sleep(0.001)
+        if fault in ("raise", "exit0", "exit3"):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)
+        else:
+            misbehave(fault, rank, -2)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def checkpoint(fault: str, exe, program, directory: str, rank: int, step: int):
     """kill_in_save: the misbehaving rank saves a checkpoint at step 0, and is SIGKILLed in the
     middle of saving the next one (at the third move of the save: spmd/io/files.py).
@@ -94,7 +117,9 @@ def main():
         from spmd.comm.topology import launcher_rank_size
 
         rank, size = launcher_rank_size()
-        if args.rank % size == rank:
+        if args.rank % size == rank and args.step == -2:
+            misbehave_in_mpi_start(args.fault, rank)
+        elif args.rank % size == rank:
             misbehave(args.fault.replace(OWN_MPI, ""), rank, args.step)
     t = detect()
     bad = args.rank % t.size == t.rank

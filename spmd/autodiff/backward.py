@@ -269,11 +269,14 @@ class ReverseWalk:
 _DIFFERENTIATED_ROLES = (OpRole.FORWARD, OpRole.LOSS, OpRole.BACKWARD)
 
 
-def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_names=None):
+def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_names=None,
+              seed_role=OpRole.BACKWARD):
     """Append grad ops for `targets`, each seeded by the op in `seed_ops` (target name ->
     (type, inputs, attrs), written to the target's gradient) or, where `seed_names` names one,
     by that existing variable; returns the map var -> grad name for every var that received a
-    gradient."""
+    gradient. `seed_role`: the seed ops' role (append_backward's seed a loss's gradient: LOSS,
+    which data parallelism scales; fluid.gradients' seeds are plain backward ops, as fluid's
+    calc_gradient makes them, so a gradient penalty's input gradient is not scaled)."""
     program = block.program
     target_names = {t.name for t in targets}
     last = max(i for i, op in enumerate(block.ops) if set(op.output_arg_names) & target_names)
@@ -317,7 +320,7 @@ def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_n
             block.create_var(name=g, shape=f.shape, dtype=f.dtype, type=f.type)
     with program.role_guard(OpRole.BACKWARD):
         for k, (type_, ins, outs, attrs) in enumerate(specs):
-            role = OpRole.LOSS if k < len(seed_specs) else None  # the seeds of target grads
+            role = seed_role if k < len(seed_specs) else None  # the seeds of target grads
             op = block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
             _append_error_clips(block, op, ctx.grad_of)
     grads = {key[0]: rename.get(g, g) for key, g in walk.finalized.items()
@@ -442,7 +445,8 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     seed = ("fill_constant", {}, {"shape": list(loss.shape) or [1], "value": 1.0,
                                   "dtype": loss.dtype})
     sources = (listed | _fed_leaves(block, loss)) - no_grad
-    grads = _backward(block, [loss], {loss.name: seed}, sources, no_grad)
+    grads = _backward(block, [loss], {loss.name: seed}, sources, no_grad,
+                      seed_role=OpRole.LOSS)
     return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
 
 

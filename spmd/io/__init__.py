@@ -27,6 +27,7 @@ from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
 from ..core.variable import Parameter, Variable
 from ..errors import ArgumentTypeError, InvalidArgumentError, NotFoundError, PreconditionError
+from ..executor.feed_fetch_ops import add_feed_fetch_ops, feed_fetch_names
 from ..passes.prune import prune
 from ..passes.state_sharding import sharding_of
 from .files import AtomicFiles, npz_bytes, npz_writer, reading, text_writer, write_array
@@ -417,8 +418,9 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     if any(op.type == "auc" for op in program.global_block().ops):
         warnings.warn(AUC_WARNING, stacklevel=2)  # its states are saved as they are now
     targets = _scaled_targets(program, target_vars, targets)
-    if export_for_deployment:
+    if export_for_deployment:  # fluid's model: the feed and fetch ops name its inputs, targets
         program = prune(program.clone(for_test=True), feeds, targets)
+        add_feed_fetch_ops(program, feeds, targets)
     else:
         model_file += ".main_program"  # the whole program, under fluid's name for it
     data = json.loads(program.to_json())  # to_json names any attribute JSON cannot hold
@@ -481,8 +483,17 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
     with reading(dirname) as manifest:  # the model and its parameters from one save
         program, data = _read_model(model_path, manifest.get(model_file))
         load_persistables(executor, dirname, program, params_name)
-    fetch_vars = [program.global_block().var(n) for n in data["fetch_names"]]
-    return [program, list(data["feed_names"]), fetch_vars]
+    return _model_targets(program, data)
+
+
+def _model_targets(program: Program, data: dict) -> list:
+    """[program, feed names, fetch Variables]: a model's feed / fetch ops name them, in their
+    `col` order, as fluid's; a model saved without them (program only, or by an older spmd)
+    by the names stored beside the program."""
+    feeds, fetches = feed_fetch_names(program)
+    if not feeds and not fetches:
+        feeds, fetches = list(data["feed_names"]), list(data["fetch_names"])
+    return [program, feeds, [program.global_block().var(n) for n in fetches]]
 
 
 def _load_inference_model_from_memory(executor, model_bytes, params_bytes) -> list:
@@ -500,8 +511,7 @@ def _load_inference_model_from_memory(executor, model_bytes, params_bytes) -> li
     text = model_bytes if isinstance(model_bytes, str) else bytes(model_bytes).decode("utf-8")
     program, data = _read_model("the model bytes given", None, text)
     load_persistables(executor, None, program, params_bytes)
-    fetch_vars = [program.global_block().var(n) for n in data["fetch_names"]]
-    return [program, list(data["feed_names"]), fetch_vars]
+    return _model_targets(program, data)
 
 
 def _read_model(model_path: str, entry: dict | None, text: str | None = None):

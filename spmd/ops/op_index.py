@@ -85,15 +85,18 @@ MODULES = {
         "ref_by_trainer_id", "send", "send_barrier", "split_byref", "split_ids",
         "split_selected_rows",
     ),
+    "spmd.ops.feed_fetch": (
+        "feed", "fetch",
+    ),
     "spmd.ops.fused": (
         "fused_adam", "fused_batch_norm_act", "fused_batch_norm_act_grad",
         "fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_momentum",
         "fused_sgd",
     ),
     "spmd.ops.grad_grad": (
-        "elementwise_div_grad_grad", "elu_grad_grad", "instance_norm_grad_grad",
-        "leaky_relu_grad_grad", "relu_grad_grad", "reshape2_grad_grad", "sqrt_grad_grad",
-        "square_grad_grad",
+        "batch_norm_grad_grad", "elementwise_div_grad_grad", "elu_grad_grad",
+        "instance_norm_grad_grad", "leaky_relu_grad_grad", "relu_grad_grad", "reshape2_grad_grad",
+        "sqrt_grad_grad", "square_grad_grad",
     ),
     "spmd.ops.host": (
         "print", "py_func", "py_func_grad",

@@ -199,8 +199,9 @@ def test_inference_model_round_trip(tmp_path, scope):
             assert_bit_equal(global_scope().get(name), scope.get(name))
     assert_bit_equal(got, want)
     assert feeds == ["x"] and [v.name for v in fetches] == ["save_infer_model/scale_0.tmp_0"]
-    assert [op.type for op in program.global_block().ops] == ["mul", "elementwise_add", "relu",
-                                                              "scale"]
+    # fluid 1.8's model: its feed and fetch ops around the pruned forward ops
+    assert [op.type for op in program.global_block().ops] == [
+        "feed", "mul", "elementwise_add", "relu", "scale", "fetch"]
     assert prog.global_block().ops[-1].type == "scale"  # appended to the caller's, as fluid
     assert all(op.role is OpRole.FORWARD for op in program.global_block().ops)
     assert not any("@GRAD" in n for n in program.global_block().vars)
@@ -225,7 +226,8 @@ def test_inference_model_custom_filenames_and_intermediate_feed(tmp_path, scope)
             str(tmp_path), exe, model_filename="model.json", params_filename="params.npz")
         hv = RNG.standard_normal((2, 4)).astype("float32")
         got = exe.run(program, feed={"h": hv}, fetch_list=fetches)[0]
-    assert [op.type for op in program.global_block().ops] == ["elementwise_add", "relu"]
+    assert [op.type for op in program.global_block().ops] == [
+        "feed", "elementwise_add", "relu", "fetch"]
     np.testing.assert_array_equal(got, np.maximum(hv + scope.get("b"), 0))
 
 

@@ -234,7 +234,14 @@ def _reshape_grad(op, ctx):
              {"DDOut": [g]}, {})]
 
 
-def _instance_norm_grad(op, ctx):
+def _norm_grad(type_: str, running_stats: bool):
+    """instance_norm's and batch_norm's grad ops: their own double-grad ops."""
+    def maker(op, ctx):
+        return _normalization_grad(op, ctx, type_, running_stats)
+    return maker
+
+
+def _normalization_grad(op, ctx, type_, running_stats):
     dd = {s: _dd(op, ctx, s + "@GRAD") for s in ("X", "Scale", "Bias")}
     if all(v is None for v in dd.values()):
         return []
@@ -246,12 +253,14 @@ def _instance_norm_grad(op, ctx):
     if not outs:
         return []
     ins = {"X": [_in(op, "X")], "DY": [_in(op, "Y@GRAD")]}
-    if _in(op, "Scale"):
-        ins["Scale"] = [_in(op, "Scale")]
+    slots = ("Scale", "Mean", "Variance") if running_stats else ("Scale",)
+    for slot in slots:
+        if _in(op, slot):
+            ins[slot] = [_in(op, slot)]
     for slot, name in (("DDX", dd["X"]), ("DDScale", dd["Scale"]), ("DDBias", dd["Bias"])):
         if name is not None:
             ins[slot] = [name]
-    return [("instance_norm_grad_grad", ins, outs, _attrs("instance_norm_grad_grad", op.attrs))]
+    return [(type_, ins, outs, _attrs(type_, op.attrs))]
 
 
 _SLICE_TENSORS = ("StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList")
@@ -281,5 +290,6 @@ GRAD_OP_GRAD_MAKERS: dict = {
     "squeeze2_grad": _reshape_grad,
     "unsqueeze2_grad": _reshape_grad,
     "flatten2_grad": _reshape_grad,
-    "instance_norm_grad": _instance_norm_grad,
+    "instance_norm_grad": _norm_grad("instance_norm_grad_grad", False),
+    "batch_norm_grad": _norm_grad("batch_norm_grad_grad", True),
 }

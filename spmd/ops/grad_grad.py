@@ -1,6 +1,7 @@
 """Op definitions: the double-grad ops, gradients of grad ops (fluid 1.8's relu_grad_grad,
 leaky_relu_grad_grad, elu_grad_grad, sqrt_grad_grad, square_grad_grad, reshape2_grad_grad,
-elementwise_div_grad_grad, instance_norm_grad_grad), made by spmd/autodiff/double_grad.py.
+elementwise_div_grad_grad, instance_norm_grad_grad, batch_norm_grad_grad), made by
+spmd/autodiff/double_grad.py.
 
 Slots follow fluid's: `DDX` is the gradient flowing into the grad op's output X@GRAD, `DDOut`
 the one it gives to its input Out@GRAD, `DX` / `DOut` the first-order gradients it reads or
@@ -54,6 +55,21 @@ def _instance_norm_grad_grad(ctx):
     """instance_norm's grad op differentiated: given the gradients of its outputs dX, dScale,
     dBias (DDX, DDScale, DDBias), the gradients of its inputs X, Scale and dY. The group
     statistics are taken from X again: the saved ones carry no gradient of their own."""
+    ctx.set_output_like("DX", "X")
+    ctx.set_output_like("DScale", "Scale")
+    ctx.set_output_like("DDY", "DY")
+
+
+@define_op("batch_norm_grad_grad",
+           inputs=["X", "Scale", "Mean?", "Variance?", "DY", "DDX?", "DDScale?", "DDBias?"],
+           outputs=["DX?", "DScale?", "DDY?"], grad=None,
+           attrs={"epsilon": ("float", 1e-5), "data_layout": ("str", "NCHW"),
+                  "is_test": ("bool", False), "use_global_stats": ("bool", False),
+                  "trainable_statistics": ("bool", False)})
+def _batch_norm_grad_grad(ctx):
+    """batch_norm's grad op differentiated (as instance_norm's, the groups being channels
+    over the batch; Mean and Variance are the running statistics, read when the forward used
+    them)."""
     ctx.set_output_like("DX", "X")
     ctx.set_output_like("DScale", "Scale")
     ctx.set_output_like("DDY", "DY")

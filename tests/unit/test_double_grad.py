@@ -89,6 +89,11 @@ def check_double_grad(make, inputs: dict, eps=1e-6, rtol=1e-5, atol=1e-7):
 
 L = fluid.layers
 
+
+def _scale(value):
+    return fluid.ParamAttr(initializer=fluid.initializer.Constant(value))
+
+
 CASES = {
     "relu": (lambda x: L.relu(x), {"x": _uniform((2, 3, 4), away=0.05)}),
     "leaky_relu": (lambda x: L.leaky_relu(x, alpha=0.2), {"x": _uniform((3, 5), away=0.05)}),
@@ -115,13 +120,21 @@ CASES = {
     "mean": (lambda x: L.square(L.mean(x)), {"x": _uniform((3, 4))}),
     "pad": (lambda x: L.square(L.pad(x, [1, 0, 0, 2])), {"x": _uniform((2, 3))}),
     "instance_norm": (lambda x: L.instance_norm(x), {"x": _uniform((2, 3, 2, 3))}),
+    "batch_norm": (lambda x: L.batch_norm(x, param_attr=_scale(1.3)),
+                   {"x": _uniform((3, 2, 2, 2))}),
+    "batch_norm_nhwc": (lambda x: L.batch_norm(x, data_layout="NHWC", param_attr=_scale(0.7)),
+                        {"x": _uniform((2, 2, 2, 3))}),
+    "batch_norm_global_stats": (
+        lambda x: L.square(L.batch_norm(x, use_global_stats=True, param_attr=_scale(1.3))),
+        {"x": _uniform((3, 2, 2, 2))}),
+    "batch_norm_2d": (lambda x: L.batch_norm(x), {"x": _uniform((5, 3))}),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_gradient_matches_finite_differences(name):
     make, inputs = CASES[name]
-    tol = {"instance_norm": dict(rtol=1e-4, atol=1e-6)}.get(name, {})
+    tol = dict(rtol=1e-4, atol=1e-6) if "norm" in name else {}
     check_double_grad(make, inputs, **tol)
 
 

@@ -20,7 +20,7 @@ clock in seconds when it is 0 (the default; fluid's `_seed` is a debugging knob)
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from ..kernels.optim_dpsgd import fluid_dpsgd_noise
+from ..ops.optim_dpsgd import fluid_dpsgd_noise
 from .optimizer import Optimizer, _is_number
 
 __all__ = ["Dpsgd", "DpsgdOptimizer", "fluid_dpsgd_noise"]

@@ -3,7 +3,7 @@
 import numpy as np
 
 OPTIMIZERS = ["sgd", "momentum", "adagrad", "adam", "adamax", "decayed_adagrad", "ftrl",
-              "rmsprop", "adadelta", "lamb", "lars_momentum"]
+              "rmsprop", "adadelta", "lamb", "lars_momentum", "dpsgd"]
 
 
 def make(fluid, name):
@@ -20,6 +20,8 @@ def make(fluid, name):
         "adadelta": lambda: o.Adadelta(learning_rate=0.1),
         "lamb": lambda: o.Lamb(learning_rate=0.1),
         "lars_momentum": lambda: o.LarsMomentum(learning_rate=0.1, momentum=0.9),
+        # sigma 0: no noise (fluid seeds it from the clock), the clipped update alone
+        "dpsgd": lambda: o.Dpsgd(learning_rate=0.1, clip=0.05, batch_size=4.0, sigma=0.0),
     }[name]()
 
 

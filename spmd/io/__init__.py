@@ -31,6 +31,7 @@ from ..executor.feed_fetch_ops import add_feed_fetch_ops, feed_fetch_names
 from ..passes.prune import prune
 from ..passes.state_sharding import sharding_of
 from .files import AtomicFiles, npz_bytes, npz_writer, reading, text_writer, write_array
+from .fluid_model import is_fluid_model, program_from_fluid, read_combined, read_fluid_vars
 from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_npz_bytes, read_text
 
 __all__ = [
@@ -480,10 +481,48 @@ def load_inference_model(dirname: str, executor, model_filename: str | None = No
     model_file = os.path.basename(model_filename or MODEL_FILENAME)
     model_path = os.path.join(dirname, model_file)
     params_name = os.path.basename(params_filename) if params_filename else None
+    fluid_bytes = _fluid_model_bytes(model_path)
+    if fluid_bytes is not None:  # saved by PaddlePaddle 1.8 itself (protobuf, tensor files)
+        program = program_from_fluid(fluid_bytes)
+        holders = _fluid_persistables(program)
+        arrays = read_fluid_vars(dirname, [v.name for v in holders], params_name)
+        return _loaded_fluid_model(executor, program, holders, arrays, model_path)
     with reading(dirname) as manifest:  # the model and its parameters from one save
         program, data = _read_model(model_path, manifest.get(model_file))
         load_persistables(executor, dirname, program, params_name)
     return _model_targets(program, data)
+
+
+def _fluid_model_bytes(model_path: str):
+    """The bytes of a model file fluid 1.8 wrote (a protobuf ProgramDesc), else None."""
+    try:
+        with open(model_path, "rb") as f:
+            head = f.read(1)
+            if not head or head == b"{":
+                return None
+            buf = head + f.read()
+    except OSError:
+        return None
+    return buf if is_fluid_model(buf) else None
+
+
+def _fluid_persistables(program: Program) -> list:
+    """The variables a fluid model's parameter files hold (not the feed / fetch holders)."""
+    return [v for v in program.list_vars() if v.persistable
+            and v.type not in ("FEED_MINIBATCH", "FETCH_LIST", "RAW")]
+
+
+def _loaded_fluid_model(executor, program: Program, holders: list, arrays: dict,
+                        where: str) -> list:
+    for var in holders:
+        got = arrays[var.name]
+        if tuple(got.shape) != tuple(var.shape) or str(got.dtype) != var.dtype:
+            raise InvalidArgumentError(
+                f"load_inference_model: '{var.name}' of {where} holds {got.dtype}"
+                f"{list(got.shape)}, its program declares {var.dtype}{list(var.shape)}")
+    _store(executor, holders, arrays)
+    program._is_test = True
+    return _model_targets(program, {"feed_names": [], "fetch_names": []})
 
 
 def _model_targets(program: Program, data: dict) -> list:
@@ -508,6 +547,12 @@ def _load_inference_model_from_memory(executor, model_bytes, params_bytes) -> li
         raise InvalidArgumentError(
             f"load_inference_model: with dirname=None, model_filename must be the model's "
             f"bytes, got {type(model_bytes).__name__}")
+    if not isinstance(model_bytes, str) and is_fluid_model(bytes(model_bytes)):
+        program = program_from_fluid(bytes(model_bytes))  # fluid 1.8's model and parameters
+        holders = _fluid_persistables(program)
+        arrays = read_combined(bytes(params_bytes), [v.name for v in holders],
+                               "the parameter bytes given")
+        return _loaded_fluid_model(executor, program, holders, arrays, "the model bytes given")
     text = model_bytes if isinstance(model_bytes, str) else bytes(model_bytes).decode("utf-8")
     program, data = _read_model("the model bytes given", None, text)
     load_persistables(executor, None, program, params_bytes)
@@ -523,8 +568,8 @@ def _read_model(model_path: str, entry: dict | None, text: str | None = None):
             f"was saved under another name") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InvalidArgumentError(
-            f"load_inference_model: '{model_path}' is not an spmd model (JSON): {e}; models "
-            f"saved by PaddlePaddle itself (protobuf) cannot be read") from None
+            f"load_inference_model: '{model_path}' is neither an spmd model (JSON: {e}) nor "
+            f"one PaddlePaddle 1.8 saved (a protobuf ProgramDesc)") from None
     if not isinstance(data, dict) or "feed_names" not in data or "fetch_names" not in data:
         raise InvalidArgumentError(
             f"load_inference_model: '{model_path}' has no feed and fetch names; it was not "

@@ -20,6 +20,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from oracle_io import save  # noqa: E402
 
 MODEL_DIR = os.path.join(HERE, "data", "fluid18_inference_model")
+# the same model saved with model_filename="model" and params_filename="params" (one file)
+COMBINED_DIR = MODEL_DIR + "_combined"
 W = np.array([[0.5, -1.0], [0.25, 0.75], [-0.5, 1.5]], "float32")
 B = np.array([0.1, -0.2], "float32")
 XV = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]], "float32")
@@ -52,6 +54,9 @@ def main():
     with fluid.scope_guard(scope):
         exe.run(startup)
         fluid.io.save_inference_model(tmp, ["x", "z"], [out, avg], exe, prog)
+        combined = tempfile.mkdtemp()
+        fluid.io.save_inference_model(combined, ["x", "z"], [out, avg], exe, prog,
+                                      model_filename="model", params_filename="params")
     with fluid.scope_guard(fluid.Scope()):
         program, feeds, fetches = fluid.io.load_inference_model(tmp, exe)
         block = program.global_block()
@@ -71,6 +76,9 @@ def main():
     if os.path.isdir(MODEL_DIR):
         shutil.rmtree(MODEL_DIR)
     shutil.copytree(tmp, MODEL_DIR)
+    if os.path.isdir(COMBINED_DIR):
+        shutil.rmtree(COMBINED_DIR)
+    shutil.copytree(combined, COMBINED_DIR)
     cases["files"] = sorted(os.listdir(MODEL_DIR))
     save("inference_feed_fetch", cases, meta={"fluid": paddle.__version__})
 

@@ -1,7 +1,9 @@
 """fluid.dygraph: importable, so static programs that import it (or name its classes) run.
 spmd runs static programs: entering dygraph mode (guard, enable_dygraph, to_variable,
-constructing a Layer, DataParallel, prepare_context, ...) raises PreconditionError saying how
-to write the model statically (Linear -> fluid.layers.fc inside program_guard, ...).
+DataParallel, prepare_context, the layer classes that need eager tensors, ...) raises
+PreconditionError saying how to write the model statically (Linear -> fluid.layers.fc inside
+program_guard, ...). `Layer` and its subclasses Embedding, LayerNorm, RowConv and SequenceConv
+build static programs, as fluid 1.8's do with dygraph mode off.
 
 >>> import spmd.fluid as fluid
 >>> fluid.dygraph.enabled()

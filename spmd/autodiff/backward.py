@@ -481,6 +481,11 @@ def _float_path_to(block, target: str) -> set[str]:
     return reached
 
 
+def _shapes_agree(a, b) -> bool:
+    """Same rank, and equal wherever both dimensions are known (-1: decided at run time)."""
+    return len(a) == len(b) and all(x == y or x < 0 or y < 0 for x, y in zip(a, b))
+
+
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     """Gradients of sum(targets) (weighted by target_gradients) w.r.t. inputs; None where an
     input does not reach any target."""
@@ -511,6 +516,11 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
             seeds[t.name] = ("fill_any_like", {"X": [t.name]}, {"value": 1.0})
         else:  # as fluid's: the given variable is the target's gradient, read where it is
             # (it may be named t@GRAD itself: gradient_checker's double_grad_check names it so)
+            if not _shapes_agree(t.shape, g.shape):
+                raise InvalidArgumentError(
+                    f"gradients: target '{t.name}' has shape {list(t.shape)} but its "
+                    f"target_gradient '{g.name}' has shape {list(g.shape)}; give a gradient "
+                    f"of the target's shape (fluid 1.8 refuses one of another shape too)")
             seed_names[t.name] = g.name
     in_names = {v.name for v in inputs_list}
     no_grad = _no_grad_names(block, no_grad_set) - in_names

@@ -197,6 +197,17 @@ def test_given_target_gradient_named_like_the_targets_gradient():
     np.testing.assert_allclose(got, [4.0, 8.0, 12.0])
 
 
+def test_target_gradient_of_another_shape_is_refused():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data("x", [3], "float64")
+        x.stop_gradient = False
+        y = L.square(x)
+        dy = fluid.data("dy", [2], "float64")
+        with pytest.raises(ValueError, match="target_gradient 'dy' has shape \\[2\\]"):
+            fluid.gradients(y, x, dy)
+
+
 # -- the double-grad kernels against numpy ---------------------------------------------------
 
 def _vjp(fn, args: dict, wrt: str, weight, eps=1e-6):

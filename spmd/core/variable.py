@@ -35,7 +35,9 @@ class Variable(VariableCompat):
 
     def __init__(self, block, name: str, shape=None, dtype="float32", persistable=False,
                  stop_gradient=False, lod_level=0, is_data=False, type="LOD_TENSOR",
-                 need_check_feed=False):
+                 need_check_feed=False, **ignored):
+        # fluid's Variable ignores keywords it does not know (Paddle's own tests pass a
+        # misspelt `psersistable=True`): so does this one
         self.block = block
         self.name = name
         self.shape = normalize_shape(shape, name) if shape is not None else ()

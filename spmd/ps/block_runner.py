@@ -31,14 +31,15 @@ class ValuesScope(Scope):
         self._arrays = values
 
 
-def block_program(program, block_index: int) -> Program:
-    """The ops of block `block_index` of `program` as the global block of a new program,
-    every variable they use declared as `program` declares it (persistable or not)."""
+def block_program(program, block_index: int, keep=(), ops=None) -> Program:
+    """The ops of block `block_index` of `program` (or `ops` of it) as the global block of a
+    new program, every variable they use declared as `program` declares it (persistable or
+    not), except those in `keep`: persistable, so a run leaves their values in the scope."""
     src = program.block(block_index)
     out = Program()
     out.random_seed = program.random_seed
     g = out.global_block()
-    for op in src.ops:
+    for op in src.ops if ops is None else ops:
         if "sub_block" in op.attrs:
             raise ValueError(f"pserver block {block_index}: op '{op.type}' runs a sub-block")
         for names in list(op.inputs.values()) + list(op.outputs.values()):
@@ -46,18 +47,21 @@ def block_program(program, block_index: int) -> Program:
                 if not g.has_var(n):
                     v = src._var_recursive(n)
                     g.create_var(name=n, shape=v.shape, dtype=v.dtype,
-                                 persistable=v.persistable, lod_level=v.lod_level, type=v.type)
+                                 persistable=v.persistable or n in keep,
+                                 lod_level=v.lod_level, type=v.type)
         g.append_op(op.type, {k: list(v) for k, v in op.inputs.items()},
                     {k: list(v) for k, v in op.outputs.items()}, dict(op.attrs), role=op.role)
     return out
 
 
 class BlockRunner:
-    """Block `block_index` of a pserver program, run on `values` (name -> array) in place."""
+    """Block `block_index` of a pserver program (or `ops` of it), run on `values` (name ->
+    array) in place; what it writes to a name in `keep` stays in `values`."""
 
-    def __init__(self, program, block_index: int, values: dict, place, rng):
+    def __init__(self, program, block_index: int, values: dict, place, rng, keep=(),
+                 ops=None):
         self.block_index = block_index
-        self.program = block_program(program, block_index)
+        self.program = block_program(program, block_index, keep, ops)
         self.plan = Plan(self.program, [], [], rng, place=place)
         self.scope = ValuesScope(values)
         self.place = place

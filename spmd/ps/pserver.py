@@ -29,6 +29,7 @@ import logging
 import mmap
 import os
 import re
+import signal
 import threading
 import time
 
@@ -64,6 +65,8 @@ class PServerRuntime(PServerHandler):
         self.lr_block = int(a["lr_decay_block_id"])
         self.grad_blocks = {}
         for entry in a["grad_to_block_id"]:
+            if not entry:  # fluid's ListenAndServ layer lists [""]: no gradient -> block map
+                continue
             grad, _, idx = entry.rpartition(":")
             self.grad_blocks[grad] = int(idx)
         self.blocks = [b for b in a["optimize_blocks"] if b != self.lr_block]
@@ -80,9 +83,15 @@ class PServerRuntime(PServerHandler):
                 self.geo_rows[param] = (delta, [set() for _ in range(self.trainers)])
         rng = np.random.default_rng(program.random_seed or None)
         self.values = values
+        self._run_ops_before_serving(op, rng)
         # each block a program of its own, so its updates write the held rows in place
         # (block_runner.py); they run one at a time, under self._cond
-        self.runners = {b: BlockRunner(program, b, values, place, rng)
+        # a server built with fluid's ListenAndServ layer (no gradient -> block map) is asked
+        # for any variable its program declares at the top, as fluid's scope holds them all:
+        # what its blocks write there is kept; a transpiled one's trainers get only its
+        # persistable parameter blocks, and its blocks' temporaries are freed
+        keep = self._top_level_outputs() if not self.grad_blocks else set()
+        self.runners = {b: BlockRunner(program, b, values, place, rng, keep=keep)
                         for b in self.blocks + ([self.lr_block] if self.lr_block >= 0 else [])}
         self.step = 0  # sync: the step whose gradients are being received
         self.completed: set = set()
@@ -92,6 +101,22 @@ class PServerRuntime(PServerHandler):
         self._generation = dict.fromkeys(BARRIER_KINDS, 0)
         self._closed = False
         self._cond = threading.Condition()
+
+    def _run_ops_before_serving(self, serv_op, rng) -> None:
+        """The global block's ops before listen_and_serv (a hand-built server's initializers
+        of what it receives), run first, as fluid's executor runs them: what they write is
+        held as the pserver's values."""
+        ops = self.program.global_block().ops
+        before = ops[:next(i for i, o in enumerate(ops) if o is serv_op)]
+        if before:
+            keep = {n for o in before for n in o.output_arg_names}
+            BlockRunner(self.program, 0, self.values, self.place, rng, keep=keep,
+                        ops=before).run(self.xp)
+
+    def _top_level_outputs(self) -> set:
+        written = {n for b in self.blocks for op in self.program.block(b).ops
+                   for n in op.output_arg_names}
+        return written & set(self.vars)
 
     def _lr_inputs(self) -> set:
         """What the learning-rate block reads and nothing writes: the async step counters
@@ -428,7 +453,10 @@ class ListenAndServ:
 
         server = PServer(runtime.endpoint, runtime, trainers=runtime.trainers)
         server.start()
+        runtime.endpoint = server.endpoint  # "ip:0" listens on the port it picked
         idle = flags().ps_idle_timeout_s
+        port_file = _write_port_file(server.endpoint)
+        restore = _exit_on_signals(server)
         try:
             while not server.wait_complete(0.2):
                 if runtime.failure is not None:
@@ -440,7 +468,66 @@ class ListenAndServ:
                         f"trainers {missing} never completed (each trainer ends with "
                         f"exe.close()). Raise SPMD_PS_IDLE_TIMEOUT if they are that slow")
         finally:
+            restore()
             server.stop(grace=1.0)
+            _remove(port_file)
+
+
+PORT_FILE = "/tmp/paddle.{pid}.port"
+
+
+def port_file_path(pid: int | None = None) -> str:
+    """Where a serving pserver process writes its port (fluid's listen_and_serv does the same;
+    Paddle's tests start pservers on port 0 and wait for this file)."""
+    return PORT_FILE.format(pid=os.getpid() if pid is None else pid)
+
+
+def _write_port_file(endpoint: str) -> str | None:
+    path = port_file_path()
+    tmp = f"{path}.{threading.get_ident()}.tmp"
+    try:  # written whole, then renamed: a reader never sees it half written
+        with open(tmp, "w") as f:
+            f.write(endpoint.rpartition(":")[2])
+        os.replace(tmp, path)
+    except OSError as exc:  # the pserver serves anyway; only port-0 waiters need it
+        log.warning("pserver %s: could not write its port to %s: %s", endpoint, path, exc)
+        return None
+    return path
+
+
+def _remove(path) -> None:
+    if path is not None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _exit_on_signals(server):
+    """SIGINT and SIGTERM stop the server and end the process with status 0, as fluid's
+    listen_and_serv does (Paddle's tests stop their pservers so), even where they were ignored
+    (a background job of a shell). Only where this is the main thread and no Python handler
+    of someone else's is set (spmd's launcher forwards its own). Returns the function that
+    puts the earlier handlers back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    ours = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in ours}
+
+    def stop_and_exit(signum, frame):
+        log.info("pserver %s: signal %d, stopping", server.endpoint, signum)
+        raise SystemExit(0)  # the serve loop's finally stops the server
+
+    taken = [sig for sig in ours
+              if previous[sig] in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler)]
+    for sig in taken:
+        signal.signal(sig, stop_and_exit)
+
+    def restore():
+        for sig in taken:
+            signal.signal(sig, previous[sig])
+
+    return restore
 
 
 @register_program_runner("listen_and_serv")

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ..core.operator import OpRole
 from ..core.variable import Parameter, Variable
-from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..errors import ArgumentTypeError, InvalidArgumentError, UnimplementedError
 from ..ops.registry import GRAD_SUFFIX, get_op_def, grad_var_name
 from .overwritten import OverwrittenValues
 
@@ -245,6 +245,8 @@ class ReverseWalk:
             outs = set(op.output_arg_names)
             ctx._after = {n: ctx._version[n] for n in outs}
             maker = _grad_maker(op)
+            if maker is None and op.role is OpRole.BACKWARD:
+                _refuse_undifferentiable_grad_op(op, ctx)
             if maker is not None:
                 asked = len(ctx._asked)
                 made = maker(op, ctx)
@@ -267,6 +269,22 @@ class ReverseWalk:
 # the ops a backward pass walks: the forward ones, and the grad ops of earlier passes, which a
 # target may depend on (a gradient penalty, fluid.gradients of a gradient)
 _DIFFERENTIATED_ROLES = (OpRole.FORWARD, OpRole.LOSS, OpRole.BACKWARD)
+
+
+def _refuse_undifferentiable_grad_op(op, ctx: GradContext) -> None:
+    """An earlier pass's grad op (`<type>_grad`) on this pass's path, with no grad maker of
+    its own: a gradient flows into its outputs and one of its inputs needs one. fluid 1.8
+    refuses it (its GradOpMaker is not registered); leaving it out would give a second-order
+    gradient that is silently wrong."""
+    if not op.type.endswith("_grad") or not any(n in ctx._needs_grad
+                                                for n in op.input_arg_names):
+        return
+    if any(ctx.out_grad(n) is not None for n in op.output_arg_names):
+        raise UnimplementedError(
+            f"op '{op.type}' (the gradient of {op.type[:-5]}) is on the path of this backward "
+            f"pass, but it has no gradient of its own: spmd's gradients of gradients cover "
+            f"the ops of spmd/autodiff/double_grad.py (fluid 1.8 refuses this op too). Keep "
+            f"{op.type[:-5]} out of the gradient you differentiate, or use an op that has one")
 
 
 def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_names=None,

@@ -13,6 +13,7 @@ the rest have their own ops (spmd/ops/grad_grad.py).
 from __future__ import annotations
 
 from ..core.unique_name import generate
+from ..errors import UnimplementedError
 from ..ops.registry import get_op_def
 
 
@@ -116,6 +117,51 @@ def _sqrt_grad(op, ctx):
         return []
     ins = {"Out": [_in(op, "Out")], "DX": [_out(op, "X@GRAD")], "DDX": [ddx]}
     return [("sqrt_grad_grad", ins, outs, {})]
+
+
+def _out_activation(kind: str):
+    """tanh, sigmoid: dX = dOut * f'(Out) with f'(o) = 1 - o^2 (tanh) or o (1 - o) (sigmoid):
+    DDOut is the grad op again on DDX, and Out's gradient dOut * DDX * f''(o), f'' = -2 o
+    (tanh) or 1 - 2 o (sigmoid), from elementwise ops."""
+    grad_type = kind + "_grad"
+    slope, bias = (-2.0, 0.0) if kind == "tanh" else (-2.0, 1.0)
+
+    def maker(op, ctx):
+        ddx = _dd(op, ctx, "X@GRAD")
+        if ddx is None:
+            return []
+        out, dout = _in(op, "Out"), _in(op, "Out@GRAD")
+        specs: list = []
+        g_dout = _g(op, ctx, "Out@GRAD")
+        if g_dout is not None:
+            specs.append((grad_type, {"Out": [out], "Out@GRAD": [ddx]}, {"X@GRAD": [g_dout]},
+                          {}))
+        g_out = _g(op, ctx, "Out")
+        if g_out is not None:
+            both, curve = _temp(ctx, dout), _temp(ctx, out)
+            specs.append(("elementwise_mul", {"X": [dout], "Y": [ddx]}, {"Out": [both]}, {}))
+            specs.append(("scale", {"X": [out]}, {"Out": [curve]},
+                          {"scale": slope, "bias": bias}))
+            specs.append(("elementwise_mul", {"X": [both], "Y": [curve]}, {"Out": [g_out]},
+                          {}))
+        return specs
+    return maker
+
+
+def _pool_grad(fwd: str):
+    """pool2d / pool3d: average pooling is linear in X, so DDOut is the pooling of DDX. Max
+    pooling's second gradient (DDX read at each window's maximum) has no op, in fluid 1.8 as
+    here: refused, rather than a zero gradient that is not one."""
+    again = _forward_again(fwd)
+
+    def maker(op, ctx):
+        if op.attrs.get("pooling_type") != "avg" and _dd(op, ctx, "X@GRAD") is not None:
+            raise UnimplementedError(
+                f"{op.type}: the gradient of max pooling's gradient is not implemented (fluid "
+                f"1.8 has none either); a second backward pass through {fwd} needs "
+                f"pool_type='avg', or keep the pooling out of the differentiated gradient")
+        return again(op, ctx)
+    return maker
 
 
 # -- elementwise -----------------------------------------------------------------------------
@@ -272,6 +318,11 @@ GRAD_OP_GRAD_MAKERS: dict = {
     "elu_grad": _x_activation("elu_grad_grad"),
     "square_grad": _x_activation("square_grad_grad"),
     "sqrt_grad": _sqrt_grad,
+    "tanh_grad": _out_activation("tanh"),
+    "sigmoid_grad": _out_activation("sigmoid"),
+    "matmul_grad": _bilinear("matmul", ("X", "Y"), "Out"),
+    "pool2d_grad": _pool_grad("pool2d"),
+    "pool3d_grad": _pool_grad("pool3d"),
     "elementwise_add_grad": _elementwise_linear("elementwise_add"),
     "elementwise_sub_grad": _elementwise_linear("elementwise_sub"),
     "elementwise_mul_grad": _bilinear("elementwise_mul", ("X", "Y"), "Out"),

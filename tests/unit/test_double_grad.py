@@ -128,6 +128,11 @@ CASES = {
         lambda x: L.square(L.batch_norm(x, use_global_stats=True, param_attr=_scale(1.3))),
         {"x": _uniform((3, 2, 2, 2))}),
     "batch_norm_2d": (lambda x: L.batch_norm(x), {"x": _uniform((5, 3))}),
+    "tanh": (lambda x: L.tanh(x), {"x": _uniform((3, 4))}),
+    "sigmoid": (lambda x: L.sigmoid(x), {"x": _uniform((3, 4))}),
+    "matmul_transposed": (lambda x, y: L.matmul(x, y, transpose_y=True, alpha=0.5),
+                          {"x": _uniform((2, 3, 4)), "y": _uniform((2, 5, 4))}),
+    "avg_pool": (lambda x: L.square(L.pool2d(x, 2, "avg", 2)), {"x": _uniform((2, 1, 4, 4))}),
 }
 
 
@@ -206,6 +211,21 @@ def test_target_gradient_of_another_shape_is_refused():
         dy = fluid.data("dy", [2], "float64")
         with pytest.raises(ValueError, match="target_gradient 'dy' has shape \\[2\\]"):
             fluid.gradients(y, x, dy)
+
+
+@pytest.mark.parametrize("layer, op", [
+    (lambda x: L.pool2d(x, 2, "max", 2), "pool2d_grad"),
+    (lambda x: L.softmax(x), "softmax_grad")])
+def test_a_grad_op_without_a_gradient_is_refused(layer, op):
+    """A second pass through a grad op that has no gradient of its own fails, naming it (as
+    fluid 1.8's does), instead of giving a second-order gradient with that part left out."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data("x", [2, 1, 4, 4], "float64")
+        x.stop_gradient = False
+        dx, = fluid.gradients(L.reduce_sum(L.square(layer(x))), x)
+        with pytest.raises(NotImplementedError, match=op):
+            fluid.gradients(L.reduce_sum(L.square(dx)), x)
 
 
 # -- the double-grad kernels against numpy ---------------------------------------------------

@@ -72,6 +72,23 @@ class Bucket:
             return None
         return shared.allreduce(arrays)
 
+    def sum_section(self, comm, arrays):
+        """This rank's section of the sum over `comm`'s ranks of `arrays` (this bucket's
+        members: a flat reduce-scatter's send buffer, padded to equal sections) through
+        node-shared memory (executor/shared_bucket.py), a fresh array; None where the bucket
+        cannot be shared. Collective as sum_across."""
+        shared = self.shared
+        if shared is None:
+            from .shared_bucket import share_sections
+
+            with self._lock:
+                shared = self.shared = share_sections(self, comm)
+                if shared:
+                    self.buffer, self.views, self._xp = shared.buffer, shared.views, np
+        if shared is False:
+            return None
+        return shared.reduce_scatter(arrays, self)
+
 
 class _Alone:
     __slots__ = ("spare",)
@@ -103,7 +120,7 @@ class GatherBuffer:
     producer wrote there (`handed`). `advance()`: the step's all-gather is done."""
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
-                 "current", "handed", "previous", "_lock")
+                 "current", "handed", "previous", "_lock", "shared")
 
     def __init__(self, shapes: list[tuple], owners: list[int], dtype, ctx):
         """`ctx`: the all-gather's KernelContext (its communicator gives the rank)."""
@@ -116,6 +133,7 @@ class GatherBuffer:
         self.previous = None
         self.spare = None
         self._lock = threading.Lock()  # update ops may ask at once (ExecutionStrategy.num_threads)
+        self.shared = None  # shared_bucket.SharedStaging, False (MPI gathers), None: not asked
 
     def layout(self):
         """(rank, nranks, offset of each piece within its owner's section, section size)."""
@@ -156,6 +174,20 @@ class GatherBuffer:
 
     def view(self, index: int):
         return functools.partial(self.piece, i=index)  # (no frame of its own per call)
+
+    def gather_across(self, comm, mine, gathered):
+        """`gathered` (nranks, section) filled with every rank's section through node-shared
+        memory (executor/shared_bucket.py), `mine` being this rank's; None where it cannot be
+        shared (the communicator gathers then). Collective: the first call decides, on every
+        rank alike."""
+        shared = self.shared
+        if shared is None:
+            from .shared_bucket import share_gather
+
+            shared = self.shared = share_gather(gathered.shape[1], gathered.dtype, comm)
+        if shared is False:
+            return None
+        return shared.allgather(mine, gathered)
 
     def advance(self):
         # a device array is never used again (its pool makes new ones cheap): not kept

@@ -12,6 +12,12 @@ buffers of its own: measured here (2 ranks, the bench MLP's 2.7 MB, interleaved)
 against 0.8-1.0 ms. Each slice is summed by one rank and copied to the others, so every rank
 holds the same bits, as after MPI's allreduce (at 2 ranks the sum a + b is MPI's own).
 
+Reduce mode's flat sections (passes/reduce_flat.py) go the same way: the reduce-scatter's send
+buffer is this rank's segment (each rank sums only its own section of every segment, nothing
+written back; SharedSections), and the all-gather of the updated parameters goes through a
+staging window (each rank copies its section in, then the others' out; SharedStaging). Both
+take two windows in turn, step after step, so no rank writes one another may still read.
+
 The ranks meet in the communicator's own barrier (MPI_Win_sync on either side orders the
 stores), run at once under its watchdog as an inline collective is, named "allreduce": the
 collective timeout, a peer that left the job and the arrival board work as for MPI's allreduce.
@@ -42,25 +48,78 @@ enabled = True
 
 
 def share(bucket, comm):
-    """A SharedSegment for `bucket` reduced over `comm`, or False where it stays private;
-    collective over `comm` (called by every rank at the bucket's first all-reduce)."""
+    """A SharedSegment for `bucket` summed over `comm` (a fused all-reduce), or False where it
+    stays private; collective over `comm` (every rank calls it at the bucket's first
+    all-reduce)."""
+    size = sum(math.prod(s) for s in bucket.shapes)
+    MPI = _agreed(comm, bucket.dtype, bucket.array_module, size)
+    return SharedSegment(bucket, comm, comm.comm, MPI) if MPI else False
+
+
+def share_sections(bucket, comm):
+    """SharedSections for `bucket` (a flat reduce-scatter's send buffer: the inputs end to end,
+    padded to comm.size equal sections), or False; collective as `share`."""
+    size = sum(math.prod(s) for s in bucket.shapes)
+    MPI = _agreed(comm, bucket.dtype, bucket.array_module, size)
+    return SharedSections(bucket, comm, MPI) if MPI else False
+
+
+def share_gather(section: int, dtype, comm):
+    """SharedStaging for a flat all-gather of `section` elements per rank, or False;
+    collective as `share`."""
+    MPI = _agreed(comm, dtype, np, section)
+    return SharedStaging(section, dtype, comm, MPI) if MPI else False
+
+
+def _agreed(comm, dtype, xp, size: int):
+    """mpi4py's MPI where every rank of `comm` may share this buffer (module doc), else None;
+    the same answer on every rank."""
     from ..comm.mpi import MPICommunicator
     from ..comm.mpi_persistent import PersistentMPICommunicator
 
     if type(comm) not in (MPICommunicator, PersistentMPICommunicator) or comm.size < 2:
-        return False  # (the same kind on every rank: nothing to agree on)
+        return None  # (the same kind on every rank: nothing to agree on)
     from mpi4py import MPI
 
-    able = np.array([enabled and np.dtype(bucket.dtype) in _SUMMED
-                     and bucket.array_module in (None, np)
-                     and sum(math.prod(s) for s in bucket.shapes) > 0], dtype=np.int32)
+    able = np.array([enabled and np.dtype(dtype) in _SUMMED and xp in (None, np)
+                     and size > 0], dtype=np.int32)
     # every rank takes the same way (under the collective timeout: a rank that never comes
     # fails the others in time, and past it every rank is here for the calls below)
     if not comm.iallreduce(able, "min", overlap=False).wait()[0]:
-        return False
-    if not _one_node(comm.comm, MPI):  # (the same answer on every rank)
-        return False
-    return SharedSegment(bucket, comm, comm.comm, MPI)
+        return None
+    return MPI if _one_node(comm.comm, MPI) else None  # (the same answer on every rank)
+
+
+def _window(comm, MPI, nbytes: int) -> tuple:
+    """(an MPI shared window of `nbytes` per rank, locked for Win_sync, every rank's memory
+    in it); collective."""
+    nbytes = max(4096, -(-nbytes // 4096) * 4096)
+    info = MPI.Info.Create()
+    info.Set("alloc_shared_noncontig", "true")  # each segment on pages of its own
+    win = MPI.Win.Allocate_shared(nbytes, 1, info=info, comm=comm.comm)
+    info.Free()
+    win.Lock_all(MPI.MODE_NOCHECK)  # the epoch Win_sync (the memory barrier) needs
+    return win, [win.Shared_query(k)[0] for k in range(comm.size)]
+
+
+def _met(comm):
+    """How the ranks meet: the communicator's barrier, run at once on this thread under its
+    watchdog (the collective timeout, a departed peer), named after the all-reduce."""
+    issue = comm.engine.issue
+
+    def meet(win, label: str):
+        win.Sync()  # (Win_sync: this rank's stores are seen by the others after the barrier)
+        issue("barrier", (), False, label=label)
+        win.Sync()
+    return meet
+
+
+def _summed(parts, out):
+    """The sum of `parts` in rank order, into `out`."""
+    np.add(parts[0], parts[1], out=out)
+    for part in parts[2:]:
+        out += part
+    return out
 
 
 def _one_node(mpi, MPI) -> bool:
@@ -86,20 +145,12 @@ class SharedSegment:
     def __init__(self, bucket, comm, mpi, MPI):
         dtype = np.dtype(bucket.dtype)
         size = sum(math.prod(s) for s in bucket.shapes)
-        nbytes = -(-(size * dtype.itemsize) // 4096) * 4096
-        info = MPI.Info.Create()
-        info.Set("alloc_shared_noncontig", "true")  # each segment on pages of its own
-        self._win = MPI.Win.Allocate_shared(nbytes, 1, info=info, comm=mpi)
-        info.Free()
-        self._win.Lock_all(MPI.MODE_NOCHECK)  # the epoch Win_sync (the memory barrier) needs
+        self._win, memories = _window(comm, MPI, size * dtype.itemsize)
         self._comm = comm
         self.rank, self.size = comm.rank, comm.size
-        data = []
-        for k in range(self.size):
-            memory, _ = self._win.Shared_query(k)
-            # an array straight over the window (not a view of one over it): the views of a
-            # segment then have the segment as their base, as a private bucket's views do
-            data.append(np.ndarray(size, dtype=dtype, buffer=memory))
+        # arrays straight over the window (not views of one over it): the views of a segment
+        # then have the segment as their base, as a private bucket's views do
+        data = [np.ndarray(size, dtype=dtype, buffer=m) for m in memories]
         per_line = _LINE // dtype.itemsize
         cuts = [min(size, -(-(size * k // self.size) // per_line) * per_line)
                 for k in range(self.size + 1)]
@@ -107,9 +158,7 @@ class SharedSegment:
         self._mine = [d[lo:hi] for d in data]  # this rank's slice of every segment
         self._slice = data[self.rank][lo:hi]
         self._scratch = np.empty(hi - lo, dtype=dtype) if self.size > 2 else None
-        # the ranks meet in the communicator's barrier, run at once on this thread under its
-        # watchdog (the collective timeout, a departed peer), named after the all-reduce
-        self._meet = comm.engine.issue
+        self._meet = _met(comm)
         # the bucket's buffer and views now live here (producers are offered these from now on)
         buffer = data[self.rank]
         views, start = [], 0
@@ -126,21 +175,95 @@ class SharedSegment:
             if a is not view:  # its producer did not write it in place
                 view[...] = a
         win, meet = self._win, self._meet
-        win.Sync()  # (Win_sync: this rank's stores are seen by the others after the barrier)
-        meet("barrier", (), False, label="allreduce")  # every segment holds its gradients
-        win.Sync()
+        meet(win, "allreduce")  # every segment holds its rank's gradients
         mine = self._mine
         if self.size == 2:
             np.add(mine[0], mine[1], out=self._slice)
             mine[1 - self.rank][...] = self._slice
         else:
-            acc = self._scratch
-            np.add(mine[0], mine[1], out=acc)
-            for k in range(2, self.size):
-                acc += mine[k]
+            _summed(mine, self._scratch)
             for part in mine:
-                part[...] = acc
-        win.Sync()
-        meet("barrier", (), False, label="allreduce")  # every slice is summed everywhere
-        win.Sync()
+                part[...] = self._scratch
+        meet(win, "allreduce")  # every slice is summed into every segment
         return views
+
+
+class SharedSections:
+    """A flat reduce-scatter's send buffer (Reduce mode, passes/reduce_flat.py) in two MPI
+    shared windows used in turn, step after step: once the ranks have met, each sums its own
+    section of every rank's segment into a fresh array, and nothing is written back. The next
+    step's gradients go into the other window, so a rank still reading this one is never
+    written over; the one after that waits for the next meeting, which every rank reaches
+    only after its reads of this one."""
+
+    def __init__(self, bucket, comm, MPI):
+        dtype = np.dtype(bucket.dtype)
+        total = sum(math.prod(s) for s in bucket.shapes)  # (its padding included)
+        self._comm, self.rank, self.size = comm, comm.rank, comm.size
+        self.section = total // comm.size
+        self._meet = _met(comm)
+        self._turns = []
+        for _ in range(2):
+            win, memories = _window(comm, MPI, total * dtype.itemsize)
+            data = [np.ndarray(total, dtype=dtype, buffer=m) for m in memories]
+            lo = self.rank * self.section
+            buffer = data[self.rank]
+            views, start = [], 0
+            for shape in bucket.shapes:
+                n = math.prod(shape)
+                views.append(buffer[start:start + n].reshape(shape))
+                start += n
+            self._turns.append((win, buffer, views,
+                                [d[lo:lo + self.section] for d in data]))
+        self.turn = 0
+        comm.comm.Barrier()  # (every window made before any rank writes)
+        self.buffer, self.views = self._turns[0][1], self._turns[0][2]
+
+    def reduce_scatter(self, arrays, bucket):
+        """The sum over the ranks of this rank's section of `arrays` (the bucket's members in
+        order), a fresh array; `bucket`'s buffer and views move to the next window."""
+        win, _, views, parts = self._turns[self.turn]
+        for a, view in zip(arrays, views):
+            if a is not view:  # its producer did not write it in place
+                view[...] = a
+        self._meet(win, "reduce_scatter")  # every segment holds its rank's gradients
+        out = _summed(parts, np.empty(self.section, dtype=views[0].dtype))
+        self.turn ^= 1
+        _, buffer, views, _ = self._turns[self.turn]
+        self.buffer, self.views = buffer, views
+        bucket.buffer, bucket.views = buffer, views
+        return out
+
+
+class SharedStaging:
+    """A flat all-gather's staging (Reduce mode's updated parameters): two MPI shared windows
+    used in turn, one section per rank; each rank copies its section in, the ranks meet, and
+    each copies the others' sections out. A rank writes a window again only after the next
+    all-gather's meeting, which every rank reaches only after its reads of it."""
+
+    def __init__(self, section: int, dtype, comm, MPI):
+        dtype = np.dtype(dtype)
+        self.rank, self.size = comm.rank, comm.size
+        self._meet = _met(comm)
+        self._turns = []
+        for _ in range(2):
+            win, memories = _window(comm, MPI, section * dtype.itemsize)
+            self._turns.append((win, [np.ndarray(section, dtype=dtype, buffer=m)
+                                      for m in memories]))
+        self.turn = 0
+        comm.comm.Barrier()  # (every window made before any rank writes)
+
+    def allgather(self, mine, gathered):
+        """`gathered` (comm.size, section) with every rank's section; `mine` is this rank's
+        (gathered[rank] itself, or an array to copy there)."""
+        win, stage = self._turns[self.turn]
+        self.turn ^= 1
+        rank = self.rank
+        stage[rank][...] = mine
+        self._meet(win, "allgather")  # every rank's section is staged
+        for k in range(self.size):
+            if k != rank:
+                gathered[k][...] = stage[k]
+        if mine is not gathered[rank]:
+            gathered[rank][...] = mine
+        return gathered

@@ -129,22 +129,26 @@ def c_reduce_scatter_owned(xp, ins, attrs, want, ctx):
     rank = comm.rank
     pieces, section = _cached(ctx, (rank, comm.size, tuple(map(_SHAPE, xs))),
                               lambda: _owned_layout(xs, attrs, comm))
-    if ctx.bucket is not None:
-        # flat sections: the bucket, the inputs laid end to end, is the send buffer itself
-        buf, views = ctx.bucket.get(xp)
-        for x, view in zip(xs, views):
-            if x is not view:  # its producer did not write it in place
-                view[...] = x
-    else:
-        buf = _padded(xp, ctx, section * comm.size, xs[0].dtype)
-        for src, a, b, owner, at, size, _ in pieces:
-            start = owner * section + at
-            buf[start:start + size] = _cut(xs[src], a, b, flat).reshape(-1)
     # overlapped unless nothing is left to overlap: `mine` is then filled by the
     # c_sync_comm_stream before the optimizer reads it (the buffer waits as long)
-    overlap = not attrs["use_calc_stream"]
-    out = xp.empty(section, dtype=buf.dtype) if overlap else None
-    mine = comm.ireduce_scatter(buf, out=out, overlap=overlap).out
+    overlap, bucket, mine = not attrs["use_calc_stream"], ctx.bucket, None
+    if bucket is not None and not overlap:  # summed in node-shared memory where every rank
+        comm.wait_all()  # is on this node (executor/shared_bucket.py), else None
+        mine = bucket.sum_section(comm, xs)
+    if mine is None:
+        if bucket is not None:
+            # flat sections: the bucket, the inputs laid end to end, is the send buffer itself
+            buf, views = bucket.get(xp)
+            for x, view in zip(xs, views):
+                if x is not view:  # its producer did not write it in place
+                    view[...] = x
+        else:
+            buf = _padded(xp, ctx, section * comm.size, xs[0].dtype)
+            for src, a, b, owner, at, size, _ in pieces:
+                start = owner * section + at
+                buf[start:start + size] = _cut(xs[src], a, b, flat).reshape(-1)
+        out = xp.empty(section, dtype=buf.dtype) if overlap else None
+        mine = comm.ireduce_scatter(buf, out=out, overlap=overlap).out
     return {"Out": [mine[at:at + size].reshape(shape) if owner == rank
                     else _cut(xs[src], a, b, flat)
                     for src, a, b, owner, at, size, shape in pieces]}
@@ -201,7 +205,12 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
         a = arrays[i]
         if a is not handed.get(i):  # its producer did not write it in place
             mine[at:at + size] = a.reshape(-1)
-    every = comm.iallgather(mine, out=gathered, overlap=False).wait().reshape(-1)
+    every = None
+    if gather is not None:  # through node-shared memory where every rank is on this node
+        every = gather.gather_across(comm, mine, gathered)  # (executor/shared_bucket.py)
+    if every is None:
+        every = comm.iallgather(mine, out=gathered, overlap=False).wait()
+    every = every.reshape(-1)
     if gather is not None:
         gather.advance()
     return {"Out": [every[a:b].reshape(shape) for a, b, shape in spans]}

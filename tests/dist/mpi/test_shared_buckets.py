@@ -1,10 +1,11 @@
-"""Fused all-reduce buckets summed in node-shared memory (spmd/executor/shared_bucket.py): with
-every rank on this node, N ranks each fed 1/N of the batch end, on every rank, with bitwise the
-same parameters and optimizer state; those (and the losses) of the same run with the buckets
-kept private (reduced by MPI's allreduce) to the last bit at 2 ranks (a + b either way) and to
-rounding beyond; and those of one process fed the whole batch (N ranks == 1 process). The plan reports
-its bucket shared at 2 ranks and more, never at 1. A fetched gradient keeps its values after
-later steps sum into the bucket it came from.
+"""Fused all-reduce buckets (and Reduce mode's flat reduce-scatter and all-gather) summed in
+node-shared memory (spmd/executor/shared_bucket.py): with every rank on this node, N ranks each
+fed 1/N of the batch end, on every rank, with bitwise the same parameters (and in AllReduce mode
+optimizer state); those (and the losses) of the same run with the buffers kept private (reduced
+by MPI) to the last bit at 2 ranks (a + b either way) and to rounding beyond; and those of one
+process fed the whole batch (N ranks == 1 process). The plan reports its bucket shared at 2
+ranks and more, never at 1 (in Reduce mode the reduce-scatter's and the all-gather's buffers).
+A fetched gradient keeps its values after later steps sum into the bucket it came from.
 
 The one-process reference runs on every rank, so expected values come from the script itself."""
 from __future__ import annotations
@@ -46,7 +47,8 @@ def batches(dtype: str):
             for _ in range(STEPS)]
 
 
-def run(opt: str, dtype: str, data_parallel: bool = True, shared: bool = True):
+def run(opt: str, dtype: str, data_parallel: bool = True, shared: bool = True,
+        mode: str = "AllReduce"):
     """(losses, persistables, the plan's shared-bucket count, fetched gradients) after STEPS
     steps: data parallel over every rank, each on its shard, or one process on everything."""
     t = detect()
@@ -57,6 +59,7 @@ def run(opt: str, dtype: str, data_parallel: bool = True, shared: bool = True):
     if data_parallel:
         strategy = fluid.BuildStrategy()
         strategy.fuse_all_reduce_ops = True
+        strategy.reduce_strategy = getattr(fluid.BuildStrategy.ReduceStrategy, mode)
         prog = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
                                                               build_strategy=strategy)
         rank, size = t.rank, t.size
@@ -94,15 +97,19 @@ def same_on_every_rank(vals: dict):
     assert (everyone == everyone[0]).all(), "ranks hold different values"
 
 
+@pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
-def test_shared_bucket_sums_as_the_private_one(opt, dtype):
+def test_shared_bucket_sums_as_the_private_one(opt, dtype, mode):
     size = detect().size
-    losses, state, count, fetched = run(opt, dtype)
-    assert count == (1 if size > 1 else 0)
-    plain_losses, plain_state, plain_count, _ = run(opt, dtype, shared=False)
+    losses, state, count, fetched = run(opt, dtype, mode=mode)
+    # AllReduce: the fused all-reduce's bucket; Reduce: the reduce-scatter's and the all-gather's
+    assert count == ((1 if mode == "AllReduce" else 2) if size > 1 else 0)
+    plain_losses, plain_state, plain_count, _ = run(opt, dtype, shared=False, mode=mode)
     assert plain_count == 0
-    same_on_every_rank(state)
+    trained = {p.name for p in build(opt, dtype)[0].all_parameters()}
+    # (Reduce mode splits the optimizer state across the ranks: the parameters are whole)
+    same_on_every_rank(state if mode == "AllReduce" else {k: state[k] for k in trained})
     assert set(state) == set(plain_state)
     if size <= 2:  # a + b: MPI's sum and the shared one are the same operation
         assert losses == plain_losses
@@ -112,7 +119,6 @@ def test_shared_bucket_sums_as_the_private_one(opt, dtype):
     for key, value in plain_state.items():
         np.testing.assert_allclose(state[key], value, rtol=tol, atol=tol, err_msg=key)
     _, want, _, _ = run(opt, dtype, data_parallel=False)  # N ranks == 1 process
-    trained = {p.name for p in build(opt, dtype)[0].all_parameters()}
     for key in trained:
         np.testing.assert_allclose(state[key], want[key], rtol=tol,
                                    atol=tol * float(np.abs(want[key]).max()), err_msg=key)

@@ -34,6 +34,9 @@ class ParamUpdate:
     grad: str
     optimizer: object
     ops: list = field(default_factory=list)
+    # a parameter updated by more than one optimizer op (minimize called twice): the later
+    # ops' own gradients, which the pserver reads as `grad`, the one the trainer sends
+    aliases: set = field(default_factory=set)
 
 
 @dataclass
@@ -72,15 +75,24 @@ def analyze(program) -> ProgramAnalysis:
             rates |= set(op.input_arg_names)
     server_side = [op for op in opt_ops if id(op) in on_server]
     trainer_side = [op for op in opt_ops if id(op) not in on_server]
-    updates = [_update_of(op, server_side, tainted) for op in updaters]
-    seen = set()
-    for u in updates:
-        if u.param in seen:
-            raise InvalidArgumentError(
-                f"DistributeTranspiler: parameter '{u.param}' is updated by two optimizer "
-                f"ops; one optimizer per parameter is supported")
-        seen.add(u.param)
+    updates = _one_update_per_param([_update_of(op, server_side, tainted) for op in updaters])
     return ProgramAnalysis(updates, lr_ops, trainer_side, server_side)
+
+
+def _one_update_per_param(updates: list) -> list:
+    """fluid 1.8's transpiler keeps the first (param, grad) pair of a parameter that several
+    optimizer ops update (minimize called twice on one program): the trainer sends that
+    gradient, and the pserver runs every one of those ops, in program order, on it."""
+    first: dict = {}
+    for u in updates:
+        kept = first.setdefault(u.param, u)
+        if kept is u:
+            continue
+        chain = [op for op in u.ops if all(op is not o for o in kept.ops)]
+        kept.ops.extend(chain)
+        kept.aliases.add(u.grad)
+        kept.aliases.update(n for op in chain for n in op.input("Grad") if n != kept.grad)
+    return list(first.values())
 
 
 def _update_of(updater, server_side, tainted) -> ParamUpdate:

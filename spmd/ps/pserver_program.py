@@ -125,7 +125,7 @@ def _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block, sparse_to_param
     _grad_merge(t, block, merged)
     full = t.origin.global_block().var(upd.param)
     sliced = tuple(pb.shape) != tuple(full.shape)
-    rename = {upd.param: pb.name, upd.grad: merged}
+    rename = {upd.param: pb.name, upd.grad: merged, **dict.fromkeys(upd.aliases, merged)}
     own = set()
     if own_state:
         index = varname_parts(pb.name)[1]

@@ -4,10 +4,10 @@ reason: DGCMomentumOptimizer and PipelineOptimizer.
 RecomputeOptimizer(inner) (BERT / ERNIE scripts: `opt._set_checkpoints([...]);
 opt.minimize(loss)`) trains exactly as `inner` does: recomputing activations in the backward
 pass trades compute for memory and does not change the numbers (fluid 1.8 gives the same
-losses with and without it; tests/oracle/make_optimizer_extra.py). spmd does NOT recompute: it
-keeps the activations, so the program is `inner`'s program (no recomputed forward ops in the
-backward section) and uses the memory the run would use without recomputation. The checkpoints
-are checked (Variables of the loss's program) and kept, as fluid keeps them.
+losses with and without it; tests/oracle/make_optimizer_extra.py). As fluid 1.8, the backward
+pass recomputes each segment's forward ops between the checkpoints before its gradient ops
+(spmd/optimizer/recompute.py: fluid's segments and op order; random ops' outputs are kept
+rather than recomputed, where fluid adds a seed op).
 
 >>> import spmd.fluid as fluid
 >>> opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.Adam(learning_rate=0.01))
@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .optimizer import Optimizer
+from .recompute import apply_recompute
 
 __all__ = ["DGCMomentumOptimizer", "PipelineOptimizer", "RecomputeOptimizer"]
 
@@ -81,11 +82,18 @@ class RecomputeOptimizer(Optimizer):
 
     def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
                  callbacks=None):
-        """The inner optimizer's backward pass (activations kept, not recomputed)."""
-        if isinstance(loss, Variable):
-            self._require_checkpoints(loss)
-        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set,
-                                        callbacks)
+        """The inner optimizer's backward pass, rewritten so that each segment between
+        checkpoints recomputes its forward ops before its gradient ops (spmd/optimizer/
+        recompute.py), as fluid 1.8 builds it."""
+        if not isinstance(loss, Variable):
+            return self._optimizer.backward(loss, startup_program, parameter_list,
+                                            no_grad_set, callbacks)
+        self._require_checkpoints(loss)
+        n_forward = len(loss.block.ops)
+        params_grads = self._optimizer.backward(loss, startup_program, parameter_list,
+                                                no_grad_set, callbacks)
+        apply_recompute(loss.block, n_forward, self._checkpoints)
+        return params_grads
 
     def apply_gradients(self, params_grads):
         return self._optimizer.apply_gradients(params_grads)

@@ -267,6 +267,39 @@ def _forward_again(fwd: str, extra_inputs=(), extra_outputs=()):
     return maker
 
 
+def _again_on_ddx(op, ctx):
+    """A grad op linear in dOut whose other inputs carry no gradient (dropout's mask): DDOut
+    is the same grad op with dOut replaced by DDX."""
+    ddx = _dd(op, ctx, "X@GRAD")
+    if ddx is None:
+        return []
+    g = _g(op, ctx, "Out@GRAD")
+    if g is None:
+        return []
+    ins = {slot: list(names) for slot, names in op.inputs.items()}
+    ins["Out@GRAD"] = [ddx]
+    return [(op.type, ins, {"X@GRAD": [g]}, _attrs(op.type, op.attrs))]
+
+
+def _concat_grad(op, ctx):
+    """concat: dX_i are dOut's pieces, so DDOut is the concatenation of the DDX_i (zeros
+    where none flows)."""
+    dds = [ctx.out_grad(n) for n in op.outputs.get("X@GRAD") or []]
+    if all(d is None for d in dds):
+        return []
+    g = _g(op, ctx, "Out@GRAD")
+    if g is None:
+        return []
+    specs: list = []
+    parts = [d if d is not None else _zeros_like(ctx, specs, x)
+             for d, x in zip(dds, op.input("X"))]
+    ins = {"X": parts}
+    if op.inputs.get("AxisTensor"):
+        ins["AxisTensor"] = list(op.inputs["AxisTensor"])
+    specs.append(("concat", ins, {"Out": [g]}, _attrs("concat", op.attrs)))
+    return specs
+
+
 def _reshape_grad(op, ctx):
     """reshape2, squeeze2, unsqueeze2, flatten2: dX is dOut reshaped, so DDOut is DDX
     reshaped to dOut's shape."""
@@ -337,6 +370,8 @@ GRAD_OP_GRAD_MAKERS: dict = {
     "pad_grad": _forward_again("pad"),
     "slice_grad": _forward_again("slice", extra_inputs=_SLICE_TENSORS),
     "transpose2_grad": _forward_again("transpose2", extra_outputs=("XShape",)),
+    "dropout_grad": _again_on_ddx,
+    "concat_grad": _concat_grad,
     "reshape2_grad": _reshape_grad,
     "squeeze2_grad": _reshape_grad,
     "unsqueeze2_grad": _reshape_grad,

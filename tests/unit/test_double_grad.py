@@ -132,6 +132,14 @@ CASES = {
     "sigmoid": (lambda x: L.sigmoid(x), {"x": _uniform((3, 4))}),
     "matmul_transposed": (lambda x, y: L.matmul(x, y, transpose_y=True, alpha=0.5),
                           {"x": _uniform((2, 3, 4)), "y": _uniform((2, 5, 4))}),
+    "concat": (lambda x, y: L.square(L.concat([x, y], axis=1)),
+               {"x": _uniform((2, 3)), "y": _uniform((2, 2))}),
+    "concat_one_input_needed": (
+        lambda x: L.square(L.concat([x, L.fill_constant([2, 2], "float64", 0.5)], axis=1)),
+        {"x": _uniform((2, 3))}),
+    "dropout": (  # a fixed seed: every run draws the same mask
+        lambda x: L.square(L.dropout(x, 0.3, seed=1, dropout_implementation="upscale_in_train")),
+        {"x": _uniform((3, 4))}),
     "avg_pool": (lambda x: L.square(L.pool2d(x, 2, "avg", 2)), {"x": _uniform((2, 1, 4, 4))}),
 }
 

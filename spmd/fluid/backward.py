@@ -33,8 +33,8 @@ def _strip_grad_suffix_(name: str) -> str:
 
 def _get_stop_gradients_(program) -> dict[int, set[str]]:
     """{block index: the gradient names of that block's stop_gradient variables}. Gradients
-    themselves are left out: spmd marks them stop_gradient (no pass differentiates them
-    again), fluid leaves them open, so fluid's sets never hold `x@GRAD@GRAD`."""
+    themselves are left out: they are open to gradients (a later pass may differentiate
+    them), so fluid's sets never hold `x@GRAD@GRAD`; one a user froze is left out too."""
     return {block.idx: {_append_grad_suffix_(v.name) for v in block.vars.values()
                         if v.stop_gradient and "@GRAD" not in v.name}
             for block in program.blocks}

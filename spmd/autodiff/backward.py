@@ -5,6 +5,10 @@ definition's grad maker (spmd/ops). Every gradient contribution is first written
 name; a variable with one contribution gets it renamed to `x@GRAD`, one with several gets a `sum`
 op, placed before the first grad op that reads `x@GRAD`. The result is recorded in the explicit
 map `program.grad_var_map` (var name -> grad name).
+
+A pass walks the grad ops of earlier passes too (gradients of gradients: their grad makers are
+in double_grad.py); what it makes is named apart from the names the block already has
+(`grad/grad/x@GRAD`), so its ops still read the earlier pass's `x@GRAD` as a value.
 """
 from __future__ import annotations
 

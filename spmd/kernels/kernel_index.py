@@ -223,6 +223,9 @@ MODULES = {
         "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "spectral_norm",
         "spectral_norm_grad",
     ),
+    "spmd.kernels.seed": (
+        "seed",
+    ),
     "spmd.kernels.sequence": (
         "row_conv", "row_conv_grad", "sequence_conv", "sequence_conv_grad", "sequence_expand",
         "sequence_expand_as", "sequence_expand_as_grad", "sequence_expand_grad", "sequence_pool",

@@ -310,7 +310,10 @@ def dropout(xp, ins, attrs, want, ctx):
         if "Mask" in want:
             res["Mask"] = xp.ones(x.shape, dtype="uint8")
         return res
-    if attrs["fix_seed"] or attrs["seed"]:
+    if ins.get("Seed") is not None:
+        # a seed op's value (RecomputeOptimizer's): the recomputation draws the same mask
+        rng = np.random.default_rng(int(ins["Seed"].reshape(-1)[0]))
+    elif attrs["fix_seed"] or attrs["seed"]:
         # the op's own seed: every run draws the same mask (fluid's fix_seed)
         rng = np.random.default_rng(attrs["seed"])
     else:

@@ -179,8 +179,8 @@ def _layer_norm(ctx):
 DROPOUT_IMPLEMENTATIONS = ("downgrade_in_infer", "upscale_in_train")
 
 
-@define_op("dropout", inputs=["X"], outputs=["Out", "Mask"], nondiff_outputs=("Mask",),
-           grad_uses=("Mask",), random=True,
+@define_op("dropout", inputs=["X", "Seed?"], outputs=["Out", "Mask"], nondiff_outputs=("Mask",),
+           grad_uses=("Mask",), random=True, no_grad_inputs=("Seed",),
            attrs={"dropout_prob": ("float", 0.5), "is_test": ("bool", False),
                   "fix_seed": ("bool", False), "seed": ("int", 0),
                   "dropout_implementation": ("str", "downgrade_in_infer")})

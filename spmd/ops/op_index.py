@@ -210,6 +210,9 @@ MODULES = {
         "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "spectral_norm",
         "spectral_norm_grad",
     ),
+    "spmd.ops.seed": (
+        "seed",
+    ),
     "spmd.ops.sequence": (
         "im2sequence", "im2sequence_grad", "row_conv", "row_conv_grad", "sequence_conv",
         "sequence_conv_grad", "sequence_expand", "sequence_expand_as", "sequence_expand_as_grad",

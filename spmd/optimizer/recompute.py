@@ -11,12 +11,14 @@ prepended. Kept in memory: checkpoints, parameters and other persistables, the p
 and every variable that crosses a segment's boundary. An op with a sub-block cannot be
 recomputed (fluid refuses it too).
 
-One difference from fluid: fluid gives dropout a `seed` op so that its recomputation draws the
-same mask; spmd keeps the outputs of random ops (dropout, ...) in memory instead of recomputing
-them, so the gradients are those of the forward pass's draw.
+Before the backward pass, each dropout without a Seed input gets a `seed` op in front of it
+(its fix_seed seed, else a fresh one each run), as fluid does, so that its recomputation draws
+the forward pass's mask. Other random ops (no Seed input) keep their outputs in memory instead
+of being recomputed, so their gradients are those of the forward pass's draw.
 """
 from __future__ import annotations
 
+from ..core import unique_name
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
 from ..ops.registry import get_op_def
@@ -64,12 +66,32 @@ def _held(ops, segments, produced, consumed, block):
             held.update(n for n in op.input_arg_names
                         if any(i < lo for i in produced.get(n, ())))
     for op in ops:
-        if get_op_def(op.type).random:
-            held.update(op.output_arg_names)
+        if get_op_def(op.type).random and not op.inputs.get("Seed"):
+            held.update(op.output_arg_names)  # the seed op's value among them
         held.update(n for n in op.input_arg_names if n not in produced)
     held.update(n for n in produced.keys() | consumed.keys()
                 if (v := block._find_var_recursive(n)) is not None and v.persistable)
     return held
+
+
+def insert_dropout_seeds(block) -> None:
+    """fluid's modify_forward_desc_for_recompute: a `seed` op before each dropout that has no
+    Seed input, feeding it (fix_seed's seed, else 0: a fresh seed each run)."""
+    i = 0
+    while i < len(block.ops):
+        op = block.ops[i]
+        if op.type == "dropout" and not op.inputs.get("Seed"):
+            name = unique_name.generate(unique_name.generate("seed") + ".tmp")
+            block.create_var(name=name, shape=[1], dtype="int32", stop_gradient=True)
+            value = int(op.attrs.get("seed", 0)) if op.attrs.get("fix_seed") else 0
+            block._insert_op(i, "seed", outputs={"Out": [name]}, attrs={"seed": value},
+                             role=op.role)
+            dropout = block.ops[i + 1]
+            block._remove_op(i + 1)
+            block._insert_op(i + 1, "dropout", dict(dropout.inputs, Seed=[name]),
+                             dict(dropout.outputs), dict(dropout.attrs), role=dropout.role)
+            i += 1
+        i += 1
 
 
 def _forward_of(grad_ops, ops):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from .optimizer import Optimizer
-from .recompute import apply_recompute
+from .recompute import apply_recompute, insert_dropout_seeds
 
 __all__ = ["DGCMomentumOptimizer", "PipelineOptimizer", "RecomputeOptimizer"]
 
@@ -89,6 +89,8 @@ class RecomputeOptimizer(Optimizer):
             return self._optimizer.backward(loss, startup_program, parameter_list,
                                             no_grad_set, callbacks)
         self._require_checkpoints(loss)
+        if self._checkpoints:
+            insert_dropout_seeds(loss.block)
         n_forward = len(loss.block.ops)
         params_grads = self._optimizer.backward(loss, startup_program, parameter_list,
                                                 no_grad_set, callbacks)

@@ -66,11 +66,32 @@ def test_recomputed_gradients_equal_the_plain_ones_and_numpy():
     np.testing.assert_allclose(got[w], want, rtol=1e-5)
 
 
-def test_a_random_ops_outputs_are_kept_so_its_gradient_sees_the_forward_draw():
+def test_a_dropout_gets_a_seed_op_and_its_recomputation_draws_the_forward_mask():
     main, got = _mlp(True, dropout=True)
     types = [op.type for op in main.global_block().ops]
-    assert types.count("dropout") == 1  # not recomputed
-    assert types.count("mul") > 3  # the fc ops of the first segment are
+    assert types.index("seed") == types.index("dropout") - 1
+    assert types.count("dropout") == 2  # recomputed in the backward pass
     _, plain = _mlp(False, dropout=True)
     for name, value in plain.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_an_unseeded_dropouts_recomputed_mask_is_the_forward_one():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 16], "float32")
+        drop = fluid.layers.dropout(x, dropout_prob=0.5, name="drop")
+        pred = fluid.layers.fc(drop, 2, act="softmax")
+        loss = fluid.layers.reduce_mean(pred)
+        opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1))
+        opt._set_checkpoints([pred])
+        opt.minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    xv = np.random.RandomState(0).rand(8, 16).astype("float32")
+    for _ in range(2):  # a fresh seed each run, the same for both draws of a run
+        mask, again = exe.run(main, feed={"x": xv}, fetch_list=["drop.tmp_1",
+                                                                "drop.tmp_1.subprog_0"],
+                              scope=scope)
+        np.testing.assert_array_equal(mask, again)
+        assert 0 < mask.mean() < 1

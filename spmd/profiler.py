@@ -31,6 +31,7 @@ import threading
 import time
 import warnings
 
+from . import events
 from .errors import InvalidArgumentError
 
 # the summary table and the trace file: spmd.profiler's names, written in profiler_report.py
@@ -181,7 +182,7 @@ class Recorder:
         self.comm_events = []
 
 
-_active: Recorder | None = None
+_active: Recorder | None = None  # also events.profiling.recorder, which comm reads
 
 
 def active() -> Recorder | None:
@@ -225,6 +226,7 @@ def start_profiler(state: str, tracer_option: str = "Default") -> None:
     _check_choice("state", state, _STATES)
     _check_choice("tracer_option", tracer_option, _TRACER_OPTIONS)
     _active = Recorder(state)
+    events.profiling.recorder = _active
 
 
 def reset_profiler() -> None:
@@ -248,6 +250,7 @@ def stop_profiler(sorted_key: str | None = None, profile_path: str = "/tmp/profi
         return
     _check_choice("sorted_key", sorted_key, _SORT_KEYS)
     recorder, _active = _active, None
+    events.profiling.recorder = None
     recorder.clock_at_stop = clock_anchor()
     from .comm.topology import detect
 

@@ -17,6 +17,18 @@ import numpy as np
 OPS = ("allreduce", "reduce", "broadcast", "allgather", "reduce_scatter", "barrier")
 
 
+def same_host_ranks(comm, host: str) -> list[int]:
+    """The ranks of mpi4py communicator `comm` whose host name is `host` (collective; each
+    rank passes its own)."""
+    width = 64
+    mine = np.zeros(width, dtype=np.uint8)
+    raw = host.encode()[:width]
+    mine[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    names = np.empty((comm.Get_size(), width), dtype=np.uint8)
+    comm.Allgather(mine, names)
+    return [r for r in range(comm.Get_size()) if names[r].tobytes() == mine.tobytes()]
+
+
 class ArrivalBoard:
     def __init__(self, comm):
         """Collective over the mpi4py communicator `comm` (every rank makes one, together)."""
@@ -93,8 +105,6 @@ def _file_board(comm):
     import secrets
     import socket
     import tempfile
-
-    from .topology import same_host_ranks
 
     rank = comm.Get_rank()
     ranks = same_host_ranks(comm, socket.gethostname())

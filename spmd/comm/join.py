@@ -48,7 +48,7 @@ def env_only_start(env=None) -> bool:
     one trainer and no MPI launcher started it (a pserver job's trainers are not one: they
     never meet in collectives)."""
     from ..flags import flags
-    from .topology import launched_by_mpi
+    from ..launcher_vars import launched_by_mpi
 
     env = os.environ if env is None else env
     if launched_by_mpi(env) or env.get(MARK) or not flags(env).env_start:
@@ -128,7 +128,7 @@ def join_for_transpile(trainer_id: int, endpoints: list, current_endpoint: str |
     script then starts again from its beginning, under its own mpiexec, and joins the others
     at trainer 0's endpoint. Returns when there is nothing to join (one trainer, an MPI
     launcher, MPI already started, or already joined)."""
-    from .topology import launched_by_mpi
+    from ..launcher_vars import launched_by_mpi
 
     env = os.environ
     if len(endpoints) < 2 or launched_by_mpi(env) or joined_start(env) or \
@@ -311,7 +311,7 @@ class Gathering:
 
 
 def _stopped(spec: Spec, text: str) -> Exception:
-    from ..guard.abort import StoppedByPeer
+    from ..events import StoppedByPeer
 
     return StoppedByPeer(f"{spec.tag} stopped: {text}")
 

@@ -6,12 +6,13 @@ after the collective timeout raises CommunicationError naming the op, instead of
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import numpy as np
 
-from .. import guard
+from .. import events
 from ..errors import CommunicationError
 from .base import Communicator, check_divisible, check_reduction, register_backend
 
@@ -23,9 +24,11 @@ def world():
     joined: spmd/comm/join.py). The first call loads MPI and connects this rank's supervisor
     to the others' (spmd.guard), so a rank that leaves early fails the job at once."""
     global _met
-    guard.note_mpi_starting()  # from now on this rank is in MPI: no stand-in may join for it
+    # from now on this rank is in MPI: no stand-in may join for it
+    events.supervision.note_mpi_starting()
     if not _met:
-        guard.note_job_start(True)  # dying from here to the rendezvous: the peers are told
+        # dying from here to the rendezvous: the peers are told
+        events.supervision.note_job_start(True)
     if "mpi4py.MPI" not in sys.modules:
         _start_mpi_in_time()
     from mpi4py import MPI
@@ -45,8 +48,8 @@ def world():
         comm = joined_world()
     if not _met:
         _met = True
-        guard.rendezvous(comm)
-        guard.note_job_start(False)
+        events.supervision.rendezvous(comm)
+        events.supervision.note_job_start(False)
     return comm
 
 
@@ -58,10 +61,10 @@ def _start_mpi_in_time() -> None:
 
     timeout = flags().collective_timeout_s
     if not init_mpi_within(timeout, _stop_if_a_peer_died):
-        from .topology import launcher_rank_size
+        from ..launcher_vars import rank_size
 
-        guard.note_mpi_start_failed()
-        rank, size = launcher_rank_size()
+        events.supervision.note_mpi_start_failed()
+        rank, size = rank_size(os.environ) or (0, 1)
         raise CommunicationError(
             f"[rank {rank}/{size}] MPI start-up did not complete within {timeout:g} s "
             f"(SPMD_COLLECTIVE_TIMEOUT): another rank never started MPI (it hangs, or works "
@@ -71,12 +74,10 @@ def _start_mpi_in_time() -> None:
 
 def _stop_if_a_peer_died() -> None:
     """While MPI_Init waits: a peer that died in its own start-up will never come."""
-    text = guard.peer_died_in_start()
+    text = events.supervision.peer_died_in_start()
     if text is not None:
-        from ..guard.abort import StoppedByPeer
-
-        guard.note_mpi_start_failed()  # MPI is half started: exit at once, end the job
-        raise StoppedByPeer(text)
+        events.supervision.note_mpi_start_failed()  # MPI is half started: exit at once, end the job
+        raise events.StoppedByPeer(text)
 
 
 def init_mpi_within(timeout_s: float, check=None) -> bool:
@@ -158,7 +159,7 @@ class MPICommunicator(Communicator):
         self._tracking = self.size > 1
 
     def _enter(self, op: str):
-        guard.note_collective()
+        events.supervision.note_collective()
         if self._tracking:
             if self._board is None:
                 self._tracking = False  # the set-up's own barrier is not on the board
@@ -198,9 +199,9 @@ class MPICommunicator(Communicator):
         note_at, status_file = time.monotonic() + 0.1, None
         while not req.Test():
             now = time.monotonic()
-            departed = guard.departure_message(op, self.describe())
+            departed = events.supervision.departure_message(op, self.describe())
             if departed:
-                guard.let_the_reporter_speak()
+                events.supervision.let_the_reporter_speak()
                 raise CommunicationError(departed)
             if now > deadline:
                 raise CommunicationError(

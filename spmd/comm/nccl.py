@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from .. import guard
+from .. import events
 from ..errors import CommunicationError
 from .base import Communicator, check_reduction, register_backend
 from .handles import Handle
@@ -90,7 +90,7 @@ class StreamEngine:
             if into is not None:
                 into[...] = result
                 result = into
-        guard.note_collective()
+        events.supervision.note_collective()
         done = cuda.Event(disable_timing=True)
         done.record(self._stream)
         handle = _StreamHandle(self, done, result, label or op)
@@ -146,22 +146,23 @@ class NCCLCommunicator(Communicator):
         deadline = time.monotonic() + self.timeout_s
         while not event.done:
             self.comm.check_async_error()
-            departed = guard.departure_message(f"NCCL {op}", self.describe())
+            departed = events.supervision.departure_message(f"NCCL {op}", self.describe())
             if departed:  # a peer left: this collective can never complete
                 self.comm.abort()
-                guard.let_the_reporter_speak()
+                events.supervision.let_the_reporter_speak()
                 raise CommunicationError(departed)
             if time.monotonic() > deadline:
                 self.comm.abort()
                 raise CommunicationError(
-                    f"{self.describe()} NCCL {op} (in Executor.run #{guard.steps()}) did not "
+                    f"{self.describe()} NCCL {op} (in Executor.run "
+                    f"#{events.supervision.steps()}) did not "
                     f"complete within {self.timeout_s:g} s; another rank never reached it")
             time.sleep(0.0001)
         self.comm.check_async_error()
 
     def _blocking(self, op: str, label: str, *args):
         result = self.launch(op, *args)
-        guard.note_collective()  # issued just before: counted once it is on the stream
+        events.supervision.note_collective()  # issued just before: counted once it is on the stream
         event = self._cupy.cuda.Event(disable_timing=True)
         event.record()
         self._wait_event(event, label)

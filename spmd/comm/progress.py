@@ -23,8 +23,7 @@ import sys
 import threading
 import time
 
-from .. import guard
-from .. import profiler as _profiler
+from .. import events
 from ..errors import CommunicationError
 from ..flags import flags
 from .handles import DoneHandle, Handle
@@ -43,7 +42,8 @@ def timed_out(comm, op: str, timeout: float) -> None:
     """A collective outlived the timeout: say so on stderr (the op, the rank, the step, the
     ranks that never arrived) and end the job."""
     missing = comm.missing() or "another rank never reached it"
-    message = (f"{comm.describe()} {op} (in Executor.run #{guard.steps()}) did not complete "
+    message = (f"{comm.describe()} {op} (in Executor.run #{events.supervision.steps()}) did "
+               f"not complete "
                f"within {timeout:g} s: {missing} (crashed, hung, or runs a different program)")
     sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if a step is "
                      "legitimately slower.\n")
@@ -53,7 +53,7 @@ def timed_out(comm, op: str, timeout: float) -> None:
 
 def departed(message: str) -> None:
     """A peer left while this rank waits in a collective it never joined."""
-    guard.let_the_reporter_speak()
+    events.supervision.let_the_reporter_speak()
     sys.stderr.write(message + "; ending the job.\n")
     sys.stderr.flush()
     _end_job(message)
@@ -66,7 +66,7 @@ def _end_job(message: str) -> None:
         if flags().status_file:
             status("error", f"CommunicationError: {message}")
         else:
-            guard.abort_job(1)
+            events.supervision.abort_job(1)
     finally:
         os._exit(1)
 
@@ -114,9 +114,10 @@ class Watchdog:
     def _loop(self):
         noted = None
         while not self.stopped:
-            time.sleep(0.1 if guard.supervised() else 1.0)
+            time.sleep(0.1 if events.supervision.supervised() else 1.0)
             op, began, deadline = self.op, self.began, self.deadline
-            gone = op is not None and guard.departure_message(op, self._comm.describe())
+            gone = op is not None and events.supervision.departure_message(
+                op, self._comm.describe())
             if gone:
                 departed(gone)
             if op is None:
@@ -230,7 +231,7 @@ class ThreadEngine:
         if into is not None:
             call = functools.partial(_call_into, call, into)
         label = label or op
-        rec = _profiler._active  # profiling off: this read is all it costs
+        rec = events.profiling.recorder  # profiling off: this read is all it costs
         if rec is None:
             return self._issue(call, args, overlap, label, lands_in)
         t0 = time.perf_counter_ns()
@@ -258,7 +259,7 @@ class ThreadEngine:
         """`handle`'s result, waiting at most the collective timeout (then the job ends: the
         communication thread is stuck in a call that cannot be interrupted)."""
         deadline = time.monotonic() + self._timeout
-        rec = _profiler._active  # profiling: the wait is a 'comm wait' event
+        rec = events.profiling.recorder  # profiling: the wait is a 'comm wait' event
         t0 = 0 if rec is None else time.perf_counter_ns()
         try:
             return _wait_noting(handle._future, handle.op, deadline, self._comm)
@@ -333,7 +334,7 @@ def _wait_noting(future, op: str, deadline: float, comm):
             result = future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
             break
         except TimeoutError:
-            gone = guard.departure_message(op, comm.describe())
+            gone = events.supervision.departure_message(op, comm.describe())
             if gone:
                 departed(gone)
             if time.monotonic() >= deadline:
@@ -352,7 +353,7 @@ class ImmediateEngine:
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
               into=None, lands_in=None) -> Handle:
         call = getattr(self._comm, op)
-        rec = _profiler._active  # profiling: issued and run at once, one event on each track
+        rec = events.profiling.recorder  # profiling: issued and run at once, an event a track
         if rec is not None:
             t0 = time.perf_counter_ns()
             info = trace_info(self._comm, args)

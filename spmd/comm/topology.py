@@ -190,22 +190,10 @@ def _node_rank_size(comm, env) -> tuple[int, int]:
         return local
     import socket
 
+    from .arrivals import same_host_ranks
+
     hosts = same_host_ranks(comm, socket.gethostname())
     return hosts.index(rank), len(hosts)
-
-
-def same_host_ranks(comm, host: str) -> list[int]:
-    """The ranks of mpi4py communicator `comm` whose host name is `host` (collective; each
-    rank passes its own)."""
-    import numpy as np
-
-    width = 64
-    mine = np.zeros(width, dtype=np.uint8)
-    raw = host.encode()[:width]
-    mine[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
-    names = np.empty((comm.Get_size(), width), dtype=np.uint8)
-    comm.Allgather(mine, names)
-    return [r for r in range(comm.Get_size()) if names[r].tobytes() == mine.tobytes()]
 
 
 def select_gpu(topology: Topology, device_count: int, env=None) -> int:

@@ -27,8 +27,10 @@ import sys
 import threading
 import time
 
+from .. import events
+from . import abort as _abort
 from . import state as st
-from .abort import abort_job, flush_to_process_manager
+from .abort import flush_to_process_manager
 
 __all__ = ["abort_job", "attach", "departure_message", "flush_to_process_manager", "install",
            "let_the_reporter_speak", "note_collective", "note_exit_code", "note_mpi_start_failed",
@@ -40,6 +42,13 @@ _shared: st.SharedState | None = None
 _hook_installed = False
 _CONNECT_WAIT_S = 10.0
 _launcher_stops_failures = False  # under paddle-launch: it stops the others after a failure
+
+
+def abort_job(code: int) -> None:
+    """MPI_Abort the job when MPI is up with other ranks (spmd/guard/abort.py), the others'
+    supervisors told first; in the job's MPI start-up, this process only ends (its supervisor
+    tells the others and ends the job)."""
+    _abort.abort_job(code, _in_job_start(), tell_peers_before_abort)
 
 
 def attach(shared: st.SharedState | None) -> None:
@@ -163,7 +172,7 @@ def peer_died_in_start() -> str | None:
 def _stop_if_peer_died_in_start() -> None:
     text = peer_died_in_start()
     if text is not None:
-        from .abort import StoppedByPeer
+        from ..events import StoppedByPeer
 
         _shared.slots[st.STARTING] = 0  # stopped by the peer: nothing of its own to tell
         raise StoppedByPeer(text)
@@ -281,7 +290,7 @@ def _peer_failed_first(rank: int) -> dict | None:
 def report_failure(error: BaseException, print_traceback) -> None:
     """What a failing rank prints: the root-cause block (rank, where, cause, fix) first and
     then its traceback; or, when another rank failed first or stopped this one, one line."""
-    from .abort import StoppedByPeer
+    from ..events import StoppedByPeer
 
     rank, size = _launcher_rank_size()
     tag = f"[rank {rank}/{size}]"
@@ -432,7 +441,7 @@ def _check_everyone_came(comm, np, flags) -> None:
         time.sleep(0.001)
     gone = [r for r in range(comm.Get_size()) if table[r, 0] != PRESENT]
     if gone:
-        from .abort import StoppedByPeer
+        from ..events import StoppedByPeer
 
         if _shared is not None:  # stopped by a stand-in: nothing of its own to tell
             _shared.slots[st.STARTING] = 0
@@ -530,3 +539,6 @@ def departure_message(op: str, tag: str) -> str | None:
             f"(in its Executor.run #{steps}): every rank must run the same collectives. Give "
             f"every rank the same number of steps (the same number of batches), and end them "
             f"together")
+
+
+events.supervise_with(sys.modules[__name__])  # comm tells this module, without importing it

@@ -5,20 +5,15 @@ import os
 import sys
 import time
 
-from ..errors import CommunicationError
+from ..events import StoppedByPeer  # noqa: F401 - its home was here; importers find it here
 
 
-class StoppedByPeer(CommunicationError):
-    """This rank stops because another rank failed (or ended before the job started): that
-    rank prints the cause; this one says it was stopped, in one line."""
-
-
-def abort_job(code: int) -> None:
+def abort_job(code: int, in_job_start: bool = False, before_abort=None) -> None:
     """MPI_Abort the job when MPI is up with other ranks, after this rank's output has reached
-    the process manager. Best effort: it returns when there is nothing to abort."""
-    from . import _in_job_start
-
-    if _in_job_start():
+    the process manager. Best effort: it returns when there is nothing to abort.
+    `in_job_start`: the rank is in the job's MPI start-up (spmd.guard says); `before_abort(code)`
+    runs just before the abort (spmd.guard's: the supervisor tells the others first)."""
+    if in_job_start:
         # in the job's MPI start-up: an MPI_Abort (or, with MPI_Init still in its thread,
         # anything of Python's exit) would kill the others before they can say why; this
         # rank's supervisor tells them and ends the job (spmd/guard/supervisor.py)
@@ -31,9 +26,8 @@ def abort_job(code: int) -> None:
         # trainers joined without a launcher (spmd/comm/join.py) each have a COMM_WORLD of
         # one: their supervisors end the others (spmd/guard/supervisor.py)
         if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
-            from . import tell_peers_before_abort
-
-            tell_peers_before_abort(code)
+            if before_abort is not None:
+                before_abort(code)
             flush_to_process_manager()
             mpi.COMM_WORLD.Abort(code)
         if mpi.Is_initialized() and not mpi.Is_finalized() and \

@@ -28,6 +28,10 @@ from ..errors import InvalidArgumentError
 
 FEED_HOLDER, FETCH_HOLDER = "feed", "fetch"
 _HOLDER_KINDS = ("FEED_MINIBATCH", "FETCH_LIST")
+# the ops a run leaves out: fluid's feed and fetch ops, and py_reader's reader ops (its data
+# comes through the reader's run hook, spmd/reader/py_reader.py)
+_NOT_RUN = frozenset({"feed", "fetch", "create_py_reader", "create_double_buffer_reader",
+                      "read"})
 
 # program -> (its version, the copy without feed/fetch ops, or None when it has none)
 _RUNNABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -101,20 +105,20 @@ def check_run(program, feed_names, fetch_names) -> None:
 
 
 def runnable(program):
-    """`program` itself when it holds no feed or fetch op, else its copy without them (the
-    fed variables marked as data), made once per version of the program."""
+    """`program` itself when it holds no feed, fetch or reader op, else its copy without
+    them (the fed variables marked as data), made once per version of the program."""
     version = program.version
     cached = _RUNNABLE.get(program)
     if cached is not None and cached[0] == version:
         return cached[1] if cached[1] is not None else program
     block = program.global_block()
-    if not any(op.type in ("feed", "fetch") for op in block.ops):
+    if not any(op.type in _NOT_RUN for op in block.ops):
         _RUNNABLE[program] = (version, None)
         return program
     feeds, _ = feed_fetch_names(program)
     copy = program.clone()
     new_block = copy.global_block()
-    new_block.ops = [op for op in new_block.ops if op.type not in ("feed", "fetch")]
+    new_block.ops = [op for op in new_block.ops if op.type not in _NOT_RUN]
     new_block.vars = {n: v for n, v in new_block.vars.items() if v.type not in _HOLDER_KINDS}
     for name in feeds:
         new_block.vars[name].is_data = True

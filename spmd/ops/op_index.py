@@ -198,6 +198,9 @@ MODULES = {
     "spmd.ops.reader": (
         "load",
     ),
+    "spmd.ops.reader_ops": (
+        "create_double_buffer_reader", "create_py_reader", "read",
+    ),
     "spmd.ops.reduce": (
         "reduce_all", "reduce_any", "reduce_min", "reduce_min_grad", "reduce_prod",
         "reduce_prod_grad",

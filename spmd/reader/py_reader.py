@@ -41,7 +41,8 @@ class PyReaderVariable:
                 f"one per variable read")
         self.lod_levels = [int(level) for level in lod_levels]
         # fluid's names: the reader it returns is the double-buffer one when use_double_buffer
-        self.name = _reader_name(name, use_double_buffer)
+        self._base_name, double_name = _reader_names(name)
+        self.name = double_name if use_double_buffer else self._base_name
         self.shapes = [normalize_shape(s, self.name) for s in shapes]
         self.dtypes = [convert_dtype(d) for d in dtypes]
         self.capacity = int(capacity)
@@ -52,6 +53,7 @@ class PyReaderVariable:
         self._source = None  # (setter name, reader) given before read_file
         self._queue: FeedQueue | None = None
         self.exited = False  # fluid's flag, set by programs before joining `thread`
+        _add_reader_ops(self)
 
     @property
     def queue(self) -> FeedQueue:
@@ -115,13 +117,32 @@ class PyReaderVariable:
         self._bound("reset").reset()
 
 
-def _reader_name(name, use_double_buffer: bool) -> str:
+def _reader_names(name) -> tuple[str, str]:
+    """(the reader's name, its double buffer's)."""
     if name:
-        return f"{name}_double_buffer" if use_double_buffer else f"{name}_reader"
+        return f"{name}_reader", f"{name}_double_buffer"
     # fluid draws both names in either case, so the counters advance as in fluid
-    reader = unique_name.generate("create_py_reader")
-    double_buffer = unique_name.generate("double_buffer")
-    return double_buffer if use_double_buffer else reader
+    return unique_name.generate("create_py_reader"), unique_name.generate("double_buffer")
+
+
+def _add_reader_ops(reader) -> None:
+    """fluid's reader variables and ops: `create_py_reader` in the startup program, a
+    `create_double_buffer_reader` in the main one (with use_double_buffer). They mark where
+    the program reads; the data comes through the reader's run hook."""
+    from ..core.program import default_main_program, default_startup_program
+
+    startup = default_startup_program().global_block()
+    main = default_main_program().global_block()
+    for block in (startup, main):
+        if not block.has_var(reader._base_name):
+            block.create_var(name=reader._base_name, type="READER", persistable=True)
+    startup.append_op("create_py_reader", outputs={"Out": [reader._base_name]},
+                      attrs={"capacity": reader.capacity, "lod_levels": reader.lod_levels})
+    if reader.use_double_buffer:
+        main.create_var(name=reader.name, type="READER", persistable=True)
+        main.append_op("create_double_buffer_reader",
+                       inputs={"UnderlyingReader": [reader._base_name]},
+                       outputs={"Out": [reader.name]})
 
 
 def read_reader(reader: PyReaderVariable, block) -> list[Variable]:
@@ -136,4 +157,7 @@ def read_reader(reader: PyReaderVariable, block) -> list[Variable]:
            for i, (shape, dtype, level) in enumerate(zip(reader.shapes, reader.dtypes,
                                                         reader.lod_levels))]
     reader._bind(out)
+    if block.has_var(reader.name):  # fluid's read op: the batch's variables come from here
+        block.append_op("read", inputs={"Reader": [reader.name]},
+                        outputs={"Out": [v.name for v in out]})
     return out

@@ -6,8 +6,9 @@ script it launches itself under `mpiexec -n 1` and `-n 2` and prints a Markdown 
   (the same step by hand in numpy, gradients packed into one buffer, one raw
   comm.Allreduce), interleaved in rounds in the same run; the ratio is the figure to quote;
 - bandwidth of spmd's fused gradient allreduce (as the program runs it: the persistent bucket,
-  weight gradients already in it, bias gradients copied in) against a raw Allreduce of the
-  same bytes;
+  weight gradients already in it, bias gradients copied in; with every rank on one node the
+  bucket is summed in node-shared memory, spmd/executor/shared_bucket.py) against a raw
+  Allreduce of the same bytes;
 - optimizer-state bytes per rank with Adam in Reduce mode against AllReduce mode;
 - the step in Reduce mode (fused: one reduce-scatter, one all-gather), same rounds.
 
@@ -126,18 +127,21 @@ def measure_rank(rounds, steps):
     nbytes = sum(g.nbytes for g in grads)
     ctx = KernelContext(comm=MPICommunicator())
     raw = np.concatenate([g.ravel() for g in grads])
-    # as the compiled program runs it: one persistent bucket; mul_grad wrote each weight
-    # gradient into its slot, the bias gradients are copied in; nothing after it to overlap,
-    # so it runs inline
+    # as the compiled program runs it: one persistent bucket (in node-shared memory where
+    # every rank is on this node); mul_grad wrote each weight gradient into its slot, the bias
+    # gradients are copied in; nothing after it to overlap, so it runs inline
     bucket = Bucket([g.shape for g in grads], "float32")
-    _, views = bucket.get(np)
-    inputs = [views[i] if g.ndim == 2 else g for i, g in enumerate(grads)]
     ctx.bucket = bucket
     attrs = {"use_calc_stream": True}
 
     def fused():
         c_allreduce_sum(np, {"X": inputs}, attrs, frozenset({"Out"}), ctx)
         ctx.comm.wait_all()
+
+    inputs = grads
+    fused()  # (the first all-reduce decides where the bucket lives: its views are final now)
+    _, views = bucket.get(np)
+    inputs = [views[i] if g.ndim == 2 else g for i, g in enumerate(grads)]
 
     def raw_allreduce():
         comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)

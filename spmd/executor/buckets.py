@@ -22,8 +22,10 @@ import numpy as np
 
 
 class Bucket:
-    def __init__(self, shapes: list[tuple], dtype: str):
-        self.shapes, self.dtype = shapes, dtype
+    def __init__(self, shapes: list[tuple], dtype: str, ordinal: int = 0):
+        """`ordinal`: its place among its plan's buckets (the shared windows it may get are
+        kept by it: executor/shared_bucket.py)."""
+        self.shapes, self.dtype, self.ordinal = shapes, dtype, ordinal
         self._xp = None
         self.buffer = None
         self.views: list = []
@@ -120,10 +122,12 @@ class GatherBuffer:
     producer wrote there (`handed`). `advance()`: the step's all-gather is done."""
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
-                 "current", "handed", "previous", "_lock", "shared")
+                 "current", "handed", "previous", "_lock", "shared", "ordinal")
 
-    def __init__(self, shapes: list[tuple], owners: list[int], dtype, ctx):
-        """`ctx`: the all-gather's KernelContext (its communicator gives the rank)."""
+    def __init__(self, shapes: list[tuple], owners: list[int], dtype, ctx, ordinal: int = 0):
+        """`ctx`: the all-gather's KernelContext (its communicator gives the rank); `ordinal`:
+        its place among its plan's buffers, as Bucket's."""
+        self.ordinal = ordinal
         self.shapes, self.owners, self.dtype = shapes, list(owners), dtype
         self.sizes = [math.prod(s) for s in shapes]
         self._ctx = ctx
@@ -184,7 +188,8 @@ class GatherBuffer:
         if shared is None:
             from .shared_bucket import share_gather
 
-            shared = self.shared = share_gather(gathered.shape[1], gathered.dtype, comm)
+            shared = self.shared = share_gather(gathered.shape[1], gathered.dtype, comm,
+                                                self.ordinal)
         if shared is False:
             return None
         return shared.allgather(mine, gathered)
@@ -209,6 +214,7 @@ def attach_buckets(steps, block):
     last writer of each of its pieces that piece's place in it."""
     last_writer: dict[str, tuple] = {}
     reduced_into: dict[str, Bucket] = {}  # a fused all-reduce's output -> its bucket
+    ordinal = 0  # buckets and gather buffers made so far
 
     def offer(names, make_view):
         for i, n in enumerate(names):
@@ -227,12 +233,15 @@ def attach_buckets(steps, block):
                 total = sum(math.prod(shape) for shape in shapes)
                 nranks = op.attrs["nranks"]
                 shapes.append((-(-total // nranks) * nranks - total,))
-            bucket = Bucket(shapes, block.vars[names[0]].dtype)
+            bucket = Bucket(shapes, block.vars[names[0]].dtype, ordinal)
+            ordinal += 1
             step.ctx.bucket = bucket
             offer(names, bucket.view)
         elif op.type == "c_allgather_flat" and names and _known(block, names):
             gather = GatherBuffer([tuple(block.vars[n].shape) for n in names],
-                                  op.attrs["owners"], block.vars[names[0]].dtype, step.ctx)
+                                  op.attrs["owners"], block.vars[names[0]].dtype, step.ctx,
+                                  ordinal)
+            ordinal += 1
             step.ctx.bucket = gather
             offer(names, gather.view)
         for spend in step.spends:  # an update may write over its view (inplace.Spend)

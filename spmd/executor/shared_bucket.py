@@ -41,6 +41,7 @@ _SUMMED = frozenset(np.dtype(t) for t in ("float32", "float64", "int32", "int64"
 _LINE = 64  # bytes: slices are cut on cache lines, so two ranks never write one line
 
 _nodes: dict = {}  # id(mpi4py communicator) -> (the communicator, whether all on one node)
+_windows: dict = {}  # (id(mpi4py communicator), bytes, key) -> (it, window, memories): _window
 
 # False (on every rank, before a program's first step) keeps its buckets private, reduced by
 # the communicator: the same sums, through MPI's own allreduce
@@ -64,11 +65,11 @@ def share_sections(bucket, comm):
     return SharedSections(bucket, comm, MPI) if MPI else False
 
 
-def share_gather(section: int, dtype, comm):
-    """SharedStaging for a flat all-gather of `section` elements per rank, or False;
-    collective as `share`."""
+def share_gather(section: int, dtype, comm, ordinal: int = 0):
+    """SharedStaging for a flat all-gather of `section` elements per rank (the `ordinal`-th
+    of its plan's buffers), or False; collective as `share`."""
     MPI = _agreed(comm, dtype, np, section)
-    return SharedStaging(section, dtype, comm, MPI) if MPI else False
+    return SharedStaging(section, dtype, comm, MPI, ordinal) if MPI else False
 
 
 def _agreed(comm, dtype, xp, size: int):
@@ -90,16 +91,33 @@ def _agreed(comm, dtype, xp, size: int):
     return MPI if _one_node(comm.comm, MPI) else None  # (the same answer on every rank)
 
 
-def _window(comm, MPI, nbytes: int) -> tuple:
+def _window(comm, MPI, nbytes: int, key: tuple) -> tuple:
     """(an MPI shared window of `nbytes` per rank, locked for Win_sync, every rank's memory
-    in it); collective."""
+    in it); collective when made. Windows are kept by (`key`: the kind of buffer, its turn, its
+    bucket's place among its plan's buckets; the size) and shared by every plan asking for the
+    same: a buffer's contents live only within one step of one plan, and MPI has room for
+    about 2000 windows a process (MPICH crashes past them), so one per CompiledProgram would
+    run out in a long job or test session. The same plans ask in the same order on every rank,
+    so every rank makes the same windows."""
     nbytes = max(4096, -(-nbytes // 4096) * 4096)
+    mpi = comm.comm
+    full = (id(mpi), nbytes, *key)
+    kept = _windows.get(full)
+    if kept is not None and kept[0] is mpi:
+        return kept[1], kept[2]
     info = MPI.Info.Create()
     info.Set("alloc_shared_noncontig", "true")  # each segment on pages of its own
-    win = MPI.Win.Allocate_shared(nbytes, 1, info=info, comm=comm.comm)
+    win = MPI.Win.Allocate_shared(nbytes, 1, info=info, comm=mpi)
     info.Free()
     win.Lock_all(MPI.MODE_NOCHECK)  # the epoch Win_sync (the memory barrier) needs
-    return win, [win.Shared_query(k)[0] for k in range(comm.size)]
+    memories = [win.Shared_query(k)[0] for k in range(comm.size)]
+    _windows[full] = (mpi, win, memories)
+    return win, memories
+
+
+def windows() -> int:
+    """How many shared windows this process has made (they are kept: see _window)."""
+    return len(_windows)
 
 
 def _met(comm):
@@ -145,7 +163,8 @@ class SharedSegment:
     def __init__(self, bucket, comm, mpi, MPI):
         dtype = np.dtype(bucket.dtype)
         size = sum(math.prod(s) for s in bucket.shapes)
-        self._win, memories = _window(comm, MPI, size * dtype.itemsize)
+        self._win, memories = _window(comm, MPI, size * dtype.itemsize,
+                                      ("allreduce", bucket.ordinal))
         self._comm = comm
         self.rank, self.size = comm.rank, comm.size
         # arrays straight over the window (not views of one over it): the views of a segment
@@ -203,8 +222,9 @@ class SharedSections:
         self.section = total // comm.size
         self._meet = _met(comm)
         self._turns = []
-        for _ in range(2):
-            win, memories = _window(comm, MPI, total * dtype.itemsize)
+        for turn in range(2):
+            win, memories = _window(comm, MPI, total * dtype.itemsize,
+                                    ("sections", bucket.ordinal, turn))
             data = [np.ndarray(total, dtype=dtype, buffer=m) for m in memories]
             lo = self.rank * self.section
             buffer = data[self.rank]
@@ -216,7 +236,6 @@ class SharedSections:
             self._turns.append((win, buffer, views,
                                 [d[lo:lo + self.section] for d in data]))
         self.turn = 0
-        comm.comm.Barrier()  # (every window made before any rank writes)
         self.buffer, self.views = self._turns[0][1], self._turns[0][2]
 
     def reduce_scatter(self, arrays, bucket):
@@ -241,17 +260,17 @@ class SharedStaging:
     each copies the others' sections out. A rank writes a window again only after the next
     all-gather's meeting, which every rank reaches only after its reads of it."""
 
-    def __init__(self, section: int, dtype, comm, MPI):
+    def __init__(self, section: int, dtype, comm, MPI, ordinal: int = 0):
         dtype = np.dtype(dtype)
         self.rank, self.size = comm.rank, comm.size
         self._meet = _met(comm)
         self._turns = []
-        for _ in range(2):
-            win, memories = _window(comm, MPI, section * dtype.itemsize)
+        for turn in range(2):
+            win, memories = _window(comm, MPI, section * dtype.itemsize,
+                                    ("staging", ordinal, turn))
             self._turns.append((win, [np.ndarray(section, dtype=dtype, buffer=m)
                                       for m in memories]))
         self.turn = 0
-        comm.comm.Barrier()  # (every window made before any rank writes)
 
     def allgather(self, mine, gathered):
         """`gathered` (comm.size, section) with every rank's section; `mine` is this rank's

@@ -125,3 +125,16 @@ def test_shared_bucket_sums_as_the_private_one(opt, dtype, mode):
     # a fetched gradient is a copy: later steps summing into the bucket leave it as it was
     for array, values in fetched:
         np.testing.assert_array_equal(array, values)
+
+
+@pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
+def test_programs_of_one_shape_share_their_windows(mode):
+    """MPI has room for about 2000 windows a process: a CompiledProgram made again and again
+    (a test session, an evaluation loop) takes the windows the first one made."""
+    run("sgd", "float32", mode=mode)
+    made = shared_bucket.windows()
+    for _ in range(3):
+        _, state, _, _ = run("sgd", "float32", mode=mode)
+    assert shared_bucket.windows() == made
+    trained = {p.name for p in build("sgd", "float32")[0].all_parameters()}
+    same_on_every_rank({k: state[k] for k in trained})

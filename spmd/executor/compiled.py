@@ -247,7 +247,11 @@ def _data_parallel_runner(compiled: CompiledProgram, executor_place: Place, scop
             raise SharedProgramNotRun(
                 "share_vars_from names a CompiledProgram that has not run yet: run the "
                 "training program once before the program that shares its variables")
-    return DataParallelRunner(compiled.program, compiled._build_strategy, compiled._loss_name,
+    from .feed_fetch_ops import runnable
+
+    # an inference model's feed / fetch ops and py_reader's reader ops are not run
+    return DataParallelRunner(runnable(compiled.program), compiled._build_strategy,
+                              compiled._loss_name,
                               compiled.places_for(executor_place), scope, share,
                               compiled._exec_strategy)
 

@@ -165,7 +165,6 @@ class Executor:
         # CompiledProgram given, its first pruned copy, whose variables later copies share
         self._pruned_programs: dict = {}
         self._pruned_compiled_first: dict = {}
-        self._compiled_without_ops: dict = {}  # id(CompiledProgram) -> (it, its runnable copy)
         self._rngs: dict = {}
         self._closed = False
 
@@ -220,7 +219,7 @@ class Executor:
         feed = _call_run_hooks(program, feed, scope, self.place)
         compiled = _compiled(program)
         if compiled is not None:
-            compiled = self._without_feed_fetch_ops(compiled, feed, fetch_names)
+            self._check_feed_fetch_ops(compiled, feed, fetch_names)
             runner = compiled.runner(self.place, scope)
             if runner is not None:  # data parallel
                 return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
@@ -266,23 +265,16 @@ class Executor:
         `optimize_ops` (every optimizer op when none is named) from the feeds."""
         return pruning.prune(program, feed, fetch_list or [], optimize_ops or [])
 
-    def _without_feed_fetch_ops(self, compiled, feed, fetch_names):
-        """A data-parallel CompiledProgram of a program with feed / fetch ops (a loaded
-        inference model) runs, once they are checked, a copy of it compiled over the program
-        without them (spmd/executor/feed_fetch_ops.py), kept for the next runs."""
+    @staticmethod
+    def _check_feed_fetch_ops(compiled, feed, fetch_names) -> None:
+        """A data-parallel run of a program with feed / fetch ops (a loaded inference model)
+        is checked against them as fluid's; its runner runs the program without them
+        (compiled.py, spmd/executor/feed_fetch_ops.py)."""
         source = compiled.program
         if compiled.distribution is None or not feed_fetch_ops.has_feed_fetch_ops(source):
-            return compiled
+            return
         one_place = feed[0] if isinstance(feed, list) and feed else feed  # each place's feed
         feed_fetch_ops.check_run(source, pruning.feed_names(one_place), fetch_names)
-        runnable = feed_fetch_ops.runnable(source)
-        cached = self._compiled_without_ops.get(id(compiled))
-        if cached is None or cached[1].program is not runnable:
-            cached = (compiled, pruning.compiled_copy(compiled, None))
-            cached[1]._program = runnable
-            cached[1]._runner = None
-            self._compiled_without_ops[id(compiled)] = cached
-        return cached[1]
 
     def _run_program(self, program, feed, fetch_names, scope, return_numpy, memory=None):
         if feed_fetch_ops.has_feed_fetch_ops(program):  # an inference model's feed/fetch ops
@@ -325,7 +317,6 @@ class Executor:
         self.plan_cache.clear()
         self._pruned_programs.clear()
         self._pruned_compiled_first.clear()
-        self._compiled_without_ops.clear()
         self._closed = True
         for hook in list(CLOSE_HOOKS):
             hook(self)

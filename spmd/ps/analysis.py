@@ -28,7 +28,8 @@ def is_optimizer_op(op) -> bool:
 @dataclass
 class ParamUpdate:
     """The update of one parameter: `ops` in program order, the optimizer op last among them
-    that has Param; `grad` the variable the trainer sends."""
+    that has Param; `grad` the variable the trainer sends. `optimizer` None: a parameter an op
+    updates itself (distribute_update_vars), `grad` the parameter."""
 
     param: str
     grad: str
@@ -52,7 +53,8 @@ def analyze(program) -> ProgramAnalysis:
     opt_ops = [op for op in block.ops if op.role is OpRole.OPTIMIZE]
     lr_ops = [op for op in block.ops if op.role is OpRole.LR_SCHED]
     updaters = [op for op in opt_ops if is_optimizer_op(op)]
-    if not updaters:
+    self_updated = distribute_update_vars(block)
+    if not updaters and not self_updated:
         raise InvalidArgumentError(
             "DistributeTranspiler: the program has no optimizer op (an op with Param and "
             "LearningRate inputs); call optimizer.minimize(loss) before transpile()")
@@ -76,7 +78,27 @@ def analyze(program) -> ProgramAnalysis:
     server_side = [op for op in opt_ops if id(op) in on_server]
     trainer_side = [op for op in opt_ops if id(op) not in on_server]
     updates = _one_update_per_param([_update_of(op, server_side, tainted) for op in updaters])
+    # fluid's _get_distribute_update_vars: (param, param) pairs after the optimizers' ones
+    updated = {u.param for u in updates}
+    updates += [ParamUpdate(n, n, None) for n in self_updated if n not in updated]
     return ProgramAnalysis(updates, lr_ops, trainer_side, server_side)
+
+
+def distribute_update_vars(block) -> list[str]:
+    """Parameters an op updates itself in its backward pass, named by its
+    `distribute_update_vars` attribute ("a,b": search_pyramid_hash's embedding), in order:
+    no optimizer op updates them, and fluid 1.8's transpiler distributes them as parameters
+    whose "gradient" is the parameter itself (Geo-SGD pushes their deltas)."""
+    names: list[str] = []
+    for op in block.ops:
+        for n in str(op.attrs.get("distribute_update_vars") or "").split(","):
+            if n and n not in names:
+                if not block.has_var(n):
+                    raise InvalidArgumentError(
+                        f"DistributeTranspiler: op '{op.type}' lists '{n}' in "
+                        f"distribute_update_vars but the program has no such variable")
+                names.append(n)
+    return names
 
 
 def _one_update_per_param(updates: list) -> list:

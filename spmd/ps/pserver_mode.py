@@ -86,6 +86,8 @@ class PServerTranspile:
         self.origin, self.origin_startup = program.clone(), startup.clone()
         self.origin_analysis = analyze(self.origin)
         self.analysis = analyze(program)
+        if not self.geo:
+            _refuse_self_updated(self.analysis)
         self.dispatcher = config.split_method(self.endpoints)
         self.remote_tables = remote_prefetch_tables(block)
         self.sparse_tables = sparse_table_names(block)
@@ -304,3 +306,15 @@ def _prefetch_distributed_tables(block, tables: list[str]) -> None:
             op._set_attr("is_sparse", True)
             if op.type in LOOKUP_TYPES:
                 op._set_attr("remote_prefetch", True)
+
+
+def _refuse_self_updated(analysis) -> None:
+    """Outside Geo-SGD a pserver updates a parameter by its optimizer op on the gradients the
+    trainers send; one an op updates itself on the trainer (distribute_update_vars) has none."""
+    own = [u.param for u in analysis.updates if u.optimizer is None]
+    if own:
+        raise InvalidArgumentError(
+            f"DistributeTranspiler: parameter(s) {own} are updated by their op's own backward "
+            f"pass (distribute_update_vars), not by an optimizer op, so a pserver has no "
+            f"update to run for them; train them with Geo-SGD (config.sync_mode = False, "
+            f"config.geo_sgd_mode = True), which pushes their deltas")

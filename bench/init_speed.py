@@ -9,7 +9,11 @@ are numpy's float64 uniform(low, high) / normal(mean, std) cast, bit for bit, so
 ratio is against numpy making those same values its own way (a whole float64 draw, then cast),
 the third against the float64 draw alone (what those values cost the generator; the float64
 draw takes twice the generator's steps of a float32 one, so it is the floor a bit-identical
-fill can reach).
+fill can reach on one thread). spmd fills a large tensor on fill_threads() threads
+(OMP_NUM_THREADS, else the cores this process may use; the header says how many): a uniform
+table by ranges, each from the generator advanced to its start, a normal one drawn on one
+thread while another scales and casts; numpy's fills run on one thread. OMP_NUM_THREADS=1
+measures spmd on one thread too.
 
     python bench/init_speed.py [--rows 1000000] [--dim 64] [--repeat 3]
 """
@@ -24,6 +28,7 @@ import numpy as np
 
 import spmd.fluid as fluid
 import spmd.profiler as profiler
+from spmd.kernels.random import fill_threads
 
 
 def _startup(rows, dim, init):
@@ -127,7 +132,8 @@ def main():
              "normal": fluid.initializer.Normal(0.0, 0.1),
              "xavier": fluid.initializer.Xavier()}
     print(f"table {args.rows} x {args.dim} float32 ({args.rows * args.dim * 4 / 2**20:.0f} MiB)"
-          f" + lazy Adam, best of {args.repeat}; ratios: spmd / numpy")
+          f" + lazy Adam, best of {args.repeat}; spmd's fill threads: {fill_threads()}; "
+          f"ratios: spmd / numpy")
     for label, init in inits.items():
         whole, rows = measure(args.rows, args.dim, init, args.repeat)
         floor = sum(r[2] for r in rows)

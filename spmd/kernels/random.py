@@ -25,16 +25,38 @@ def _batch_like_shape(ins, attrs):
 # elements drawn (in float64, as numpy's Generator draws them) per chunk of a large tensor:
 # 512 KiB of scratch, which stays in cache between the draw and the cast
 FILL_CHUNK = 1 << 16
+# a tensor of fewer elements is filled on the calling thread alone (threads cost more there)
+PARALLEL_MIN = 1 << 21
+
+
+def fill_threads() -> int:
+    """Threads a large random fill may use: OMP_NUM_THREADS where set (spmd sets it to a
+    rank's share of the node's cores under a launcher that starts several ranks on a node,
+    spmd/comm/topology.py), else the cores this process may run on; at most 8."""
+    import os
+
+    try:
+        threads = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        try:
+            threads = len(os.sched_getaffinity(0))
+        except AttributeError:
+            threads = os.cpu_count() or 1
+    return max(1, min(threads, 8))
 
 
 def _filled(draw, scale, shift, shape, dtype):
     """`shift + scale * draw(...)` in float64, cast to `dtype`: the values numpy's
     Generator.uniform(low, high) (draw=random, scale=high-low, shift=low) and
     Generator.normal(mean, std) (draw=standard_normal) give, bit for bit, in the same order of
-    operations. A large tensor is drawn a chunk at a time into one float64 scratch buffer and
+    operations. A large tensor is drawn a chunk at a time into a float64 scratch buffer and
     cast into the output, so initialising a table makes no float64 temporary of its size (a
     10M x 64 float32 table would need 5 GB more); consecutive chunks continue the one stream
-    (tests/unit/test_sparse_large.py)."""
+    (tests/unit/test_sparse_large.py), and the generator is left where one whole draw leaves
+    it. With more than one fill thread (fill_threads), a uniform draw from a PCG64 generator
+    is cut into one range per thread, each drawn from a copy of the generator advanced to the
+    range's start (Generator.random takes exactly one 64-bit step a value); any other draw
+    runs on one thread while a second scales and casts the chunk drawn before."""
     dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
     if n <= FILL_CHUNK:
@@ -44,7 +66,20 @@ def _filled(draw, scale, shift, shape, dtype):
         return values.astype(dtype, copy=False).reshape(shape)
     out = np.empty(shape, dtype=dtype)
     flat = out.reshape(-1)
-    buf = np.empty(FILL_CHUNK, dtype=np.float64)
+    threads = fill_threads() if n >= PARALLEL_MIN else 1
+    if threads > 1 and _advanceable(draw):
+        _fill_ranges(draw, scale, shift, flat, threads)
+    elif threads > 1:
+        _fill_pipelined(draw, scale, shift, flat)
+    else:
+        _fill_range(draw, scale, shift, flat)
+    return out
+
+
+def _fill_range(draw, scale, shift, flat):
+    """flat[:] = shift + scale * draw, a chunk at a time, on this thread."""
+    n = flat.size
+    buf = np.empty(min(FILL_CHUNK, n), dtype=np.float64)
     multiply, add = np.multiply, np.add  # looked up once: about 1000 chunks per 64M elements
     for a in range(0, n, FILL_CHUNK):
         b = min(a + FILL_CHUNK, n)
@@ -54,7 +89,106 @@ def _filled(draw, scale, shift, shape, dtype):
         # the shift's float64 sum is rounded straight into the output (the ufunc's loop adds in
         # float64 and casts on the way out): the values of add-then-cast, one pass fewer
         add(part, shift, out=flat[a:b], casting="unsafe")
-    return out
+
+
+def _advanceable(draw) -> bool:
+    """`draw` is Generator.random on a PCG64 bit generator: value i of the stream is the
+    generator's step i, so a copy advanced by i draws from value i on."""
+    rng = getattr(draw, "__self__", None)
+    return (isinstance(rng, np.random.Generator) and draw.__name__ == "random"
+            and type(rng.bit_generator) is np.random.PCG64)
+
+
+def _fill_ranges(draw, scale, shift, flat, threads):
+    """One contiguous range of `flat` per thread, each from a PCG64 copy advanced to its
+    start; then the caller's generator is advanced past all of them (its buffered 32-bit half,
+    which a float64 draw never reads, kept)."""
+    import threading
+
+    bit_generator = draw.__self__.bit_generator
+    state = bit_generator.state
+    n = flat.size
+    per = -(-n // threads // FILL_CHUNK) * FILL_CHUNK  # whole chunks a range
+    starts = list(range(0, n, per))
+
+    def copy_at(step):
+        copy = np.random.PCG64()
+        copy.state = state
+        copy.advance(step)
+        return copy
+
+    failed: list[BaseException] = []
+
+    def fill(start):
+        try:
+            _fill_range(np.random.Generator(copy_at(start)).random, scale, shift,
+                        flat[start:start + per])
+        except BaseException as e:  # raised on the caller's thread below
+            failed.append(e)
+
+    workers = [threading.Thread(target=fill, args=(start,), name="spmd-fill", daemon=True)
+               for start in starts[1:]]
+    for worker in workers:
+        worker.start()
+    fill(starts[0])  # the first range on this thread
+    for worker in workers:
+        worker.join()
+    if failed:
+        raise failed[0]
+    after = copy_at(n).state
+    after["has_uint32"], after["uinteger"] = state["has_uint32"], state["uinteger"]
+    bit_generator.state = after
+
+
+def _fill_pipelined(draw, scale, shift, flat):
+    """_fill_range with the draw on a second thread, one chunk ahead of the scale and cast
+    here (numpy releases the GIL in both): the stream is drawn in order, as on one thread."""
+    import threading
+
+    n = flat.size
+    bufs = [np.empty(FILL_CHUNK, dtype=np.float64) for _ in range(3)]
+    drawn = [threading.Semaphore(0) for _ in bufs]
+    free = [threading.Semaphore(1) for _ in bufs]
+    chunks = range(0, n, FILL_CHUNK)
+    failed: list[BaseException] = []
+
+    stop: list[bool] = []
+
+    def drawer():
+        try:
+            for i, a in enumerate(chunks):
+                free[i % 3].acquire()
+                if stop:
+                    return
+                draw(out=bufs[i % 3][:min(FILL_CHUNK, n - a)], dtype=np.float64)
+                drawn[i % 3].release()
+        except BaseException as e:  # handed to the caller's thread below
+            failed.append(e)
+            for sem in drawn:
+                sem.release()
+
+    thread = threading.Thread(target=drawer, name="spmd-fill-draw", daemon=True)
+    thread.start()
+    multiply, add = np.multiply, np.add
+    try:
+        for i, a in enumerate(chunks):
+            drawn[i % 3].acquire()
+            if failed:
+                break
+            b = min(a + FILL_CHUNK, n)
+            part = bufs[i % 3][:b - a]
+            multiply(part, scale, out=part)
+            add(part, shift, out=flat[a:b], casting="unsafe")
+            free[i % 3].release()
+    except BaseException:
+        stop.append(True)  # the drawer, waiting for a free buffer, ends
+        for sem in free:
+            sem.release()
+        raise
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 def _uniform(attrs, ctx, shape):

@@ -9,8 +9,9 @@ is_running record the state, and a program that is not a transpiled trainer is r
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
+from .transpiler.distribute_transpiler import DistributedMode  # noqa: F401 - programs import it here
 
-__all__ = ["Communicator"]
+__all__ = ["Communicator"]  # fluid 1.8's (its DistributedMode is an import, as here)
 
 
 class Communicator:

@@ -167,6 +167,33 @@ class LoDTensor:
     def numpy(self) -> np.ndarray:
         return np.array(self)
 
+    # fluid's element accessors (Paddle's own tests read LoDTensors one flat element at a time):
+    # the data's dtype must be the accessor's, as fluid's enforces
+    def _get_float_element(self, index: int) -> float:
+        return float(self._flat("float32", "_get_float_element")[index])
+
+    def _get_double_element(self, index: int) -> float:
+        return float(self._flat("float64", "_get_double_element")[index])
+
+    def _set_float_element(self, index: int, value: float) -> None:
+        self._flat("float32", "_set_float_element")[index] = value
+
+    def _set_double_element(self, index: int, value: float) -> None:
+        self._flat("float64", "_set_double_element")[index] = value
+
+    def _flat(self, dtype: str, where: str):
+        """A flat view of the data, after checking it holds `dtype`."""
+        if self._array is None:
+            raise InvalidArgumentError(f"LoDTensor.{where}: this LoDTensor holds no data yet: "
+                                       f"call set(array, place) first")
+        if self._array.dtype != np.dtype(dtype):
+            raise InvalidArgumentError(
+                f"LoDTensor.{where}: the data is {self._array.dtype}, this accessor reads "
+                f"{dtype}; use the accessor of its dtype or set() an array of {dtype}")
+        if not self._array.flags.c_contiguous:  # reshape would copy, and a set be lost
+            self._array = self._array.copy()
+        return self._array.reshape(-1)
+
     def __getitem__(self, key):
         """A slice of the data, without the LoD (fluid's `t[0]` gives a plain Tensor; here
         the host array's slice)."""

@@ -251,6 +251,7 @@ def helpers(checkout: str | os.PathLike, files: list[str]) -> list[str]:
 SITECUSTOMIZE = """import sys
 sys.path.insert(0, {child_dir!r})
 import paddle_unittests_child
+paddle_unittests_child.give_back_legacy_names()
 paddle_unittests_child.install()
 """
 
@@ -265,7 +266,7 @@ class Outcome:
     #                              processes test_dist_base starts write theirs there)
 
 
-def _child_env(alias: bool, extra_path: list[str], work: str) -> dict[str, str]:
+def child_env(alias: bool, extra_path: list[str], work: str) -> dict[str, str]:
     env = dict(os.environ)
     paths = list(extra_path)
     if alias:
@@ -321,7 +322,7 @@ def run_files(checkout, files: dict[str, list[str]], python: str, alias: bool,
               timeout: float, jobs: int, extra_path: list[str]) -> list[Outcome]:
     folder = unittests_folder(checkout)
     with tempfile.TemporaryDirectory(prefix="paddle_unittests_") as work:
-        env = _child_env(alias, extra_path, work)
+        env = child_env(alias, extra_path, work)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(run_one, folder, name, python, env, ids, timeout, work)
                        for name, ids in sorted(files.items())]

@@ -82,6 +82,33 @@ class PaddleAlias(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
 
 
+# Names the tests' own code calls that numpy 2 and Python 3.10 removed (Paddle 1.8's tests ran
+# on numpy 1.x and Python 3.7): given back in the child process only, so a test fails where
+# spmd differs, not on its own np.product or collections.Sequence. spmd never uses them.
+LEGACY_NUMPY = {"product": "prod", "cumproduct": "cumprod", "alltrue": "all", "sometrue": "any"}
+LEGACY_COLLECTIONS = ("Sequence", "Mapping", "MutableMapping", "Iterable", "Callable", "Set")
+
+
+def give_back_legacy_names():
+    """numpy's and collections' removed names as aliases of their successors, where missing;
+    returns the names it added."""
+    import collections
+    import collections.abc
+
+    import numpy
+
+    added = []
+    for old, new in LEGACY_NUMPY.items():
+        if not hasattr(numpy, old):
+            setattr(numpy, old, getattr(numpy, new))
+            added.append(f"numpy.{old}")
+    for name in LEGACY_COLLECTIONS:
+        if not hasattr(collections, name):
+            setattr(collections, name, getattr(collections.abc, name))
+            added.append(f"collections.{name}")
+    return added
+
+
 def install():
     """Put the alias first on sys.meta_path (once); returns the finder."""
     for finder in sys.meta_path:

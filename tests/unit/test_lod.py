@@ -222,3 +222,18 @@ def test_fetching_a_tensor_array_gives_its_elements():
     (tensors,) = exe.run(main, feed={"x": t}, fetch_list=[arr], return_numpy=False)
     assert isinstance(tensors, fluid.LoDTensorArray)
     assert [a.lod() for a in tensors] == [[[0, 1, 3]], [[0, 1, 3]]]
+
+
+def test_element_accessors_read_and_write_one_flat_element_of_their_dtype():
+    t = fluid.LoDTensor()
+    t.set(np.arange(6, dtype="float32").reshape(2, 3), fluid.CPUPlace())
+    assert t._get_float_element(4) == 4.0
+    t._set_float_element(5, 2.5)
+    assert np.asarray(t)[1, 2] == 2.5
+    with pytest.raises(InvalidArgumentError, match="the data is float32, this accessor reads "
+                                                   "float64"):
+        t._get_double_element(0)
+    d = fluid.LoDTensor()
+    d.set(np.zeros((2, 2)).T, fluid.CPUPlace())  # a float64, non-contiguous array
+    d._set_double_element(1, 7.0)
+    assert d._get_double_element(1) == 7.0 and np.asarray(d).reshape(-1)[1] == 7.0

@@ -33,6 +33,11 @@ class FeedError(InvalidArgumentError):
     """A feed has an unknown name, a missing entry, a wrong shape or a wrong dtype."""
 
 
+class UnimplementedError(SpmdError, NotImplementedError):
+    """A case fluid 1.8 also refuses as not supported yet (it raises NotImplementedError there),
+    such as an optimizer inside control flow trained on several places."""
+
+
 class PreconditionError(SpmdError, RuntimeError):
     """Something had to happen first: a startup program run, a parameter initialized."""
 

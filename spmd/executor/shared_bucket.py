@@ -25,7 +25,8 @@ collective timeout, a peer that left the job and the arrival board work as for M
 Whether a bucket is shared is decided at its first all-reduce by every rank together (one small
 MPI allreduce of each rank's answer): a communicator of the plain MPI kinds whose ranks are all
 on this node, host arrays of a dtype numpy sums as MPI does, not a world joined without a
-launcher, and `enabled`. Otherwise the bucket stays private and the communicator reduces it.
+launcher, `enabled`, and room left under MAX_SHARED_BYTES. Otherwise the bucket stays private
+and the communicator reduces it.
 
 The window lives as long as the process (freeing one is collective, and garbage collection
 runs at different moments on different ranks), like the arrival board's.
@@ -41,11 +42,14 @@ _SUMMED = frozenset(np.dtype(t) for t in ("float32", "float64", "int32", "int64"
 _LINE = 64  # bytes: slices are cut on cache lines, so two ranks never write one line
 
 _nodes: dict = {}  # id(mpi4py communicator) -> (the communicator, whether all on one node)
-_windows: dict = {}  # (id(mpi4py communicator), bytes, key) -> (it, window, memories): _window
+_windows: dict = {}  # (id(mpi4py comm), bytes, key) -> (it, window, memories, bytes): _window
 
 # False (on every rank, before a program's first step) keeps its buckets private, reduced by
 # the communicator: the same sums, through MPI's own allreduce
 enabled = True
+# at most this many bytes of shared windows a process (a rank's segments, every window): a
+# larger model's buckets stay private (MPI's system limits on shared memory are not asked)
+MAX_SHARED_BYTES = 1 << 30
 
 
 def share(bucket, comm):
@@ -82,8 +86,10 @@ def _agreed(comm, dtype, xp, size: int):
         return None  # (the same kind on every rank: nothing to agree on)
     from mpi4py import MPI
 
-    able = np.array([enabled and np.dtype(dtype) in _SUMMED and xp in (None, np)
-                     and size > 0], dtype=np.int32)
+    made = sum(kept[3] for kept in _windows.values())
+    able = np.array([enabled and np.dtype(dtype) in _SUMMED and xp in (None, np) and size > 0
+                     and made + 2 * size * np.dtype(dtype).itemsize <= MAX_SHARED_BYTES],
+                    dtype=np.int32)
     # every rank takes the same way (under the collective timeout: a rank that never comes
     # fails the others in time, and past it every rank is here for the calls below)
     if not comm.iallreduce(able, "min", overlap=False).wait()[0]:
@@ -111,7 +117,7 @@ def _window(comm, MPI, nbytes: int, key: tuple) -> tuple:
     info.Free()
     win.Lock_all(MPI.MODE_NOCHECK)  # the epoch Win_sync (the memory barrier) needs
     memories = [win.Shared_query(k)[0] for k in range(comm.size)]
-    _windows[full] = (mpi, win, memories)
+    _windows[full] = (mpi, win, memories, nbytes)
     return win, memories
 
 

@@ -138,3 +138,19 @@ def test_programs_of_one_shape_share_their_windows(mode):
     assert shared_bucket.windows() == made
     trained = {p.name for p in build("sgd", "float32")[0].all_parameters()}
     same_on_every_rank({k: state[k] for k in trained})
+
+
+def test_buckets_past_the_shared_bytes_cap_stay_private():
+    losses, state, count, _ = run("sgd", "float64")
+    cap = shared_bucket.MAX_SHARED_BYTES
+    shared_bucket.MAX_SHARED_BYTES = 0
+    try:
+        capped_losses, capped, capped_count, _ = run("sgd", "float64")
+    finally:
+        shared_bucket.MAX_SHARED_BYTES = cap
+    assert capped_count == 0
+    same_on_every_rank(capped)
+    if detect().size <= 2:
+        assert capped_losses == losses
+        for key, value in state.items():
+            np.testing.assert_array_equal(capped[key], value, err_msg=key)

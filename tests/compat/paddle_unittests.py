@@ -347,6 +347,11 @@ STORED: dict[str, tuple[str, str]] = {
     "test_run_fluid_by_module_or_command_line.py": (
         "out of scope", "runs `python -m paddle.fluid.reader`: runpy needs paddle's file, "
         "which an import alias has not (`-m spmd.fluid.reader` is the spelling)"),
+    "test_initializer.py": (
+        "different behaviour", "on purpose: its line 123 expects program.random_seed copied "
+        "into every init op's seed attribute, which makes fluid start all parameters of one "
+        "shape equal; spmd's init ops draw from the program's generator instead "
+        "(spmd/layers/initializer.py says why); its other 26 tests pass"),
     "test_while_loop_op.py": (
         "fluid's own bug", "its line 235 expects fluid's gradient of a loop variable overwritten "
         "every iteration (x = i * i: the sum over iterations, 110), which is not the "

@@ -352,6 +352,14 @@ STORED: dict[str, tuple[str, str]] = {
         "into every init op's seed attribute, which makes fluid start all parameters of one "
         "shape equal; spmd's init ops draw from the program's generator instead "
         "(spmd/layers/initializer.py says why); its other 26 tests pass"),
+    "test_optimizer_grad.py": (
+        "out of scope", "the test's own reference arithmetic under numpy >= 2 (NEP 50: an "
+        "np.float64 scalar times a float32 array is float64 there, float32 on numpy 1.x); "
+        "spmd's outputs equal fluid 1.8.5's in all 8 configurations x 2 steps"),
+    "test_learning_rate_scheduler.py": (
+        "out of scope", "the test's own arithmetic under numpy >= 2 (NEP 50: float - "
+        "np.float32 is a float32 difference, one ulp over its 7-places check); the values "
+        "are fluid 1.8.5's bit for bit (tests/unit/test_lr_float32.py)"),
     "test_while_loop_op.py": (
         "fluid's own bug", "its line 235 expects fluid's gradient of a loop variable overwritten "
         "every iteration (x = i * i: the sum over iterations, 110), which is not the "

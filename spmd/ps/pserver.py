@@ -30,6 +30,7 @@ import mmap
 import os
 import re
 import signal
+import sys
 import threading
 import time
 
@@ -515,8 +516,19 @@ def _exit_on_signals(server):
     previous = {sig: signal.getsignal(sig) for sig in ours}
 
     def stop_and_exit(signum, frame):
+        # as fluid's StopAndExit: stop serving, then exit(0) without the interpreter's
+        # shutdown (which would run MPI's finalize, waiting on processes being torn down)
         log.info("pserver %s: signal %d, stopping", server.endpoint, signum)
-        raise SystemExit(0)  # the serve loop's finally stops the server
+        try:
+            server.stop(grace=1.0)
+            _remove(port_file_path())
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+            os._exit(0)
 
     taken = [sig for sig in ours
               if previous[sig] in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler)]

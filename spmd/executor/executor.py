@@ -18,6 +18,7 @@ from ..errors import InvalidArgumentError, PreconditionError
 from . import feed_fetch_ops
 from . import prune_program as pruning
 from .allocator import tune_allocator
+from .feed import drop_unknown_feeds
 from .fetch import as_fetched
 from .inplace import MemoryOptions
 from .math_threads import apply_once as apply_fluid_math_threads
@@ -218,6 +219,9 @@ class Executor:
         fetch_names = [_fetch_name(f) for f in fetch_list]
         feed = _call_run_hooks(program, feed, scope, self.place)
         compiled = _compiled(program)
+        source = compiled.program if compiled is not None else program
+        if isinstance(source, Program):
+            feed = drop_unknown_feeds(source.global_block(), feed)
         if compiled is not None:
             self._check_feed_fetch_ops(compiled, feed, fetch_names)
             runner = compiled.runner(self.place, scope)

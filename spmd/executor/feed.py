@@ -2,11 +2,32 @@
 from __future__ import annotations
 
 import difflib
+import warnings
 
 import numpy as np
 
 from ..core.lod import LoDTensor, check_lod, lod_key, split_by_sequences
 from ..errors import FeedError
+
+
+def drop_unknown_feeds(block, feed):
+    """The feed without the names `block` (the program's global block) does not declare, a
+    warning for each, as fluid 1.8's Executor: it adds no feed op for such a name (a variable
+    pruned away or never declared) and runs on. A list feed holds one dict per place."""
+    if isinstance(feed, (list, tuple)):
+        return [drop_unknown_feeds(block, f) if isinstance(f, dict) else f for f in feed]
+    if not isinstance(feed, dict) or all(block.has_var(name) for name in feed):
+        return feed
+    kept = {}
+    for name, value in feed.items():
+        if block.has_var(name):
+            kept[name] = value
+            continue
+        close = difflib.get_close_matches(name, block.vars, n=3)
+        warnings.warn(f"The variable {name} is not found in program. It is not declared or is "
+                      "pruned; its feed is ignored"
+                      + (f" (did you mean {close}?)" if close else ""), stacklevel=4)
+    return kept
 
 
 def check_feed_names(block, feed: dict, needed: list[str]):

@@ -292,17 +292,22 @@ def _refuse_undifferentiable_grad_op(op, ctx: GradContext) -> None:
 
 
 def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_names=None,
-              seed_role=OpRole.BACKWARD):
+              seed_role=OpRole.BACKWARD, into=None):
     """Append grad ops for `targets`, each seeded by the op in `seed_ops` (target name ->
     (type, inputs, attrs), written to the target's gradient) or, where `seed_names` names one,
     by that existing variable; returns the map var -> grad name for every var that received a
     gradient. `seed_role`: the seed ops' role (append_backward's seed a loss's gradient: LOSS,
     which data parallelism scales; fluid.gradients' seeds are plain backward ops, as fluid's
-    calc_gradient makes them, so a gradient penalty's input gradient is not scaled)."""
+    calc_gradient makes them, so a gradient penalty's input gradient is not scaled).
+    `into`: the block the grad ops go to (a branch's block, see append_backward), whose
+    ancestors' ops are differentiated too; None: `block` itself."""
     program = block.program
+    in_branch, into = into is not None, block if into is None else into
     target_names = {t.name for t in targets}
     last = max(i for i, op in enumerate(block.ops) if set(op.output_arg_names) & target_names)
-    fwd_ops = [op for op in block.ops[: last + 1] if op.role in _DIFFERENTIATED_ROLES]
+    outer = _ancestors(block) if in_branch else []
+    fwd_ops = [op for b in outer for op in b.ops if op.role in _DIFFERENTIATED_ROLES]
+    fwd_ops += [op for op in block.ops[: last + 1] if op.role in _DIFFERENTIATED_ROLES]
     ops = _relevant_ops(fwd_ops, target_names)
     needs = _ancestors_needing_grad(ops, sources, no_grad)
 
@@ -311,7 +316,7 @@ def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_n
     # or for a target its last; other versions of a rewritten name get x@GRAD@SSA@<version>
     canon = {n: writes[n] if n in target_names else first.get(n, 0)
              for n in set(writes) | set(first)}
-    fresh = _fresh_names(block)
+    fresh = _fresh_names(block, into)
 
     def name_for(key):
         name, version = key
@@ -328,7 +333,7 @@ def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_n
             seed_specs.append((type_, ins, {"Out": [seed_names[t.name]]}, attrs))
     seeds = {(t.name, writes.get(t.name, 0)): seed_names[t.name] for t in targets}
     saver = OverwrittenValues(block)
-    walk = ReverseWalk(ops, block, needs, no_grad, name_for, seeds, saver, fresh).run()
+    walk = ReverseWalk(ops, into, needs, no_grad, name_for, seeds, saver, fresh).run()
     saver.insert_copies()
     specs = seed_specs + walk.specs
     rename, ctx = walk.rename, walk.ctx
@@ -337,22 +342,32 @@ def _backward(block, targets, seed_ops: dict, sources: set, no_grad: set, seed_n
         return {s: [rename.get(n, n) for n in names] for s, names in d.items()}
 
     for g, fwd in ctx.grad_of.items():  # declared with the forward var's shape and dtype
-        if rename.get(g, g) == g and not block.has_var(g):
+        if rename.get(g, g) == g and into._find_var_recursive(g) is None:
             f = block._var_recursive(fwd)
-            block.create_var(name=g, shape=f.shape, dtype=f.dtype, type=f.type)
+            into.create_var(name=g, shape=f.shape, dtype=f.dtype, type=f.type)
     with program.role_guard(OpRole.BACKWARD):
         for k, (type_, ins, outs, attrs) in enumerate(specs):
             role = seed_role if k < len(seed_specs) else None  # the seeds of target grads
-            op = block.append_op(type_, ren(ins), ren(outs), attrs, role=role)
-            _append_error_clips(block, op, ctx.grad_of)
+            op = into.append_op(type_, ren(ins), ren(outs), attrs, role=role)
+            _append_error_clips(into, op, ctx.grad_of)
     grads = {key[0]: rename.get(g, g) for key, g in walk.finalized.items()
              if g is not None and key[1] == canon.get(key[0], 0)}
-    for n, g in grads.items():  # left open to gradients, as fluid's: a later pass may
-        program.grad_var_map[n] = g  # differentiate them (gradients of gradients)
+    if not in_branch:  # a branch's gradients live in its block only
+        for n, g in grads.items():  # left open to gradients, as fluid's: a later pass may
+            program.grad_var_map[n] = g  # differentiate them (gradients of gradients)
     return grads
 
 
-def _fresh_names(block):
+def _ancestors(block) -> list:
+    """The blocks enclosing `block`, outermost first: a branch's forward reads their values."""
+    chain, b = [], block.parent_block
+    while b is not None:
+        chain.append(b)
+        b = b.parent_block
+    return chain[::-1]
+
+
+def _fresh_names(block, into=None):
     """For a backward pass appended after another (fluid.gradients twice, or gradients then
     minimize): the name a variable the pass makes gets, `name` itself unless the block has it
     already, else 'grad/' * k + name, k the pass's number, as fluid 1.8 names them (x@GRAD,
@@ -362,7 +377,7 @@ def _fresh_names(block):
 
     def fresh(name: str) -> str:
         nonlocal prefix
-        if not block.has_var(name):
+        if not block.has_var(name) and (into is None or into._find_var_recursive(name) is None):
             return name
         if prefix is None:  # the passes appended so far
             passes = max([1, *(_grad_prefixes(n) for n in block.vars if GRAD_SUFFIX in n)])
@@ -387,7 +402,7 @@ def _append_error_clips(block, op, grad_of: dict):
         fwd = grad_of.get(name)
         if fwd is None or name != grad_var_name(fwd):
             continue  # a partial gradient (@RENAME@): fluid clips only their sum
-        clip = getattr(block.vars.get(fwd), "error_clip", None)
+        clip = getattr(block._find_var_recursive(fwd), "error_clip", None)
         if clip is not None:
             clip._append_clip_op(block, name)
 
@@ -455,21 +470,28 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     if not any(loss.name in op.output_arg_names for op in block.ops):
         raise InvalidArgumentError(f"loss '{loss.name}' is not produced by any op of its program")
     _warn_unrun_callbacks(callbacks)
+    # fluid 1.8: called inside a branch (minimize in a layers.cond / case function), the
+    # backward runs only when the branch does: its ops go into the branch's block, after the
+    # branch's own ops, and the optimizer's follow them (Optimizer targets the current block)
+    into = block.program.current_block()
+    into = None if into.idx == 0 else into
+    params_block = block.program.global_block() if into is not None else block
     if parameter_list is not None:
         names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
-        params = [block.var(n) for n in names]
+        params = [block._var_recursive(n) for n in names]
     else:
-        params = [p for p in block.all_parameters() if p.trainable]
+        params = [p for p in params_block.all_parameters() if p.trainable]
     listed = {p.name for p in params}
     # fluid: a parameter in no_grad_set, frozen (stop_gradient) or not listed gets no gradient
-    no_grad = _no_grad_names(block, no_grad_set)
-    no_grad |= {p.name for p in block.all_parameters() if p.name not in listed}
+    no_grad = set().union(*(_no_grad_names(b, no_grad_set) for b in {block, params_block}))
+    no_grad |= {p.name for p in params_block.all_parameters() if p.name not in listed}
     seed = ("fill_constant", {}, {"shape": list(loss.shape) or [1], "value": 1.0,
                                   "dtype": loss.dtype})
     sources = (listed | _fed_leaves(block, loss)) - no_grad
     grads = _backward(block, [loss], {loss.name: seed}, sources, no_grad,
-                      seed_role=OpRole.LOSS)
-    return [(p, block.vars[grads[p.name]]) for p in params if p.name in grads]
+                      seed_role=OpRole.LOSS, into=into)
+    return [(p, (into or block)._var_recursive(grads[p.name])) for p in params
+            if p.name in grads]
 
 
 _FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})

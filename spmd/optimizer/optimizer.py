@@ -258,7 +258,9 @@ class Optimizer:
         """Append the update ops; return every op appended here, as fluid 1.8's slice of the
         block from its start: each parameter's learning-rate `scale` (a multiplier != 1), its
         update op, and what `_finish_update` adds (Adamax's beta1-power `scale`)."""
-        block = main.global_block()
+        # fluid 1.8: minimize inside a branch updates only when the branch runs; its backward
+        # is in the branch's block (autodiff/backward.py), and the updates follow it there
+        block = main.current_block()
         start = len(block.ops)
         self._create_global_learning_rate(main, startup)
         live = [(p, g) for p, g in params_grads

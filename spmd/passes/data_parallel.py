@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.operator import OpRole
 from ..core.program import Program
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnimplementedError
 from .common import PassContext, trained_params_grads
 from .registry import PASSES
 from .state_sharding import StateSharding
@@ -28,6 +28,8 @@ def build_data_parallel(program: Program, strategy: BuildStrategy, num_devices: 
     """
     check_endpoints(strategy)
     program = program.clone()
+    if num_devices > 1:
+        _refuse_optimizer_in_control_flow(program)
     _check_losses(program, loss_name)
     ctx = PassContext(program, strategy, num_devices, loss_name, bucket_mb)
     PASSES.run(ctx)
@@ -56,6 +58,21 @@ def _loss_of(program: Program) -> str | None:
     seeded = {n for op in block.ops if op.role is OpRole.LOSS for n in op.output_arg_names}
     losses = [f for f, g in program.grad_var_map.items() if g in seeded]
     return losses[0] if len(losses) == 1 else None
+
+
+def _refuse_optimizer_in_control_flow(program: Program):
+    """fluid 1.8 refuses an optimizer inside a control-flow block on several places
+    (NotImplementedError): which branch updates which parameter would differ per place."""
+    for block in program.blocks[1:]:
+        op = next((op for op in block.ops if op.role is OpRole.OPTIMIZE), None)
+        if op is not None:
+            raise UnimplementedError(
+                f"with_data_parallel: op '{op.type}' of block {block.idx} updates a parameter "
+                f"inside control flow; like fluid 1.8 (\"If optimizer is used in control flow, "
+                f"training on multi-places is not supported now\"), a program whose optimizer "
+                f"runs in a conditional or loop block trains on one place only: run it with "
+                f"exe.run(program) on one place, or compute the branch's loss with "
+                f"layers.cond / layers.case and call minimize() once, outside the branch")
 
 
 def _check_losses(program: Program, loss_name: str | None):

@@ -60,6 +60,33 @@ def test_two_minimize_calls_are_an_error():
         fluid.Executor().run(compiled(main, loss), feed=FEED, scope=started(startup))
 
 
+def optimizer_in_a_branch():
+    """fluid 1.8's test_optimizer_in_control_flow: each branch of a case minimizes the loss."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 6], "float64")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 3))
+        cond = fluid.layers.fill_constant([1], "bool", True)
+
+        def minimize_with(optimizer):
+            optimizer.minimize(loss)  # returns nothing, as the branches of fluid's test
+
+        fluid.layers.case([(cond, lambda: minimize_with(fluid.optimizer.Adam(0.01)))],
+                          lambda: minimize_with(fluid.optimizer.SGD(0.1)))
+    return main, startup, loss
+
+
+def test_an_optimizer_in_control_flow_on_several_places_is_refused_as_fluid_does():
+    main, startup, loss = optimizer_in_a_branch()
+    scope = started(startup)
+    with pytest.raises(NotImplementedError, match="block 1 updates a parameter inside control"):
+        fluid.Executor().run(compiled(main, loss), feed={"x": FEED["x"]}, scope=scope)
+    # on one place it trains: the true branch's Adam moves the weights
+    before = np.array(scope.find_var("fc_0.w_0").get_tensor())
+    fluid.Executor().run(main, feed={"x": FEED["x"]}, scope=scope)
+    assert not np.array_equal(before, np.array(scope.find_var("fc_0.w_0").get_tensor()))
+
+
 @pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
 def test_ops_after_the_optimizer_see_the_updated_parameters(mode):
     main, startup, loss = build(after_optimizer=True)

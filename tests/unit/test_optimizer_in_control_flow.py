@@ -1,0 +1,45 @@
+"""An optimizer's minimize() inside a layers.case branch (fluid 1.8's
+test_optimizer_in_control_flow): only the taken branch's backward and update run, with fluid
+1.8.5's numbers (tests/oracle/make_optimizer_in_control_flow.py ran the same program there:
+Adam on even steps, SGD on odd ones, the loss computed inside the branches or before them)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spmd.fluid as fluid
+from spmd.core.operator import OpRole
+from tests.oracle.make_optimizer_in_control_flow import build, run
+from tests.oracle_io import load
+
+ORACLE = load("optimizer_in_control_flow")
+
+
+@pytest.mark.parametrize("case, loss_in_switch", [("loss_in_switch", True),
+                                                   ("loss_before_switch", False)])
+def test_each_step_trains_with_the_taken_branch_only_as_fluid(case, loss_in_switch):
+    got, want = run(fluid, loss_in_switch), ORACLE[case]
+    for step, (g, w) in enumerate(zip(got["steps"], want["steps"])):
+        for name, a, b in zip(["hidden", "prediction", "loss"], g, w):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"step {step}: {name}")
+    for name, w in want["params"].items():
+        np.testing.assert_allclose(got["params"][name], w, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_backward_and_updates_are_in_the_branch_blocks_not_the_global_block():
+    main, _, _ = build(fluid, loss_in_switch=False)
+    top = {op.role for op in main.global_block().ops}
+    assert OpRole.OPTIMIZE not in top and OpRole.BACKWARD not in top
+    updates = [[op.type for op in b.ops if op.role is OpRole.OPTIMIZE] for b in main.blocks[1:]]
+    assert updates == [["adam"] * 4, ["sgd"] * 4]
+
+
+def test_a_minimize_outside_control_flow_still_updates_in_the_global_block():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 3], "float32")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    assert [op.type for op in main.global_block().ops if op.role is OpRole.OPTIMIZE] == ["sgd"] * 2
+    assert len(main.blocks) == 1

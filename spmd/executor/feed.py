@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..core.lod import LoDTensor, check_lod, lod_key, split_by_sequences
+from ..core.lod import LoDTensor, LoDTensorArray, check_lod, lod_key, split_by_sequences
 from ..errors import FeedError
 
 
@@ -28,6 +28,14 @@ def drop_unknown_feeds(block, feed):
                       "pruned; its feed is ignored"
                       + (f" (did you mean {close}?)" if close else ""), stacklevel=4)
     return kept
+
+
+def unset_value(var):
+    """What a run reads for `var` when neither a feed nor the scope holds it, or None (then
+    it is an error): a tensor array is an empty array, as fluid 1.8's executor creates every
+    variable of the program in the scope before the first op (a DynamicRNN's step writes
+    into an array declared outside its loop)."""
+    return LoDTensorArray() if var is not None and var.type == "LOD_TENSOR_ARRAY" else None
 
 
 def check_feed_names(block, feed: dict, needed: list[str]):

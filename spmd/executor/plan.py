@@ -24,7 +24,7 @@ from ..errors import CommunicationError, FeedError, NumericError, PreconditionEr
 from ..flags import flags
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
-from .feed import check_feed_names, convert_feed
+from .feed import check_feed_names, convert_feed, unset_value
 from .inplace import DyingInputs, MemoryOptions, MemoryReport
 from .liveness import liveness, ops_for_rank
 from .lod_binding import NO_LOD, tracked_names
@@ -267,8 +267,10 @@ class Plan:
             env.update(self._stand_in_zeros(xp))
         for n in self._from_scope:
             value = scope.get(n)
-            if value is None:
-                raise uninitialized(self.block._var_recursive(n))
+            if value is None:  # a tensor array starts empty (feed.unset_value)
+                value = unset_value(self.block._var_recursive(n))
+                if value is None:
+                    raise uninitialized(self.block._var_recursive(n))
             env[n] = value
         if self.lod_aware:
             env[NO_LOD] = None

@@ -257,6 +257,8 @@ class Program(ProgramCompat):
         _copy_python_attrs(self, new)
         new._copy_dist_param_info_from(self)
         if for_test:
+            for sub in new.blocks[1:]:  # a branch's own backward and updates (minimize in a
+                sub.ops = [op for op in sub.ops if op.role is OpRole.FORWARD]  # cond), as fluid
             block = new.global_block()
             block.ops = [op for op in block.ops if op.role is OpRole.FORWARD]
             for op in block.ops:

@@ -9,7 +9,7 @@ import pytest
 
 import spmd.fluid as fluid
 from spmd.core.operator import OpRole
-from tests.oracle.make_optimizer_in_control_flow import build, run
+from tests.oracle.make_optimizer_in_control_flow import DATA, build, run
 from tests.oracle_io import load
 
 ORACLE = load("optimizer_in_control_flow")
@@ -43,3 +43,19 @@ def test_a_minimize_outside_control_flow_still_updates_in_the_global_block():
         fluid.optimizer.SGD(0.1).minimize(loss)
     assert [op.type for op in main.global_block().ops if op.role is OpRole.OPTIMIZE] == ["sgd"] * 2
     assert len(main.blocks) == 1
+
+
+def test_a_clone_for_test_drops_the_branches_backward_and_updates_as_fluid():
+    main, startup, fetch = build(fluid, loss_in_switch=True)
+    test_program = main.clone(for_test=True)
+    assert [[op.type for op in b.ops] for b in test_program.blocks[1:]] == [
+        ["cross_entropy2", "mean", "assign"], ["softmax_with_cross_entropy", "mean", "assign"]]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    before = np.array(scope.find_var("hidden.w_0").get_tensor())
+    image, label = DATA[0]
+    loss, = exe.run(test_program, feed={"image": image, "label": label,
+                                        "id": np.array([0], "int32")},
+                    fetch_list=[fetch[2]], scope=scope)
+    np.testing.assert_allclose(loss, ORACLE["loss_in_switch"]["steps"][0][2], rtol=1e-5)
+    np.testing.assert_array_equal(np.array(scope.find_var("hidden.w_0").get_tensor()), before)

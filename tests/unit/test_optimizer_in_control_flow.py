@@ -59,3 +59,17 @@ def test_a_clone_for_test_drops_the_branches_backward_and_updates_as_fluid():
                     fetch_list=[fetch[2]], scope=scope)
     np.testing.assert_allclose(loss, ORACLE["loss_in_switch"]["steps"][0][2], rtol=1e-5)
     np.testing.assert_array_equal(np.array(scope.find_var("hidden.w_0").get_tensor()), before)
+
+
+def test_compiled_for_one_place_it_trains_as_the_plain_program():
+    main, startup, fetch = build(fluid, loss_in_switch=False)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(
+        loss_name=fetch[2].name, places=fluid.cpu_places(1))
+    for epoch, (image, label) in enumerate(DATA):
+        loss, = exe.run(compiled, feed={"image": image, "label": label,
+                                        "id": np.array([epoch], "int32")},
+                        fetch_list=[fetch[2]], scope=scope)
+        np.testing.assert_allclose(loss, ORACLE["loss_before_switch"]["steps"][epoch][2],
+                                   rtol=1e-5, atol=1e-6, err_msg=f"step {epoch}")

@@ -51,7 +51,8 @@ feed = {"x": rng.normal(size=(32, 64)).astype("float32"),
         "y": rng.integers(0, 10, size=(32, 1)).astype("int64")}
 exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
 if topology.rank == 0:
-    print("FIRST_STEP", time.time(), flush=True)
+    import sys
+    print("FIRST_STEP", time.time(), len(sys.modules), flush=True)
 '''
 
 BARRIER_SCRIPT = '''\
@@ -59,7 +60,8 @@ import time
 from mpi4py import MPI
 MPI.COMM_WORLD.Barrier()
 if MPI.COMM_WORLD.Get_rank() == 0:
-    print("FIRST_STEP", time.time(), flush=True)
+    import sys
+    print("FIRST_STEP", time.time(), len(sys.modules), flush=True)
 '''
 
 
@@ -74,18 +76,19 @@ def commands(script: str, log_dir: str) -> dict:
     }
 
 
-def measure(cmd: list[str], env: dict) -> tuple[float, float]:
-    """(seconds to rank 0's FIRST_STEP, seconds to the command's exit)."""
+def measure(cmd: list[str], env: dict) -> tuple[float, float, int]:
+    """(seconds to rank 0's FIRST_STEP, seconds to the command's exit, the modules rank 0 had
+    imported by then: a count that machine load does not move)."""
     start = time.time()
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     end = time.time()
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
-    stamps = [float(line.split()[1]) for line in out.stdout.splitlines()
+    stamps = [line.split() for line in out.stdout.splitlines()
               if line.startswith("FIRST_STEP")]
     if not stamps:
         raise RuntimeError(f"{' '.join(cmd)} printed no FIRST_STEP:\n{out.stdout[-2000:]}")
-    return stamps[0] - start, end - start
+    return float(stamps[0][1]) - start, end - start, int(stamps[0][2])
 
 
 def main():
@@ -112,16 +115,19 @@ def main():
             measure(cmd, env)
         first = {key: [] for key in runs}
         total = {key: [] for key in runs}
+        modules = {}
         for _ in range(args.rounds):
             for key, cmd in runs.items():
-                t_first, t_total = measure(cmd, env)
+                t_first, t_total, modules[key] = measure(cmd, env)
                 first[key].append(t_first)
                 total[key].append(t_total)
     med = {key: statistics.median(v) for key, v in first.items()}
     med_total = {key: statistics.median(v) for key, v in total.items()}
     modes = list(commands("x", "x"))
     rows = [f"| {mode} | {med['step', mode]:.2f} | {med['barrier', mode]:.2f} | "
-            f"{med['step', mode] - med['barrier', mode]:.2f} | {med_total['step', mode]:.2f} |"
+            f"{med['step', mode] - med['barrier', mode]:.2f} | "
+            f"{med['step', mode] / med['barrier', mode]:.2f}x | {med_total['step', mode]:.2f} | "
+            f"{modules['step', mode]} ({modules['barrier', mode]}) |"
             for mode in modes]
     launcher_cost = med["step", modes[0]] - med["step", modes[1]]
     report = "\n".join([
@@ -132,8 +138,8 @@ def main():
         f"floor: a bare mpi4py barrier job launched the same way.",
         "",
         "| launch | first step (s) | barrier floor (s) | above the floor (s) | "
-        "command total (s) |",
-        "|---|---|---|---|---|",
+        "first step / floor | command total (s) | modules of rank 0 (barrier's) |",
+        "|---|---|---|---|---|---|---|",
         *rows,
         "",
         f"paddle-launch costs {launcher_cost:+.2f} s against mpiexec alone for the first step.",

@@ -225,7 +225,7 @@ class Optimizer:
             # append_backward keeps every parameter it is asked for, so leave those out here
             skip = {v.name if isinstance(v, Variable) else v for v in no_grad_set}
             if params is None:
-                params = [p for p in loss.block.all_parameters() if p.trainable]
+                params = [p for p in loss.block.program.all_parameters() if p.trainable]
             params = [p for p in params if (p.name if isinstance(p, Variable) else p) not in skip]
         return append_backward(loss, params, no_grad_set, callbacks)
 

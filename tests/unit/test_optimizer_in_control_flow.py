@@ -73,3 +73,24 @@ def test_compiled_for_one_place_it_trains_as_the_plain_program():
                         fetch_list=[fetch[2]], scope=scope)
         np.testing.assert_allclose(loss, ORACLE["loss_before_switch"]["steps"][epoch][2],
                                    rtol=1e-5, atol=1e-6, err_msg=f"step {epoch}")
+
+
+def test_no_grad_set_with_the_loss_inside_the_branch_freezes_only_the_named_parameter():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 3], "float32")
+        y = fluid.layers.fc(x, 2, name="fc")
+
+        def train():
+            loss = fluid.layers.mean(y * y)
+            fluid.optimizer.SGD(0.1).minimize(loss, no_grad_set={"fc.b_0"})
+            return loss
+
+        fluid.layers.cond(fluid.layers.fill_constant([1], "bool", True), train, train)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    before = {n: np.array(scope.find_var(n).get_tensor()) for n in ("fc.w_0", "fc.b_0")}
+    exe.run(main, feed={"x": np.ones((2, 3), "float32")}, scope=scope)
+    after = {n: np.array(scope.find_var(n).get_tensor()) for n in before}
+    assert not np.array_equal(after["fc.w_0"], before["fc.w_0"])
+    np.testing.assert_array_equal(after["fc.b_0"], before["fc.b_0"])

@@ -9,6 +9,12 @@ map `program.grad_var_map` (var name -> grad name).
 A pass walks the grad ops of earlier passes too (gradients of gradients: their grad makers are
 in double_grad.py); what it makes is named apart from the names the block already has
 (`grad/grad/x@GRAD`), so its ops still read the earlier pass's `x@GRAD` as a value.
+
+append_backward called inside a branch (fluid 1.8's minimize in a layers.cond / case function)
+differentiates the loss through the branch's block and the blocks enclosing it and appends the
+grad ops to the branch's block, where the optimizer's updates follow them: they run only when
+the branch is taken. (fluid puts them in a separate backward block that a conditional_block_grad
+runs under the branch's condition; the branch's block here holds the forward values they read.)
 """
 from __future__ import annotations
 

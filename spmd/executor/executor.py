@@ -169,6 +169,12 @@ class Executor:
         self._rngs: dict = {}
         self._closed = False
 
+    @property
+    def _default_executor(self):
+        """fluid's core.Executor behind this one (fluid.core._create_loaded_parameter takes
+        it for its place): spmd has no second executor, so this one."""
+        return self
+
     def _rng(self, program: Program):
         seed = program.random_seed
         entry = self._rngs.get(program._uid)

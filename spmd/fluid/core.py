@@ -174,6 +174,25 @@ def get_fetch_variable(scope, var_name: str, index: int):
     return holder[index]
 
 
+def _create_loaded_parameter(var_list, scope, executor) -> None:
+    """fluid 1.8's core._create_loaded_parameter: each variable of `var_list` the scope lacks
+    is made there as a tensor of its shape and dtype on `executor`'s place (zeros where fluid
+    leaves the memory uninitialized), for the caller to set() the loaded values into."""
+    import numpy as np
+
+    for var in var_list:
+        if scope.find_var(var.name) is not None:
+            continue
+        shape = [int(d) for d in var.shape]
+        if any(d < 0 for d in shape):
+            raise InvalidArgumentError(
+                f"_create_loaded_parameter: variable '{var.name}' has the unknown shape "
+                f"{shape}; only variables of a fixed shape (parameters, optimizer states) can "
+                f"be made before loading")
+        scope.var(var.name).get_tensor().set(
+            np.zeros(shape, dtype=convert_dtype(var.dtype)), executor._default_executor.place)
+
+
 def set_feed_variable(scope, value, var_name: str, index: int) -> None:
     """Put `value` (a LoDTensor or an array) at `index` of the list `var_name` holds."""
     holder = scope.tensor_list(var_name)

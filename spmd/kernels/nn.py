@@ -46,8 +46,18 @@ def softmax_grad(xp, ins, attrs, want):
 
 def _hard_labels(xp, label, n_classes: int, ignore_index: int, shape):
     """(ids, ignored): the labels reshaped to `shape` with ignored entries replaced by 0 so
-    that they can index, and the mask of ignored entries. Out-of-range ids are a user error."""
+    that they can index, and the mask of ignored entries. Out-of-range ids are a user error.
+    A float label (a variable fluid.layers.data declared float32, fed int64 class ids, which
+    fluid 1.8 runs on as fed) must hold whole numbers."""
     label = label.reshape(shape)
+    if label.dtype.kind == "f":
+        ids = label.astype("int64")
+        if not bool((ids == label).all()):
+            raise InvalidArgumentError(
+                f"Label is {label.dtype} with fractional values: a hard label holds class ids; "
+                f"declare it int64 (fluid.layers.data(..., dtype='int64')) or use "
+                f"soft_label=True")
+        label = ids
     ignored = label == ignore_index
     safe = xp.where(ignored, 0, label)
     lo, hi = (int(safe.min()), int(safe.max())) if safe.size else (0, 0)

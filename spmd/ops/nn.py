@@ -7,6 +7,7 @@ import math
 from .registry import define_op
 
 INT_DTYPES = ("int32", "int64")
+FLOAT_HARD_LABELS = ("float32", "float64")  # class ids in a float variable (_check_hard_label)
 
 
 def _dims_match(a, b) -> bool:
@@ -42,7 +43,9 @@ def _softmax(ctx):
 
 def _check_hard_label(ctx, x, label, axis: int):
     """A hard label has X's shape with 1 at `axis` (or, on the last axis, that dim dropped)."""
-    ctx.check(label.dtype in INT_DTYPES,
+    # fluid 1.8 checks no label dtype: a float label variable fed int64 ids runs (the kernel
+    # then takes whole-number floats as the ids)
+    ctx.check(label.dtype in INT_DTYPES or label.dtype in FLOAT_HARD_LABELS,
               f"Label must be int64 (class ids) when soft_label=False, got {label.dtype}")
     want = tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis + 1:])
     ok = _dims_match(label.shape, want)

@@ -98,6 +98,14 @@ class _VarDescView:
     def shape(self):
         return list(self._var.shape)
 
+    def set_shape(self, shape) -> None:
+        """fluid's `var.desc.set_shape(dims)`: the variable's declared shape; the program's
+        plans are rebuilt (a load then checks the saved arrays against the new shape)."""
+        self._var.shape = normalize_shape(shape, self._var.name)
+        program = getattr(getattr(self._var, "block", None), "program", None)
+        if program is not None:
+            program._bump()
+
     def dtype(self):
         return self._var.dtype
 

@@ -622,12 +622,10 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
     prefix = _model_prefix(model_path)
     program = _as_program(program, "load")
     directory, base = os.path.split(prefix)
+    if not os.path.exists(prefix + ".pdparams") and os.path.exists(model_path):
+        _load_old_format(program, model_path, executor, var_list)
+        return
     with reading(directory) as manifest:  # .pdparams and .pdopt from one save
-        if not os.path.exists(prefix + ".pdparams") and os.path.isdir(model_path):
-            vars = var_list if var_list is not None else [
-                v for v in program.list_vars() if is_persistable(v)]
-            load_vars(executor, model_path, program, vars=vars)
-            return
         params = [v for v in program.list_vars() if is_parameter(v)]
         opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
         _refuse_sharded(opt)
@@ -639,6 +637,43 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
         arrays = _read_checked(params + opt, headers,
                                _in_place_targets(executor, params + opt))
     _store(executor, params + opt, arrays)
+
+
+def _load_old_format(program, model_path: str, executor, var_list) -> None:
+    """fluid.load of what save_params / save_persistables / save_vars wrote, as fluid 1.8:
+    an executor is required (ValueError); a directory's files (`var_list` or every
+    persistable), or a single file (filename=) whose variables `var_list` must name
+    (ValueError without it, LookupError for one not in the program); a file that does not
+    hold them as the program declares them is a RuntimeError."""
+    if executor is None:
+        raise InvalidArgumentError(
+            f"load: '{model_path}' was written by save_params / save_persistables / "
+            f"save_vars (no .pdparams file): an executor is required to load it")
+    if os.path.isdir(model_path):
+        directory, filename = model_path, None
+        vars = var_list if var_list is not None else [
+            v for v in program.list_vars() if is_persistable(v)]
+    else:
+        if var_list is None:
+            raise InvalidArgumentError(
+                f"load: '{model_path}' is a single file (save_params / save_persistables / "
+                f"save_vars with filename=): var_list is required to say which variables it "
+                f"holds (e.g. fluid.io.get_program_persistable_vars(program))")
+        names = {v.name for v in program.list_vars()}
+        for var in var_list:
+            if getattr(var, "name", var) not in names:
+                raise LookupError(
+                    f"load: variable '{getattr(var, 'name', var)}' of var_list is not in the "
+                    f"program")
+        directory, filename = os.path.split(model_path)
+        vars = var_list
+    try:
+        load_vars(executor, directory, program, vars=vars, filename=filename)
+    except (InvalidArgumentError, NotFoundError) as e:
+        raise PreconditionError(
+            f"load: '{model_path}' does not hold the variables as the program declares them "
+            f"(is it what save_params / save_persistables / save_vars wrote for it?): {e}"
+        ) from e
 
 
 # last: state.py builds on the helpers above (spmd/io/state.py)

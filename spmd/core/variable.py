@@ -49,6 +49,16 @@ class Variable(VariableCompat):
         self.type = type
         self.need_check_feed = need_check_feed
         self.error_clip = None  # an ErrorClipByValue, applied to this var's gradient
+        if self.__class__ is Variable:  # a Parameter joins once its own checks passed
+            self._join_block()
+
+    def _join_block(self) -> None:
+        """fluid's framework.Variable(block, ...) made directly is a variable of its block,
+        as one from block.create_var (which registers the same object again)."""
+        vars = getattr(self.block, "vars", None)
+        if vars is not None and self.name not in vars:
+            vars[self.name] = self
+            self.block.program._bump()
 
     @property
     def ndim(self) -> int:
@@ -144,6 +154,7 @@ class Parameter(Variable):
         self.gradient_clip_attr = gradient_clip_attr
         self.do_model_average = do_model_average
         self.is_distributed = False  # fluid's mark of a table cut across pservers
+        self._join_block()
 
     def to_dict(self) -> dict:
         d = super().to_dict()

@@ -48,3 +48,21 @@ def test_load_reads_back_what_save_persistables_wrote(tmp_path, filename):
         assert list(weight.shape) == [13, 14]
         with pytest.raises(RuntimeError, match="does not hold the variables"):
             fluid.load(main, path, exe, var_list if filename else None)
+
+
+def test_a_variable_made_directly_belongs_to_its_block_and_a_load_of_it_fails_as_fluids(
+        tmp_path):
+    from spmd.fluid import framework
+
+    main, startup = _model()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        fluid.io.save_persistables(exe, str(tmp_path), main, filename="single")
+    extra = framework.Variable(main.global_block(), shape=[1], name="test_temp_var")
+    assert main.global_block().var("test_temp_var") is extra
+    assert "test_temp_var" in [v.name for v in main.list_vars()]
+    made = main.global_block().create_var(name="test_temp_var", shape=[1])
+    assert made is extra  # create_var finds it, as fluid's
+    with fluid.scope_guard(scope), pytest.raises(RuntimeError, match="test_temp_var"):
+        fluid.load(main, str(tmp_path / "single"), exe, list(main.list_vars()))

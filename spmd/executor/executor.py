@@ -18,7 +18,7 @@ from ..errors import InvalidArgumentError, PreconditionError
 from . import feed_fetch_ops
 from . import prune_program as pruning
 from .allocator import tune_allocator
-from .feed import drop_unknown_feeds
+from .feed import drop_unknown_feeds, untracked_lod_feeds, with_lod_levels
 from .fetch import as_fetched
 from .inplace import MemoryOptions
 from .math_threads import apply_once as apply_fluid_math_threads
@@ -167,6 +167,7 @@ class Executor:
         self._pruned_programs: dict = {}
         self._pruned_compiled_first: dict = {}
         self._rngs: dict = {}
+        self._lod_copies: dict = {}  # see _with_fed_lod
         self._closed = False
 
     @property
@@ -286,10 +287,24 @@ class Executor:
         one_place = feed[0] if isinstance(feed, list) and feed else feed  # each place's feed
         feed_fetch_ops.check_run(source, pruning.feed_names(one_place), fetch_names)
 
+    def _with_fed_lod(self, program, feed):
+        """`program`, or its copy carrying the LoD fed to variables declared lod_level=0 that
+        an op reads as LoD (feed.untracked_lod_feeds), made once per program version."""
+        key = (id(program), program._version, tuple(
+            (n, len(v.lod())) for n, v in feed.items() if isinstance(v, LoDTensor) and v.lod()))
+        cached = self._lod_copies.get(key)
+        if cached is None:
+            levels = untracked_lod_feeds(program, feed)
+            copy = with_lod_levels(program, levels) if levels else None
+            cached = self._lod_copies[key] = (program, copy)  # the given one keeps its id
+        return cached[1] if cached[1] is not None else program
+
     def _run_program(self, program, feed, fetch_names, scope, return_numpy, memory=None):
         if feed_fetch_ops.has_feed_fetch_ops(program):  # an inference model's feed/fetch ops
             feed_fetch_ops.check_run(program, list(feed), fetch_names)
             program = feed_fetch_ops.runnable(program)
+        if any(isinstance(v, LoDTensor) for v in feed.values()):
+            program = self._with_fed_lod(program, feed)
         plan = self._plan(program, list(feed), fetch_names, memory)
         try:
             results = plan.run(scope, feed, array_module(self.place), self.place)
@@ -327,6 +342,7 @@ class Executor:
         self.plan_cache.clear()
         self._pruned_programs.clear()
         self._pruned_compiled_first.clear()
+        self._lod_copies.clear()
         self._closed = True
         for hook in list(CLOSE_HOOKS):
             hook(self)

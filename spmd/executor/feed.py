@@ -292,3 +292,50 @@ def _check_same_length(arrays: tuple) -> None:
         raise FeedError(
             f"cannot merge a fetched tensor array over the places: the places' arrays have "
             f"{[len(a) for a in arrays]} elements; fetch it with return_merged=False")
+
+
+def untracked_lod_feeds(program, feed: dict) -> tuple:
+    """((name, levels), ...) of fed LoDTensors whose LoD the program does not carry (the
+    variable declared lod_level=0) though an op of it reads that variable's LoD, e.g.
+    shrink_rnn_memory on `fluid.layers.data('x', shape=[100])` fed a LoDTensor: fluid 1.8's
+    LoD travels with every tensor at run time, so its ops see it."""
+    from ..ops.registry import get_op_def
+
+    block, found = program.global_block(), []
+    for name, value in feed.items():
+        if not isinstance(value, LoDTensor) or not value.lod() or not block.has_var(name):
+            continue
+        if block.var(name).lod_level or not any(
+                name in op.inputs.get(slot, ()) for b in program.blocks for op in b.ops
+                for slot in get_op_def(op.type).lod_inputs):
+            continue
+        found.append((name, len(value.lod())))
+    return tuple(found)
+
+
+def with_lod_levels(program, levels: tuple):
+    """A copy of `program` whose variables `levels` names have those LoD levels, and every
+    op's outputs the levels its shape inference gives them then (what the plan tracks), or
+    None where an op's inference does not run again on the copy."""
+    from ..ops.build import _set_lod_levels
+    from ..ops.registry import InferContext, VarInfo, get_op_def
+
+    copy = program.clone()
+    for name, level in levels:
+        copy.global_block().var(name).lod_level = level
+    try:
+        for block in copy.blocks:
+            for position, op in enumerate(block.ops):
+                opdef = get_op_def(op.type)
+                ins = {s: list(ns) for s, ns in op.inputs.items() if ns}
+                outs = {s: list(ns) for s, ns in op.outputs.items() if ns}
+                infos = {s: [VarInfo(n, v.shape, v.dtype, v.lod_level)
+                             for n in ns for v in (block._var_recursive(n),)]
+                         for s, ns in ins.items()}
+                ctx = InferContext(opdef, infos, outs, dict(op.attrs), f"op #{position}")
+                opdef.infer(ctx)
+                _set_lod_levels(block, opdef, ins, outs, ctx.lod_levels)
+    except Exception:  # noqa: BLE001 - the program as it was is run instead
+        return None
+    copy._bump()
+    return copy

@@ -233,8 +233,12 @@ class Executor:
             self._check_feed_fetch_ops(compiled, feed, fetch_names)
             runner = compiled.runner(self.place, scope)
             if runner is not None:  # data parallel
-                return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
-                                  self.plan_cache)
+                results = runner.run(scope, feed, fetch_names, return_numpy, return_merged,
+                                     self.plan_cache)
+                # as in one process: a fed persistable (a scheduler's rate) stays in the scope
+                _keep_persistable_feeds(source, feed[0] if isinstance(feed, list) else feed,
+                                        scope)
+                return results
             if isinstance(feed, list) and len(feed) == 1:
                 feed = feed[0]  # a one-place list, as fluid takes it (what loaders yield)
             if not isinstance(feed, dict):

@@ -135,8 +135,10 @@ def _declare_persistables(program, scope) -> None:
 
 
 def _keep_persistable_feeds(program, feed, scope) -> None:
-    """fluid's feed op writes a fed variable into the scope: a persistable one stays there
-    after the run (Paddle's gradient_checker feeds its inputs once, then reads them back)."""
+    """fluid's feed op writes a fed variable into the scope before the ops run: a persistable
+    one stays there after the run (Paddle's gradient_checker feeds its inputs once, then reads
+    them back), unless an op of the run writes it (an in-place update), whose value the run
+    then leaves in the scope."""
     block = program.global_block()
     for name, value in feed.items():
         var = block.vars.get(name)
@@ -233,12 +235,11 @@ class Executor:
             self._check_feed_fetch_ops(compiled, feed, fetch_names)
             runner = compiled.runner(self.place, scope)
             if runner is not None:  # data parallel
-                results = runner.run(scope, feed, fetch_names, return_numpy, return_merged,
-                                     self.plan_cache)
-                # as in one process: a fed persistable (a scheduler's rate) stays in the scope
+                # as in one process: a fed persistable (a scheduler's rate) is in the scope
                 _keep_persistable_feeds(source, feed[0] if isinstance(feed, list) else feed,
                                         scope)
-                return results
+                return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
+                                  self.plan_cache)
             if isinstance(feed, list) and len(feed) == 1:
                 feed = feed[0]  # a one-place list, as fluid takes it (what loaders yield)
             if not isinstance(feed, dict):
@@ -310,12 +311,12 @@ class Executor:
         if any(isinstance(v, LoDTensor) for v in feed.values()):
             program = self._with_fed_lod(program, feed)
         plan = self._plan(program, list(feed), fetch_names, memory)
+        _keep_persistable_feeds(program, feed, scope)
         try:
             results = plan.run(scope, feed, array_module(self.place), self.place)
         except Exception:
             _declare_persistables(program, scope)
             raise
-        _keep_persistable_feeds(program, feed, scope)
         lods = plan.fetched_lods or [None] * len(results)
         return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 

@@ -7,6 +7,7 @@ import pytest
 
 import spmd
 import spmd.executor.executor as executor_module
+import spmd.fluid as fluid
 from spmd.core import CPUPlace, OpRole, Program, Scope, global_scope, scope_guard
 from spmd.errors import (
     ExecutionError,
@@ -329,3 +330,27 @@ def test_a_gpu_place_without_cupy_says_how_to_run_on_the_cpu():
     with pytest.raises(PreconditionError, match=r"CUDAPlace\(0\) needs cupy.*spmd\[cuda12\]"
                                                 r".*fluid\.CPUPlace\(\)"):
         exe.run(startup, scope=Scope())
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_fed_persistable_stays_in_the_scope_and_an_op_updating_it_in_place_wins(compiled):
+    """fluid's feed op writes the fed value into the scope before the ops run (Paddle's
+    test_add_reader_dependency): runs without the feed continue from the op's update."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        counter = fluid.data("counter", [1], "float32")
+        counter.persistable = True
+        main.global_block().append_op("scale", {"X": [counter]}, {"Out": [counter]},
+                                      {"bias": 1.0})
+        kept = fluid.data("kept", [1], "float32")
+        kept.persistable = True
+        out = fluid.layers.scale(kept, 2.0)
+    program = fluid.CompiledProgram(main) if compiled else main
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    got = []
+    for step in range(3):
+        feed = {"counter": np.array([-1], "float32"), "kept": np.array([3], "float32")}
+        got.append(float(exe.run(program, feed=feed if step == 0 else None,
+                                 fetch_list=[counter, out], scope=scope)[0][0]))
+    assert got == [0.0, 1.0, 2.0]
+    assert np.array(scope.find_var("kept").get_tensor()).tolist() == [3.0]

@@ -360,6 +360,11 @@ STORED: dict[str, tuple[str, str]] = {
         "out of scope", "the test's own arithmetic under numpy >= 2 (NEP 50: float - "
         "np.float32 is a float32 difference, one ulp over its 7-places check); the values "
         "are fluid 1.8.5's bit for bit (tests/unit/test_lr_float32.py)"),
+    "test_static_save_load.py": (
+        "different behaviour", "on purpose, 6 of its 8 methods pass: TestVariableInit reads a "
+        ".pdparams file with pickle.load (spmd writes npz: no pickle on any checkpoint load), "
+        "TestProgramStateOldSaveSingleModel expects load_program_state to refuse variable "
+        "names in var_list (TypeError), which spmd accepts (tests/unit/test_program_state.py)"),
     "test_while_loop_op.py": (
         "fluid's own bug", "its line 235 expects fluid's gradient of a loop variable overwritten "
         "every iteration (x = i * i: the sum over iterations, 110), which is not the "

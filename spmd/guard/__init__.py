@@ -399,9 +399,11 @@ def rendezvous(comm) -> None:
             "collective timeout (SPMD_COLLECTIVE_TIMEOUT)\n")
 
 
-def _wait_in_start(comm, req, flags) -> None:
-    """Wait for the rendezvous' request `req`: stop when a peer died in the job's start, fail
-    past the collective timeout (a blocking call would wait for a dead peer for ever)."""
+def _wait_in_start(comm, req, flags, what: str = "the supervisors' rendezvous at spmd's "
+                   "first MPI use", hint: str = "") -> None:
+    """Wait for the start's request `req`: stop when a peer died in the job's start, fail
+    past the collective timeout (a blocking call would wait for a dead peer for ever),
+    naming `what` did not finish and why it may not have (`hint`)."""
     timeout = flags().collective_timeout_s
     deadline = time.monotonic() + timeout
     while not req.Test():
@@ -410,9 +412,9 @@ def _wait_in_start(comm, req, flags) -> None:
             from ..errors import CommunicationError
 
             raise CommunicationError(
-                f"[rank {comm.Get_rank()}/{comm.Get_size()}] the job's start (the supervisors' "
-                f"rendezvous at spmd's first MPI use) did not complete within {timeout:g} s "
-                f"(SPMD_COLLECTIVE_TIMEOUT): another rank never reached it")
+                f"[rank {comm.Get_rank()}/{comm.Get_size()}] the job's start ({what}) did "
+                f"not complete within {timeout:g} s (SPMD_COLLECTIVE_TIMEOUT): another rank "
+                f"never reached it{hint}")
         time.sleep(0.001)
 
 
@@ -425,20 +427,10 @@ def _check_everyone_came(comm, np, flags) -> None:
     table = np.zeros((comm.Get_size(), RECORD), dtype=np.int64)
     # non-blocking, as the stand-in's: MPI never matches a blocking collective with one
     req = comm.Iallgather(np.array([PRESENT, 0, 0], dtype=np.int64), table)
-    timeout = flags().collective_timeout_s
-    deadline = time.monotonic() + timeout
-    while not req.Test():
-        _stop_if_peer_died_in_start()
-        if time.monotonic() > deadline:
-            from ..errors import CommunicationError
-
-            raise CommunicationError(
-                f"[rank {comm.Get_rank()}/{comm.Get_size()}] the job's start (spmd's first "
-                f"MPI use) did not complete within {timeout:g} s (SPMD_COLLECTIVE_TIMEOUT): "
-                f"another rank never reached it (it hangs, or works longer than that before "
-                f"its first collective); every rank must reach its first collective (the "
-                f"startup program's run) within the timeout")
-        time.sleep(0.001)
+    _wait_in_start(comm, req, flags, "spmd's first MPI use",
+                   " (it hangs, or works longer than that before its first collective); every "
+                   "rank must reach its first collective (the startup program's run) within "
+                   "the timeout")
     gone = [r for r in range(comm.Get_size()) if table[r, 0] != PRESENT]
     if gone:
         from ..events import StoppedByPeer

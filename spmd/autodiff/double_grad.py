@@ -40,6 +40,17 @@ def _g(op, ctx, slot: str) -> str | None:
     return ctx.in_grad(name) if name else None
 
 
+def _grad_outs(op, ctx, slots) -> dict[str, list[str]]:
+    """The double-grad op's outputs: for each (its output slot, the grad op's input it is the
+    gradient of), a fresh gradient name where that input needs one."""
+    outs = {}
+    for slot, of in slots:
+        g = _g(op, ctx, of)
+        if g is not None:
+            outs[slot] = [g]
+    return outs
+
+
 def _temp(ctx, like: str) -> str:
     """A temporary of the backward pass, declared with `like`'s shape and dtype."""
     name = generate(f"{like}@DOUBLE_GRAD")
@@ -92,11 +103,7 @@ def _x_activation(type_: str):
         ddx = _dd(op, ctx, "X@GRAD")
         if ddx is None:
             return []
-        outs = {}
-        for slot, of in (("DX", "X"), ("DDOut", "Out@GRAD")):
-            g = _g(op, ctx, of)
-            if g is not None:
-                outs[slot] = [g]
+        outs = _grad_outs(op, ctx, (("DX", "X"), ("DDOut", "Out@GRAD")))
         if not outs:
             return []
         ins = {"X": [_in(op, "X")], "DOut": [_in(op, "Out@GRAD")], "DDX": [ddx]}
@@ -108,11 +115,7 @@ def _sqrt_grad(op, ctx):
     ddx = _dd(op, ctx, "X@GRAD")
     if ddx is None:
         return []
-    outs = {}
-    for slot, of in (("DOut", "Out"), ("DDOut", "Out@GRAD")):
-        g = _g(op, ctx, of)
-        if g is not None:
-            outs[slot] = [g]
+    outs = _grad_outs(op, ctx, (("DOut", "Out"), ("DDOut", "Out@GRAD")))
     if not outs:
         return []
     ins = {"Out": [_in(op, "Out")], "DX": [_out(op, "X@GRAD")], "DDX": [ddx]}
@@ -224,13 +227,10 @@ def _elementwise_div_grad(op, ctx):
     ddx, ddy = _dd(op, ctx, "X@GRAD"), _dd(op, ctx, "Y@GRAD")
     if ddx is None and ddy is None:
         return []
-    outs = {}
-    for slot, of in (("Y@GRAD", "Y"), ("Out@GRAD", "Out"), ("DDOut", "Out@GRAD")):
-        if slot == "Out@GRAD" and ddy is None:
-            continue  # Out's gradient comes from DDY alone
-        g = _g(op, ctx, of)
-        if g is not None:
-            outs[slot] = [g]
+    wanted = [("Y@GRAD", "Y"), ("DDOut", "Out@GRAD")]
+    if ddy is not None:  # Out's gradient comes from DDY alone
+        wanted.insert(1, ("Out@GRAD", "Out"))
+    outs = _grad_outs(op, ctx, wanted)
     if not outs:
         return []
     ins = {"Y": [_in(op, "Y")], "Out": [_in(op, "Out")], "DOut": [_in(op, "Out@GRAD")]}
@@ -324,11 +324,7 @@ def _normalization_grad(op, ctx, type_, running_stats):
     dd = {s: _dd(op, ctx, s + "@GRAD") for s in ("X", "Scale", "Bias")}
     if all(v is None for v in dd.values()):
         return []
-    outs = {}
-    for slot, of in (("DX", "X"), ("DScale", "Scale"), ("DDY", "Y@GRAD")):
-        g = _g(op, ctx, of)
-        if g is not None:
-            outs[slot] = [g]
+    outs = _grad_outs(op, ctx, (("DX", "X"), ("DScale", "Scale"), ("DDY", "Y@GRAD")))
     if not outs:
         return []
     ins = {"X": [_in(op, "X")], "DY": [_in(op, "Y@GRAD")]}

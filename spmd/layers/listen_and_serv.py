@@ -113,10 +113,12 @@ def _endpoints(endpoints, where: str) -> tuple[list, list]:
     return epmap, list(dict.fromkeys(epmap))  # each pserver once, in order
 
 
-def _var_list(value, what: str, where: str) -> list:
-    if value is None:
+def _var_list(value, what: str, where: str, one_allowed: bool = True) -> list:
+    """`value` as a list of Variables: None is none, one Variable (where `one_allowed`) a
+    list of one; anything else but a list is refused."""
+    if value is None and one_allowed:
         return []
-    if isinstance(value, Variable):
+    if isinstance(value, Variable) and one_allowed:
         return [value]
     if not isinstance(value, list):
         raise ArgumentTypeError(f"{where}: {what} must be a list of Variables, got "
@@ -127,9 +129,7 @@ def _var_list(value, what: str, where: str) -> list:
 def Send(endpoints, send_vars, dummy_output=None, sync=True):  # noqa: N802 - fluid's name
     """Send `send_vars` to the pservers `endpoints` ("ip:port,...", one per variable, in
     order); with `sync`, then wait until every pserver ran its block (send_barrier)."""
-    if not isinstance(send_vars, list):
-        raise ArgumentTypeError(f"Send: send_vars must be a list of Variables, got "
-                                f"{type(send_vars).__name__}")
+    send_vars = _var_list(send_vars, "send_vars", "Send", one_allowed=False)
     dummy_output = _var_list(dummy_output, "dummy_output", "Send")
     epmap, eps = _endpoints(endpoints, "Send")
     helper = LayerHelper("Send")
@@ -143,9 +143,7 @@ def Send(endpoints, send_vars, dummy_output=None, sync=True):  # noqa: N802 - fl
 def Recv(endpoints, get_vars, dummy_input=None, sync=True):  # noqa: N802 - fluid's name
     """Receive `get_vars` (a list of Variables, named as the pservers hold them) from the
     pservers `endpoints`; with `sync`, then a fetch_barrier. Returns `get_vars`."""
-    if not isinstance(get_vars, list):
-        raise ArgumentTypeError(f"Recv: get_vars must be a list of Variables, got "
-                                f"{type(get_vars).__name__}")
+    get_vars = _var_list(get_vars, "get_vars", "Recv", one_allowed=False)
     dummy_input = _var_list(dummy_input, "dummy_input", "Recv")
     epmap, eps = _endpoints(endpoints, "Recv")
     helper = LayerHelper("Recv")

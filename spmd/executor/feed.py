@@ -1,4 +1,6 @@
-"""Feed checking: every fed array matches its variable's shape and dtype before any op runs."""
+"""Feeds as fluid's executor takes them: each fed array checked against its variable (shape,
+dtype) before any op runs, names the program lacks dropped with fluid's warning, a feed split
+over places, and a LoD fed to a variable declared without one carried to the ops."""
 from __future__ import annotations
 
 import difflib

@@ -313,11 +313,12 @@ class Executor:
         plan = self._plan(program, list(feed), fetch_names, memory)
         _keep_persistable_feeds(program, feed, scope)
         try:
-            results = plan.run(scope, feed, array_module(self.place), self.place)
+            outcome = plan.run(scope, feed, array_module(self.place), self.place)
         except Exception:
             _declare_persistables(program, scope)
             raise
-        lods = plan.fetched_lods or [None] * len(results)
+        results = outcome.values
+        lods = outcome.lods or [None] * len(results)
         return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 
     def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0,

@@ -38,7 +38,7 @@ from .fetch import as_fetched, as_lod_tensors, host_copy
 from .fingerprint import check_same_program
 from .first_broadcast import broadcast_into_scope, check_same_persistables, split_by_kind
 from .inplace import MemoryOptions
-from .plan import Plan
+from .plan import Plan, collectives_started
 
 
 def _shut_down(pool, comms):
@@ -288,12 +288,22 @@ class DataParallelRunner:
             for note in getattr(e, "__notes__", ()):  # the fix, said beside fluid's words
                 tagged.add_note(note)
             raise tagged from None
+        started = [False] * len(plans)
+
+        def run_place(i):
+            try:
+                outcome = plans[i].run(self.scopes[i], shards[i], xp, self.places[i],
+                                       checked=True)
+            except BaseException as e:
+                started[i] = collectives_started(e)
+                raise
+            started[i] = outcome.started_collectives
+            return outcome.values
+
         try:  # on the first len(shards) places: fewer only for a program that may (see init)
-            results = self._run_on_places(
-                lambda i: plans[i].run(self.scopes[i], shards[i], xp, self.places[i],
-                                       checked=True), len(shards))
+            results = self._run_on_places(run_place, len(shards))
         except Exception as e:
-            if self.topology.size > 1 and _collectives_began(plans):
+            if self.topology.size > 1 and _collectives_began(started):
                 self._broken = (f"a step failed here ({type(e).__name__}) after its "
                                 f"collectives began")
             raise
@@ -344,13 +354,13 @@ class DataParallelRunner:
 _UPDATES = 0x0D75  # a generator for updates' random draws, apart from the per-rank ones
 
 
-def _collectives_began(plans) -> bool:
+def _collectives_began(started: list) -> bool:
     """After a failed step: whether a collective of it may have started across processes.
     A place that failed before its first collective keeps every cross-process collective of
     the step from starting (place 0 runs one only when every place of the process has joined
     it), so the ranks stay in line: the others wait in the step's first collective, which a
     retried step here joins. Otherwise this rank fell out of line with the others."""
-    return all(plan.started_collectives for plan in plans)
+    return all(started)
 
 
 def _names(feed) -> list:

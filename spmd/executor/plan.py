@@ -113,7 +113,6 @@ class Plan:
         lod_written = {n for _, op in ops for slot in get_op_def(op.type).lod_outputs
                        for n in op.outputs.get(slot, ())}
         self._lod_writes = [n for n in self.persist_writes if n in tracked or n in lod_written]
-        self.fetched_lods: list | None = None  # the latest run's LoD per fetch (lod_aware)
 
     def _binding(self, rng, update_rng, place, inplace: bool, dying) -> Binding:
         """What every op's kernel is bound with (steps.py)."""
@@ -134,9 +133,6 @@ class Plan:
         # no collective, so every rank is still in line and the run may be retried
         self._first_collective = next((s.where[0] for s in self.steps
                                        if get_op_def(s.where[1].type).collective), None)
-        # whether the latest run reached a collective (so it may have started on other ranks);
-        # after a failure, False means this run issued none: the caller may retry the step
-        self.started_collectives = False
 
     def _bind_threads(self, threads: int, dying) -> None:
         """The SSA executor running the steps on `threads` threads (none for one thread)."""
@@ -259,7 +255,6 @@ class Plan:
 
     def _inputs(self, scope, feed: dict, xp, checked: bool) -> dict:
         """The values the ops read first: checked feeds, stand-in zeros, scope values."""
-        self.started_collectives = False
         report = self._memory_report
         report.lent_last_run = report.reused_last_run = report.spent_last_run = 0
         env = dict(feed) if checked else self.checked_feed(feed, xp)
@@ -288,8 +283,10 @@ class Plan:
                                         for name, shape, dtype in self.zero_reads})
         return zeros[1]
 
-    def run(self, scope, feed: dict, xp, place, checked: bool = False):
-        """Run once and return the fetches; `checked`: `feed` is `checked_feed`'s result."""
+    def run(self, scope, feed: dict, xp, place, checked: bool = False) -> Outcome:
+        """Run once and return its Outcome; `checked`: `feed` is `checked_feed`'s result. A
+        failed run raises, the exception saying whether a collective of it may have started
+        (`collectives_started(error)`)."""
         rec = _profiler._active  # profiling off: this read is its whole cost
         if rec is not None:
             return run_profiled(self, rec, scope, feed, xp, checked)
@@ -340,7 +337,7 @@ class Plan:
 
     def _execute_ssa(self, steps, env: dict, xp, wait_all=None) -> None:
         """`_execute` on the SSA executor's threads (ssa.py): the same values and failures;
-        `started_collectives` says whether a collective was actually issued."""
+        a failure says whether a collective was actually issued (`collectives_started`)."""
         failed = self._ssa.execute(steps, env, xp)
         step = steps[-1] if steps else None
         try:
@@ -352,32 +349,51 @@ class Plan:
         except Exception as e:  # noqa: BLE001 - re-raised with the op named
             error = self._failure(e, step, env)
             if failed is not None:
-                self.started_collectives = failed[2]
+                error.collectives_started = failed[2]
             if error is e:
                 raise
             raise error from e
 
-    def _commit(self, scope, env: dict) -> list:
+    def _commit(self, scope, env: dict) -> Outcome:
         """After every op succeeded: persistables written back, the fetches returned."""
-        self.started_collectives = self.has_collectives
         for n in self.persist_writes:
             scope._assign(n, env[n])
         for n in self._lod_writes:
             scope.set_lod(n, env[lod_key(n)])
-        if self.lod_aware:  # what return_numpy=False hands out with each fetch
-            self.fetched_lods = [env.get(lod_key(n)) for n in self.fetch_names]
-        return [env[n] for n in self.fetch_names]
+        # the LoD of each fetch: what return_numpy=False hands out with it
+        lods = [env.get(lod_key(n)) for n in self.fetch_names] if self.lod_aware else None
+        return Outcome([env[n] for n in self.fetch_names], lods, self.has_collectives)
 
     def _failure(self, e, step, env):
-        """The exception to raise for `e` raised by `step`: the op named, with its inputs."""
+        """The exception to raise for `e` raised by `step`: the op named, with its inputs,
+        and whether a collective of the run may have started (`collectives_started`)."""
         first = self._first_collective
-        self.started_collectives = (first is not None and step is not None
-                                    and step.where[0] >= first)
+        started = first is not None and step is not None and step.where[0] >= first
         if self.has_collectives:
             _drain(self.comm)
         if isinstance(e, (CommunicationError, NumericError)):
-            return e  # already names the rank and the collective, or the op
-        return op_failed(self.tag, e, step.where, env)
+            error = e  # already names the rank and the collective, or the op
+        else:
+            error = op_failed(self.tag, e, step.where, env)
+        error.collectives_started = started
+        return error
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one run of a plan gave: the fetched values, the LoD of each (None when the plan
+    tracks no LoD), and whether its collectives ran (so they started on the other ranks)."""
+
+    values: list
+    lods: list | None
+    started_collectives: bool
+
+
+def collectives_started(error: BaseException) -> bool:
+    """Whether the failed run that raised `error` may have started a collective across
+    processes; False means it issued none, so every rank is still in line and the caller may
+    retry the step (an error raised before any op ran says nothing: False)."""
+    return bool(getattr(error, "collectives_started", False))
 
 
 def _drain(comm):

@@ -41,6 +41,7 @@ from ..core.scope import Scope, scope_guard
 from ..core.selected_rows import SelectedRows, add_rows, dense_of
 from ..errors import InvalidArgumentError, PreconditionError
 from ..executor.executor import register_program_runner
+from ..executor.plan import Outcome
 from ..flags import flags
 from .block_runner import BlockRunner
 from .handler import BARRIER_KINDS, PServerHandler, UnknownVariableError, arrive
@@ -408,8 +409,6 @@ def _host_copy(value):
 class ListenAndServ:
     """What Executor.run runs for a pserver program (see the module doc)."""
 
-    fetched_lods = None
-
     def __init__(self, program, feed_names, fetch_names, place):
         if feed_names or fetch_names:
             raise InvalidArgumentError(
@@ -446,7 +445,7 @@ class ListenAndServ:
                 scope._assign(name, value)
         log.info("pserver %s: every trainer completed after %d sync steps", runtime.endpoint,
                  runtime.step)
-        return []
+        return Outcome([], None, False)
 
     @staticmethod
     def _serve(runtime) -> None:

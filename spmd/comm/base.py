@@ -13,7 +13,12 @@ They return a Handle (`wait()` gives the result, `test()` says whether it is don
 the communicator's progress engine (progress.py), in the order they were issued, which is the
 same on every rank. `overlap=False` asks for a collective whose result is needed at once: it
 runs now, after the ones issued before it, and its handle is already done. `wait_all()` waits
-for every collective issued so far; the engine's watchdog owns the timeout.
+for every collective issued so far.
+
+The watchdog: every wait of every form registers with the communicator's one watchdog
+(`comm.watchdog`, watchdog.py), which alone decides its deadline (`timeout_s`, the collective
+timeout) and what it reports when it never ends; `comm.watchdog.watching()` says which waits
+it watches now.
 
 >>> import numpy as np
 >>> SelfCommunicator().iallreduce(np.ones(2)).wait()
@@ -28,6 +33,7 @@ import numpy as np
 from ..errors import CommunicationError
 from .handles import Handle, ThenHandle
 from .progress import ImmediateEngine, ThreadEngine
+from .watchdog import Watchdog
 
 # fluid's c_allreduce_{sum,max,min,prod}; every backend has all four (MPI, NCCL, numpy)
 REDUCTIONS = ("sum", "max", "min", "prod")
@@ -72,6 +78,7 @@ class Communicator(abc.ABC):
     rank: int = 0
     size: int = 1
     _engine = None
+    _watchdog = None
 
     # -- blocking ----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -114,6 +121,32 @@ class Communicator(abc.ABC):
         """The progress engine for this backend: by default one thread running the fastest
         blocking calls in issue order (progress.ThreadEngine)."""
         return ThreadEngine(self)
+
+    # -- the watchdog ------------------------------------------------------------------------
+    @property
+    def watchdog(self) -> Watchdog:
+        """The one watchdog of this communicator's waits (made on first use)."""
+        if self._watchdog is None:
+            self._watchdog = self.make_watchdog()
+        return self._watchdog
+
+    def make_watchdog(self) -> Watchdog:
+        """This backend's watchdog: by default its own, with SPMD_COLLECTIVE_TIMEOUT."""
+        return Watchdog(self)
+
+    def watch_with(self, watchdog: Watchdog) -> None:
+        """Let `watchdog` watch this communicator's waits: for a part of a larger communicator
+        (a stage of the hierarchical allreduce), whose waits are the whole one's."""
+        self._watchdog = watchdog
+
+    @property
+    def timeout_s(self) -> float:
+        """The collective timeout of this communicator's waits, in seconds (its watchdog's)."""
+        return self.watchdog.timeout_s
+
+    @timeout_s.setter
+    def timeout_s(self, seconds: float) -> None:
+        self.watchdog.timeout_s = seconds
 
     def iallreduce(self, array, reduction: str = "sum", overlap: bool = True) -> Handle:
         check_reduction(reduction)
@@ -163,10 +196,13 @@ class Communicator(abc.ABC):
             self._engine.wait_all()
 
     def close(self) -> None:
-        """End the progress engine's threads (the communicator's owner is gone)."""
+        """End the progress engine's and the watchdog's threads (the communicator's owner is
+        gone; a later collective starts them again)."""
         if self._engine is not None:
             self._engine.close()
             self._engine = None
+        if self._watchdog is not None:
+            self._watchdog.close()
 
     # -- diagnostics -------------------------------------------------------------------------
     def describe(self) -> str:
@@ -184,7 +220,7 @@ class Communicator(abc.ABC):
 
     def untimed(self, op: str):
         """The fastest blocking form of `op` (a blocking method's name), for the progress
-        engine, which enforces the timeout itself while it waits."""
+        engine, which runs it under the watchdog."""
         return getattr(self, op)
 
 

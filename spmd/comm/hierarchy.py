@@ -16,8 +16,8 @@ Which processes share a node (`node_size_for`), first that applies:
 The two sub-communicators (within the node; across the leaders) are split once, when the
 communicator is made, never per step. Async allreduces run on this communicator's progress
 engine (a thread, progress.py) as the flat ones do, so the three stages overlap the rest of
-the backward pass where the flat allreduce does; the watchdog and the arrival board (which
-ranks never came) are the flat communicator's.
+the backward pass where the flat allreduce does; the watchdog (which watches every stage's
+waits) and the arrival board (which ranks never came) are the flat communicator's.
 
 Summation order: each node's sum first (MPI_Reduce's order), then across the nodes
 (MPI_Allreduce's order), where the flat allreduce sums in its own algorithm's order. Integer
@@ -197,12 +197,12 @@ class NodeHierarchicalCommunicator(Communicator):
             comm = world().Dup()  # a context of its own: its messages never cross another's
         self.flat = _FLAT[kind](comm, timeout_s, track_arrivals=True)
         self.rank, self.size = self.flat.rank, self.flat.size
-        self.timeout_s = self.flat.timeout_s
         source = source or (SHARED if not node_size else f"{node_size} processes per node")
         self._agree(node_size, source)
         intra, self.layout = _split(comm, node_size, source)
         layout, tag = self.layout, self.describe()
-        self.intra = _STAGE[kind](intra, self.timeout_s)
+        self.intra = _STAGE[kind](intra)
+        self.intra.watch_with(self.flat.watchdog)  # one watchdog: the whole communicator's
         self.intra.whole = self.flat
         self.intra.label = (f"{tag} (within node {layout.node}: its process "
                             f"{layout.local_rank}/{layout.node_size})")
@@ -211,7 +211,8 @@ class NodeHierarchicalCommunicator(Communicator):
         inter = comm.Split(0 if layout.leader else MPI.UNDEFINED, key=self.rank)
         self.inter = None
         if inter != MPI.COMM_NULL:
-            self.inter = _STAGE[kind](inter, self.timeout_s)
+            self.inter = _STAGE[kind](inter)
+            self.inter.watch_with(self.flat.watchdog)
             self.inter.whole = self.flat
             self.inter.label = f"{tag} (across the node leaders: leader of node {layout.node})"
         self.hierarchical_allreduces = 0
@@ -278,6 +279,10 @@ class NodeHierarchicalCommunicator(Communicator):
 
     def missing(self) -> str:
         return self.flat.missing()
+
+    def make_watchdog(self):
+        """The flat communicator's: it watches every stage's waits, and the engine's."""
+        return self.flat.watchdog
 
 
 def _split(comm, node_size: int, source: str):

@@ -1,6 +1,8 @@
 """Several places in one process: one thread per place, collectives through shared memory.
 
-`LocalGroup(n)` is the shared rendezvous; `group.communicator(i)` is place i's view. Reductions
+`LocalGroup(n)` is the shared rendezvous; `group.communicator(i)` is place i's view, with a
+watchdog of its own (its timeout the group's, unless changed) that each exchange registers with
+and takes its timeout from (a threading.Barrier times out by itself). Reductions
 are taken in place order by one thread, so every place gets bitwise the same result.
 `HierarchicalCommunicator` stacks a local group under an MPI communicator: reduce locally, cross
 processes once, share the result locally.
@@ -19,6 +21,7 @@ from .base import (
     gathered_into,
     register_backend,
 )
+from .watchdog import Watchdog
 
 
 class LocalGroup:
@@ -36,13 +39,13 @@ class LocalGroup:
     def communicator(self, index: int) -> LocalCommunicator:
         return LocalCommunicator(self, index)
 
-    def _sync(self, op: str, index: int):
+    def _sync(self, op: str, index: int, timeout: float):
         try:
-            self._barrier.wait(self.timeout_s)
+            self._barrier.wait(timeout)
         except threading.BrokenBarrierError:
             raise CommunicationError(
                 f"[place {index}/{self.size}] {op}: another place of this process failed or "
-                f"did not arrive within {self.timeout_s:g} s") from None
+                f"did not arrive within {timeout:g} s") from None
 
     def abort(self):
         """Wake every waiting place with an error (one place failed)."""
@@ -51,20 +54,24 @@ class LocalGroup:
     def reset(self):
         self._barrier.reset()
 
-    def exchange(self, index: int, value, combine, op: str):
+    def exchange(self, member: LocalCommunicator, value, combine, op: str):
         """Every place contributes `value`; place 0 computes combine(all values) once; every
-        place gets that result."""
-        self._slots[index] = value
-        self._sync(op, index)
-        if index == 0:
-            try:
-                self._result = combine(self._slots)
-            except BaseException:
-                self._barrier.abort()  # the others must not read a stale result
-                raise
-        self._sync(op, index)
-        result = self._result
-        self._sync(op, index)  # nobody starts the next exchange while others still read
+        place gets that result. `member`: the place's communicator, whose watchdog watches the
+        wait and says how long it may last."""
+        index = member.rank
+        with member.watchdog.bounded(op, member) as wait:
+            self._slots[index] = value
+            self._sync(op, index, wait.timeout)
+            if index == 0:
+                try:
+                    self._result = combine(self._slots)
+                except BaseException:
+                    self._barrier.abort()  # the others must not read a stale result
+                    raise
+            self._sync(op, index, wait.timeout)
+            result = self._result
+            # nobody starts the next exchange while others still read
+            self._sync(op, index, wait.timeout)
         return result
 
 
@@ -92,38 +99,41 @@ class LocalCommunicator(Communicator):
     def __init__(self, group: LocalGroup, index: int):
         self.group, self.rank, self.size = group, index, group.size
 
+    def make_watchdog(self):
+        return Watchdog(self, self.group.timeout_s)
+
     def processes(self) -> int:
         return 1  # every member is a thread of this process
 
     def allreduce(self, array, reduction="sum"):
-        total = self.group.exchange(self.rank, array, _in_order(reduction), "allreduce")
+        total = self.group.exchange(self, array, _in_order(reduction), "allreduce")
         array[...] = total
         return array
 
     def reduce(self, array, root: int, reduction="sum"):
-        total = self.group.exchange(self.rank, array, _in_order(reduction),
+        total = self.group.exchange(self, array, _in_order(reduction),
                                     f"reduce(root={root})")
         if self.rank == root:
             array[...] = total
         return array
 
     def broadcast(self, array, root: int):
-        src = self.group.exchange(self.rank, array, lambda a: a[root].copy(),
+        src = self.group.exchange(self, array, lambda a: a[root].copy(),
                                   f"broadcast(root={root})")
         array[...] = src
         return array
 
     def allgather(self, array, out=None):
-        return gathered_into(out, self.group.exchange(self.rank, array, np.stack, "allgather"))
+        return gathered_into(out, self.group.exchange(self, array, np.stack, "allgather"))
 
     def reduce_scatter(self, array):
         check_divisible(self, array)  # as MPI does: a remainder would be dropped silently
-        total = self.group.exchange(self.rank, array, _sum_in_order, "reduce_scatter")
+        total = self.group.exchange(self, array, _sum_in_order, "reduce_scatter")
         n = total.size // self.size
         return total.reshape(-1)[self.rank * n:(self.rank + 1) * n].copy()
 
     def barrier(self):
-        self.group.exchange(self.rank, None, lambda a: None, "barrier")
+        self.group.exchange(self, None, lambda a: None, "barrier")
 
 
 @register_backend("hierarchical")
@@ -146,7 +156,7 @@ class HierarchicalCommunicator(Communicator):
     def _across(self, array, fn, op):
         """Local place 0 runs the cross-process part `fn(all places' arrays)`; the others wait
         for its result."""
-        return self.local.group.exchange(self.local.rank, array, fn, op)
+        return self.local.group.exchange(self.local, array, fn, op)
 
     def allreduce(self, array, reduction="sum"):
         combine = _in_order(reduction)

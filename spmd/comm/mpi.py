@@ -1,8 +1,9 @@
 """Collectives on host arrays over MPI: mpi4py's buffer methods (never the pickle-based
 lowercase ones), on contiguous arrays, with a timeout instead of a hang.
 
-Blocking calls are the non-blocking ones waited on with a deadline: a collective still pending
-after the collective timeout raises CommunicationError naming the op, instead of hanging.
+Blocking calls are the non-blocking ones polled under the communicator's watchdog
+(comm/watchdog.py): a collective still pending after the collective timeout raises
+CommunicationError naming the op, instead of hanging.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from .. import events
 from ..errors import CommunicationError
 from .base import Communicator, check_divisible, check_reduction, register_backend
+from .watchdog import Watchdog
 
 _met = False
 
@@ -139,13 +141,9 @@ class MPICommunicator(Communicator):
         """`track_arrivals`: keep an ArrivalBoard (see track_arrivals())."""
         if comm is None:
             comm = world()
-        if timeout_s is None:
-            from ..flags import flags
-
-            timeout_s = flags().collective_timeout_s
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.timeout_s = timeout_s
+        self._watchdog = Watchdog(self, timeout_s)  # None: SPMD_COLLECTIVE_TIMEOUT
         from mpi4py import MPI
 
         self._MPI = MPI
@@ -184,54 +182,23 @@ class MPICommunicator(Communicator):
         return self._board.missing() if self._board is not None else ""
 
     def _wait(self, req, op: str, *buffers):
-        """Wait for `req` with the timeout. One that fails leaves the request posted (MPI has
+        """Wait for `req` under the watchdog. One that fails leaves the request posted (MPI has
         no way to cancel a collective): a late rank may still complete it, writing into
         `buffers`, so they are kept alive with it (`abandoned`) instead of freed."""
         if req.Test():
             return
         try:
-            self._poll(req, op)
+            self.watchdog.poll(op, req.Test, self)
         except CommunicationError:
             self.abandoned.append((req, buffers))
             raise
 
-    def _poll(self, req, op: str):
-        deadline = time.monotonic() + self.timeout_s
-        spin_until = time.monotonic() + 0.002  # short collectives finish within a spin
-        # A wait this long goes into paddle-launch's status file (SPMD_STATUS_FILE), so a
-        # failure report can say which op each rank was waiting in; shorter ones cost nothing.
-        note_at, status_file = time.monotonic() + 0.1, None
-        while not req.Test():
-            now = time.monotonic()
-            departed = events.supervision.departure_message(op, self.describe())
-            if departed:
-                events.supervision.let_the_reporter_speak()
-                raise CommunicationError(departed)
-            if now > deadline:
-                raise CommunicationError(
-                    f"{self.describe()} {op} did not complete within {self.timeout_s:g} s: "
-                    f"{self.missing() or 'another rank never reached it'} (crashed, hung, or "
-                    f"runs a different program); raise SPMD_COLLECTIVE_TIMEOUT if a step is "
-                    f"legitimately slower")
-            if status_file is None and now > note_at:
-                from ..flags import flags
-                from ..status_file import append_event
-
-                status_file = flags().status_file or ""
-                if status_file:  # stamped with when the wait began
-                    began = time.time() - (now - (deadline - self.timeout_s))
-                    append_event(status_file, "wait", op, when=began)
-            if now > spin_until:
-                time.sleep(0.0002)
-        if status_file:
-            append_event(status_file, "done", op)
-
     def _op(self, reduction: str):
         return getattr(self._MPI, check_reduction(reduction).upper())  # MPI.SUM, MPI.MAX, ...
 
-    # Each collective once: the MPI call it posts, waited on with the timeout (the blocking
+    # Each collective once: the MPI call it posts, polled under the watchdog (the blocking
     # form is the non-blocking one plus the wait); with `untimed=True` MPICH's blocking call
-    # instead, no timeout of its own: what the progress engines run under their watchdog
+    # instead, no timeout of its own: what the progress engines run under the same watchdog
     # (MPICH's blocking collectives pick faster algorithms than their non-blocking forms,
     # measured: Iallreduce about 20% slower on 2.7 MB).
 

@@ -4,14 +4,13 @@ device. cupy is imported only here, only when a GPU place is used.
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from .. import events
 from ..errors import CommunicationError
 from .base import Communicator, check_reduction, register_backend
 from .handles import Handle
+from .watchdog import ASYNC, BLOCKING, Watchdog
 
 
 def _nccl_dtype(nccl, dtype) -> int:
@@ -69,8 +68,8 @@ class StreamEngine:
     """NCCL collectives on a CUDA stream of their own. Each waits for the compute stream's
     work issued before it (an event), so the kernels issued after it overlap it; a handle's
     `wait()` orders the compute stream after it without blocking the host, and `wait_all()`
-    polls the events on the host, with the timeout (the watchdog's role: NCCL's own abort
-    ends a collective that never completes)."""
+    polls the events on the host under the communicator's watchdog (past the timeout NCCL's
+    own abort ends a collective that never completes)."""
 
     def __init__(self, comm: NCCLCommunicator):
         self.cupy = comm._cupy
@@ -102,7 +101,7 @@ class StreamEngine:
     def wait_all(self) -> None:
         pending, self._pending = self._pending, []
         for handle in pending:
-            self._comm._wait_event(handle._done, handle.op)
+            self._comm._wait_event(handle._done, handle.op, ASYNC)
             handle.wait()
 
     def close(self) -> None:
@@ -112,22 +111,18 @@ class StreamEngine:
 @register_backend("nccl")
 class NCCLCommunicator(Communicator):
     """One rank per GPU. The blocking collectives run on the current cupy stream, ordered with
-    the kernels around them, and poll an event and NCCL's async error state with a timeout;
-    the async ones run on a stream of their own (StreamEngine)."""
+    the kernels around them, and poll an event and NCCL's async error state under the
+    watchdog; the async ones run on a stream of their own (StreamEngine)."""
 
     def __init__(self, device_id: int, mpi_comm, timeout_s: float | None = None):
         import cupy
         from cupy.cuda import nccl
 
-        if timeout_s is None:
-            from ..flags import flags
-
-            timeout_s = flags().collective_timeout_s
         self._cupy, self._nccl = cupy, nccl
         self.device_id = device_id
         cupy.cuda.Device(device_id).use()  # the communicator binds to the current device
         self.rank, self.size = mpi_comm.rank, mpi_comm.size
-        self.timeout_s = timeout_s
+        self._watchdog = Watchdog(self, timeout_s)  # None: SPMD_COLLECTIVE_TIMEOUT
         uid = make_unique_id(mpi_comm)
         try:
             self.comm = nccl.NcclCommunicator(self.size, uid, self.rank)
@@ -142,22 +137,17 @@ class NCCLCommunicator(Communicator):
     def _stream(self):
         return self._cupy.cuda.get_current_stream().ptr
 
-    def _wait_event(self, event, op):
-        deadline = time.monotonic() + self.timeout_s
-        while not event.done:
+    def _wait_event(self, event, op, form=BLOCKING):
+        """Until `event` (the collective's end on its stream) is done, under the watchdog,
+        raising NCCL's async errors. Past the timeout, or when a peer left before joining it,
+        the communicator is aborted (the collective can never complete) and CommunicationError
+        names the op and the Executor.run."""
+        def done():
             self.comm.check_async_error()
-            departed = events.supervision.departure_message(f"NCCL {op}", self.describe())
-            if departed:  # a peer left: this collective can never complete
-                self.comm.abort()
-                events.supervision.let_the_reporter_speak()
-                raise CommunicationError(departed)
-            if time.monotonic() > deadline:
-                self.comm.abort()
-                raise CommunicationError(
-                    f"{self.describe()} NCCL {op} (in Executor.run "
-                    f"#{events.supervision.steps()}) did not "
-                    f"complete within {self.timeout_s:g} s; another rank never reached it")
-            time.sleep(0.0001)
+            return event.done
+
+        self.watchdog.poll(f"NCCL {op}", done, self, names_step=True, give_up=self.comm.abort,
+                           form=form)
         self.comm.check_async_error()
 
     def _blocking(self, op: str, label: str, *args):

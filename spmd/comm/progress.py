@@ -1,5 +1,4 @@
-"""Progress engines: where a communicator's async collectives run, and the one watchdog that
-owns their timeout.
+"""Progress engines: where a communicator's async collectives run.
 
 ThreadEngine (MPI, local threads, host-staged): one daemon thread per communicator runs the
 collectives in the order they were issued (the same on every rank, so ranks never disagree
@@ -9,127 +8,21 @@ overlap: its result is needed now) runs on the caller's thread instead, after th
 it, sparing two thread hand-offs. ImmediateEngine runs everything at once (a world of one).
 The NCCL engine (nccl.py) issues on a CUDA stream of its own and waits on events.
 
-The watchdog: a collective still running past the collective timeout is stuck inside a call
-that cannot be interrupted (MPI), so the watchdog writes which op, on which rank, in which
-Executor.run, and which ranks never arrived, and ends the job (MPI_Abort; under paddle-launch
-it records the error and exits, so the launcher can ask the other ranks where they wait).
+Every wait here is the communicator's watchdog's (comm/watchdog.py): a collective run on the
+caller's thread (`Watchdog.run`) and a handle's result (`Watchdog.result`) register with it,
+and it alone ends the job when one outlives the collective timeout (the thread in MPI cannot
+be interrupted) or a peer left before joining it.
 """
 from __future__ import annotations
 
 import functools
-import os
 import queue
-import sys
 import threading
 import time
 
 from .. import events
 from ..errors import CommunicationError
-from ..flags import flags
 from .handles import DoneHandle, Handle
-
-
-def status(event: str, detail: str = "", when: float | None = None) -> None:
-    """Tell paddle-launch (when it started this worker) which collective this rank waits in."""
-    path = flags().status_file
-    if path:
-        from ..status_file import append_event
-
-        append_event(path, event, detail, when=when)
-
-
-def timed_out(comm, op: str, timeout: float) -> None:
-    """A collective outlived the timeout: say so on stderr (the op, the rank, the step, the
-    ranks that never arrived) and end the job."""
-    missing = comm.missing() or "another rank never reached it"
-    message = (f"{comm.describe()} {op} (in Executor.run #{events.supervision.steps()}) did "
-               f"not complete "
-               f"within {timeout:g} s: {missing} (crashed, hung, or runs a different program)")
-    sys.stderr.write(message + "; ending the job. Raise SPMD_COLLECTIVE_TIMEOUT if a step is "
-                     "legitimately slower.\n")
-    sys.stderr.flush()
-    _end_job(message)
-
-
-def departed(message: str) -> None:
-    """A peer left while this rank waits in a collective it never joined."""
-    events.supervision.let_the_reporter_speak()
-    sys.stderr.write(message + "; ending the job.\n")
-    sys.stderr.flush()
-    _end_job(message)
-
-
-def _end_job(message: str) -> None:
-    """Under paddle-launch: record the error and exit, so the launcher can still ask the other
-    ranks for their stacks before it stops them. Otherwise MPI_Abort ends every rank."""
-    try:
-        if flags().status_file:
-            status("error", f"CommunicationError: {message}")
-        else:
-            events.supervision.abort_job(1)
-    finally:
-        os._exit(1)
-
-
-# How much longer than the collective timeout the engine waits before it ends the job: a
-# backend that times out by itself (threads in a LocalGroup, MPI's polled waits) then raises
-# its CommunicationError first, and the job ends only for a call that cannot time out.
-GRACE_S = 2.0
-
-
-def timeout_of(comm) -> float:
-    """The communicator's own collective timeout (its `timeout_s`, or its group's), else
-    SPMD_COLLECTIVE_TIMEOUT."""
-    for owner in (comm, getattr(comm, "group", None), getattr(comm, "mpi", None)):
-        timeout = getattr(owner, "timeout_s", None)
-        if timeout is not None:
-            return timeout
-    return flags().collective_timeout_s
-
-
-class Watchdog:
-    """Watches the collective running on the caller's thread (overlap=False) of one
-    communicator; ends the job when it outlives the timeout, and records a long wait for the
-    launcher's report."""
-
-    def __init__(self, comm):
-        self._comm = comm
-        self._timeout = timeout_of(comm) + GRACE_S  # read once: flags() costs ~20 us a call
-        self.op: str | None = None
-        self.began = 0.0  # time.time() when the current op started
-        self.deadline = 0.0
-        self.stopped = False
-        threading.Thread(target=self._loop, name="spmd-comm-watchdog", daemon=True).start()
-
-    def run(self, op: str, call, *args):
-        """`call(*args)` on this thread, watched."""
-        self.deadline = time.monotonic() + self._timeout
-        self.began = time.time()
-        self.op = op
-        try:
-            return call(*args)
-        finally:
-            self.op = None
-
-    def _loop(self):
-        noted = None
-        while not self.stopped:
-            time.sleep(0.1 if events.supervision.supervised() else 1.0)
-            op, began, deadline = self.op, self.began, self.deadline
-            gone = op is not None and events.supervision.departure_message(
-                op, self._comm.describe())
-            if gone:
-                departed(gone)
-            if op is None:
-                if noted is not None:
-                    status("done", noted)
-                noted = None
-                continue
-            if noted != op:
-                status("wait", op, when=began)
-                noted = op
-            if time.monotonic() > deadline:
-                timed_out(self._comm, op, self._timeout - GRACE_S)
 
 
 class _Future:
@@ -153,6 +46,10 @@ class _Future:
 
     def done(self) -> bool:
         return self._done.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether it completed within `timeout` seconds."""
+        return self._done.wait(timeout)
 
     def result(self, timeout: float | None = None):
         if not self._done.wait(timeout):
@@ -214,11 +111,9 @@ class ThreadEngine:
         self._comm = comm
         self._name = name
         self._worker: _Worker | None = None
-        self._watchdog: Watchdog | None = None
         self._pending: list[_QueuedHandle] = []
         self._lock = threading.RLock()
         self._fast: dict = {}  # op -> the backend's fastest blocking call, looked up once
-        self._timeout = timeout_of(comm) + GRACE_S
 
     def issue(self, op: str, args: tuple, overlap: bool, label: str | None = None,
               into=None, lands_in=None) -> Handle:
@@ -245,9 +140,7 @@ class ThreadEngine:
         if not overlap:
             if self._pending:
                 self.wait_all()  # the ones issued before go first, as on every rank
-            if self._watchdog is None:
-                self._watchdog = Watchdog(self._comm)
-            return DoneHandle(self._watchdog.run(label, call, *args))
+            return DoneHandle(self._comm.watchdog.run(label, call, args))
         with self._lock:
             if self._worker is None:
                 self._worker = _Worker(self._name)
@@ -256,16 +149,13 @@ class ThreadEngine:
         return handle
 
     def wait(self, handle: _QueuedHandle):
-        """`handle`'s result, waiting at most the collective timeout (then the job ends: the
-        communication thread is stuck in a call that cannot be interrupted)."""
-        deadline = time.monotonic() + self._timeout
+        """`handle`'s result, under the communicator's watchdog (past the collective timeout
+        the job ends: the communication thread is stuck in a call that cannot be
+        interrupted)."""
         rec = events.profiling.recorder  # profiling: the wait is a 'comm wait' event
         t0 = 0 if rec is None else time.perf_counter_ns()
         try:
-            return _wait_noting(handle._future, handle.op, deadline, self._comm)
-        except TimeoutError:
-            timed_out(self._comm, handle.op, self._timeout - GRACE_S)  # ends the process
-            raise
+            return self._comm.watchdog.result(handle.op, handle._future)
         finally:
             handle.waited = True
             if rec is not None:
@@ -293,9 +183,6 @@ class ThreadEngine:
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
-        if self._watchdog is not None:
-            self._watchdog.stopped = True
-            self._watchdog = None
 
 
 def trace_info(comm, args: tuple) -> dict:
@@ -317,30 +204,6 @@ def _timed_run(call, rec, label: str, info: dict, engine):
         finally:
             rec.record_comm("run", label, t0, time.perf_counter_ns(), info, engine)
     return run
-
-
-def _wait_noting(future, op: str, deadline: float, comm):
-    """future.result() until `deadline`; a wait longer than 0.1 s is recorded for the launcher
-    (the op this rank is stuck in, if it never completes). A peer that left the job before
-    this collective ends the job (the thread in MPI cannot be interrupted)."""
-    try:
-        return future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-    except TimeoutError:
-        if time.monotonic() >= deadline:
-            raise
-    status("wait", op, when=time.time() - 0.1)
-    while True:
-        try:
-            result = future.result(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-            break
-        except TimeoutError:
-            gone = events.supervision.departure_message(op, comm.describe())
-            if gone:
-                departed(gone)
-            if time.monotonic() >= deadline:
-                raise
-    status("done", op)
-    return result
 
 
 class ImmediateEngine:

@@ -53,6 +53,10 @@ class HostStagedCommunicator(Communicator):
     def missing(self) -> str:
         return self.mpi.missing()
 
+    def make_watchdog(self):
+        """The MPI communicator's: every wait of this one is a wait of that one."""
+        return self.mpi.watchdog
+
 
 def _like(reference, host):
     if isinstance(reference, np.ndarray):

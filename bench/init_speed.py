@@ -10,10 +10,13 @@ ratio is against numpy making those same values its own way (a whole float64 dra
 the third against the float64 draw alone (what those values cost the generator; the float64
 draw takes twice the generator's steps of a float32 one, so it is the floor a bit-identical
 fill can reach on one thread). spmd fills a large tensor on fill_threads() threads
-(OMP_NUM_THREADS, else the cores this process may use; the header says how many): a uniform
-table by ranges, each from the generator advanced to its start, a normal one drawn on one
-thread while another scales and casts; numpy's fills run on one thread. OMP_NUM_THREADS=1
-measures spmd on one thread too.
+(OMP_NUM_THREADS, else the cores this process may use): a uniform table by ranges, each from
+the generator advanced to its start, a normal one drawn on one thread while another scales and
+casts; numpy's fills run on one thread. The first Executor sets OMP_NUM_THREADS to 1 where it
+is unset (fluid 1.8's one math thread an op, spmd/executor/math_threads.py), so a default run
+fills on one thread: the header says how many threads the startup's fill got, and each round
+also runs the startup with OMP_NUM_THREADS set to --threads (default: the cores this process
+may use), the `on N threads` column.
 
     python bench/init_speed.py [--rows 1000000] [--dim 64] [--repeat 3]
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import time
 
 import numpy as np
@@ -44,13 +48,24 @@ def _startup(rows, dim, init):
     return start
 
 
-def _spmd_run(start):
-    """(exe.run(startup) seconds, [(op type, seconds)] of its ops in run order)."""
+def _spmd_run(start, threads=None):
+    """(exe.run(startup) seconds, [(op type, seconds)] of its ops in run order); with
+    `threads`, OMP_NUM_THREADS is that during the run (then put back)."""
     scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    saved = os.environ.get("OMP_NUM_THREADS")
+    if threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
     profiler.start_profiler("CPU")
     t = time.perf_counter()
-    exe.run(start, scope=scope)
-    whole = time.perf_counter() - t
+    try:
+        exe.run(start, scope=scope)
+    finally:
+        whole = time.perf_counter() - t
+        if threads is not None:
+            if saved is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
     events = sorted(profiler.active().events, key=lambda e: e[2])
     profiler.reset_profiler()
     with contextlib.redirect_stdout(io.StringIO()):  # its summary table: not wanted here
@@ -110,27 +125,36 @@ def _table_sized(ops):
     return [op for _, op in sorted(draws[:1] + fills[:2])]
 
 
-def measure(rows, dim, init, repeat):
-    """Best of `repeat` rounds, each one spmd startup run then numpy's ways to the same large
-    arrays (interleaved, so a busy machine slows both alike): (spmd whole, [(op, spmd s,
-    numpy fill s, numpy same-values s, numpy float64 draw alone s)] for each large op)."""
+def measure(rows, dim, init, repeat, threads):
+    """Best of `repeat` rounds, each one spmd startup run as the environment has it, one with
+    OMP_NUM_THREADS=`threads`, then numpy's ways to the same large arrays (interleaved, so a
+    busy machine slows all alike): (spmd whole, [(op, spmd s, spmd on `threads` s, numpy fill
+    s, numpy same-values s, numpy float64 draw alone s)] for each large op)."""
     start = _startup(rows, dim, init)
     best_whole, best = float("inf"), None
     for _ in range(repeat):
         whole, ops = _spmd_run(start)
         large = _table_sized(ops)
+        threaded = _table_sized(_spmd_run(start, threads)[1])
         kinds = [name for name, _ in large]
         fill = _numpy_run(kinds, (rows, dim), False)
         same = _numpy_run(kinds, (rows, dim), True)
         rng = np.random.default_rng(0)
         drawn = [_numpy_draw_only(k, (rows, dim), rng) if k != "fill_constant" else 0.0
                  for k in kinds]
-        row = [(n, s, f, v, d) for (n, s), f, v, d in zip(large, fill, same, drawn)]
+        row = [(n, s, t, f, v, d)
+               for (n, s), (_, t), f, v, d in zip(large, threaded, fill, same, drawn)]
         best_whole = min(best_whole, whole)
-        best = row if best is None else [
-            (n, min(s, s2), min(f, f2), min(v, v2), min(d, d2))
-            for (n, s, f, v, d), (_, s2, f2, v2, d2) in zip(best, row)]
+        best = row if best is None else [(a[0], *map(min, a[1:], b[1:]))
+                                         for a, b in zip(best, row)]
     return best_whole, best
+
+
+def _threads_a_run_fills_on():
+    """fill_threads() as the startup's ops see it: after the first Executor applied fluid's
+    OMP_NUM_THREADS default."""
+    fluid.Executor(fluid.CPUPlace())
+    return fill_threads()
 
 
 def main():
@@ -138,20 +162,24 @@ def main():
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                   help="OMP_NUM_THREADS of the second spmd run each round")
     args = p.parse_args()
     inits = {"uniform": fluid.initializer.Uniform(-0.1, 0.1),
              "normal": fluid.initializer.Normal(0.0, 0.1),
              "xavier": fluid.initializer.Xavier()}
     print(f"table {args.rows} x {args.dim} float32 ({args.rows * args.dim * 4 / 2**20:.0f} MiB)"
-          f" + lazy Adam, best of {args.repeat}; spmd's fill threads: {fill_threads()}; "
-          f"ratios: spmd / numpy")
+          f" + lazy Adam, best of {args.repeat}; spmd's fill threads in this run: "
+          f"{_threads_a_run_fills_on()} (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}),"
+          f" and {args.threads} (OMP_NUM_THREADS={args.threads}); ratios: spmd / numpy")
     for label, init in inits.items():
-        whole, rows = measure(args.rows, args.dim, init, args.repeat)
-        floor = sum(r[2] for r in rows)
+        whole, rows = measure(args.rows, args.dim, init, args.repeat, args.threads)
+        floor = sum(r[3] for r in rows)
         print(f"{label:8s} exe.run(startup) {whole:7.3f} s  {whole / floor:5.2f}x numpy's "
               f"fills of its {len(rows)} large arrays ({floor:.3f} s)")
-        for name, s, fill, same, drawn in rows:
-            line = f"    {name:16s} {s:7.3f} s  {s / fill:5.2f}x numpy's fill ({fill:.3f} s)"
+        for name, s, threaded, fill, same, drawn in rows:
+            line = (f"    {name:16s} {s:7.3f} s  {s / fill:5.2f}x numpy's fill ({fill:.3f} s)"
+                    f"  on {args.threads} threads {threaded:.3f} s {threaded / fill:5.2f}x")
             if name != "fill_constant":
                 line += (f"  {s / same:5.2f}x numpy's same values ({same:.3f} s)"
                          f"  {s / drawn:5.2f}x its float64 draw alone ({drawn:.3f} s)")

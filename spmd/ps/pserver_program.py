@@ -15,7 +15,7 @@ from ..core.program import Program
 from ..errors import InvalidArgumentError
 from ..passes.reduce_mode import ROW_SEPARABLE
 from .analysis import is_sparse_grad
-from .slicing import varname_parts
+from .slicing import slice_variable, varname_parts
 
 # initializers whose `shape` attribute follows their output onto a slice
 _SHAPED_INITS = ("gaussian_random", "fill_constant", "uniform_random",
@@ -204,10 +204,44 @@ def build_pserver_program(t, endpoint: str) -> Program:
     return prog
 
 
+def _block_rows(t, name: str) -> slice:
+    """The rows of the whole variable that block `name` (<var>.blockN) holds, cut as the
+    transpiler cut it (slicing.py)."""
+    orig, block, _ = varname_parts(name)
+    index = int(block.removeprefix("block"))
+    shape = t.origin_startup.global_block().var(orig).shape
+    count = len(t.endpoints) if t.config.slice_var_up else 1
+    blocks = slice_variable([(orig, shape)], count, t.config.min_block_size)
+    start = sum(b.rows for b in blocks[:index])
+    return slice(start, start + blocks[index].rows)
+
+
+def _values_of_block(t, attrs, block_name: str) -> dict:
+    """assign_value's attributes (NumpyArrayInitializer's values, given for the whole
+    variable) cut to the rows of one block: the pserver holding the block starts from the
+    whole variable's values there. fluid 1.8.5 copies the whole array into the block and
+    then fails in the block's optimizer op (shape mismatch)."""
+    attrs = dict(attrs)
+    key = next(k for k in ("fp32_values", "int32_values", "int64_values", "bool_values")
+               if attrs.get(k))
+    whole = list(attrs["shape"])
+    width = 1
+    for d in whole[1:]:
+        width *= int(d)
+    rows = _block_rows(t, block_name)
+    attrs[key] = list(attrs[key][rows.start * width:rows.stop * width])
+    attrs["shape"] = [rows.stop - rows.start] + whole[1:]
+    return attrs
+
+
 def _append_init(t, sg, op, outputs):
     attrs = dict(op.attrs)
     if op.type in _SHAPED_INITS and "Out" in outputs:
         attrs["shape"] = list(sg.var(outputs["Out"][0]).shape)
+    out = outputs.get("Out", [None])[0]
+    if op.type == "assign_value" and out is not None and varname_parts(out)[1] \
+            and list(sg.var(out).shape) != list(attrs["shape"]):
+        attrs = _values_of_block(t, attrs, out)
     if t.counter_name and outputs.get("Out") == [t.counter_name]:
         attrs["value"] = float(-t.trainer_num)
     for names in list(op.inputs.values()) + list(outputs.values()):

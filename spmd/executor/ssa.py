@@ -40,18 +40,9 @@ import threading
 from dataclasses import dataclass
 
 from ..errors import PreconditionError
-from ..kernels.registry import takes_context
+from ..kernels.registry import kernel_def
 from ..ops.registry import get_op_def
 from .stand_in import ShapeOnly
-
-# Kernels with a KernelContext that are pure functions of their inputs all the same: the
-# context offers them an output buffer (a gradient bucket's view, a lent input, a gathered
-# piece) or per-op scratch, never shared state.
-_PURE_WITH_CONTEXT = frozenset({"mul_grad", "sgd", "momentum", "adam",
-                                "fused_sgd", "fused_momentum", "fused_adam"})
-# Kernels without a context that act outside their outputs: user Python, files, the network.
-_SIDE_EFFECTS = frozenset({"py_func", "py_func_grad", "load", "checkpoint_notify",
-                           "c_sync_calc_stream", "ref_by_trainer_id"})
 
 
 def in_program_order(op_type: str) -> bool:
@@ -62,9 +53,11 @@ def in_program_order(op_type: str) -> bool:
     (True, True, False)
     """
     opdef = get_op_def(op_type)
-    if opdef.collective or opdef.random or op_type in _SIDE_EFFECTS:
+    if opdef.collective or opdef.random or opdef.side_effects:
         return True
-    return takes_context(op_type) and op_type not in _PURE_WITH_CONTEXT
+    # a kernel with a context may touch shared state through it, unless declared pure
+    k = kernel_def(op_type)
+    return k.context and not k.pure
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def mul(xp, ins, attrs, want):
     return {"Out": out if out.shape == shape else out.reshape(shape)}
 
 
-@kernel("mul_grad", context=True)
+@kernel("mul_grad", context=True, pure=True)
 def mul_grad(xp, ins, attrs, want, ctx):
     x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
     xk, yk = attrs["x_num_col_dims"], attrs["y_num_col_dims"]

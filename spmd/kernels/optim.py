@@ -36,7 +36,7 @@ def _param_out(xp, ctx, p, *others):
 
 
 @kernel("sgd", context=True, sparse=SparseRule(rows_only=True), inplace=("ParamOut",),
-        spends=("Grad",))
+        spends=("Grad",), pure=True)
 def sgd(xp, ins, attrs, want, ctx):
     """p - lr * g. A SelectedRows gradient updates only its rows (merged), in place where the
     plan lends Param's buffer (sparse_update.py): fluid 1.8.5's sparse sgd."""
@@ -59,7 +59,7 @@ def sgd(xp, ins, attrs, want, ctx):
 
 
 @kernel("momentum", context=True, sparse=SparseRule(rows_only=False),
-        inplace=("ParamOut", "VelocityOut"))
+        inplace=("ParamOut", "VelocityOut"), pure=True)
 def momentum(xp, ins, attrs, want, ctx):
     """fluid 1.8 momentum_op.h (dense): v_out = v*mu + g; nesterov: p - (g + v_out*mu)*lr,
     otherwise p - lr*v_out.
@@ -97,7 +97,7 @@ def _beta(ins, attrs, name, slot, dtype):
 @kernel("adam", context=True, sparse=SparseRule(
     rows_only=lambda attrs: attrs["lazy_mode"],
     state=(("Param", "ParamOut"), ("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))),
-        inplace=("ParamOut", "Moment1Out", "Moment2Out"))
+        inplace=("ParamOut", "Moment1Out", "Moment2Out"), pure=True)
 def adam(xp, ins, attrs, want, ctx):
     """The dense update of fluid 1.8's adam_op.h (AdamFunctor), in its order of operations:
 

@@ -195,4 +195,4 @@ def _fused_update(kind: str):
 
 
 for _kind in ("sgd", "momentum", "adam"):
-    kernel(f"fused_{_kind}", context=True)(_fused_update(_kind))
+    kernel(f"fused_{_kind}", context=True, pure=True)(_fused_update(_kind))

@@ -15,6 +15,9 @@ and the kernel reads each element before it writes it. One registered with
 dies at the op (an activation): it is then called with a keyword `lent` (slot -> array, for
 that call only) and writes that output there when `lent_for` says the array fits; it must
 still give the same numbers, and must not read an input after it began writing over it.
+One registered with `context=True, pure=True` is a pure function of its inputs all the same
+(its context offers only output buffers or scratch): the SSA executor may reorder it.
+Each registration's facts are one `KernelDef` (`kernel_def(type)`).
 
 The kernel modules are imported when a kernel they register is first looked up (KERNELS is a
 spmd.lazy.LazyTable over the generated kernel_index.py; spmd.lazy.write_indexes() rewrites it).
@@ -22,6 +25,7 @@ spmd.lazy.LazyTable over the generated kernel_index.py; spmd.lazy.write_indexes(
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,14 +34,28 @@ from ..lazy import LazyTable, defining_module, read_index
 
 KERNELS: LazyTable = LazyTable("kernel for op", lambda: read_index("spmd.kernels.kernel_index"),
                                "spmd.kernels")
-TAKES_CONTEXT: set[str] = set()  # op types whose kernel is called with a KernelContext
-INPLACE: dict[str, frozenset] = {}  # op type -> output slots it may write over its input
-REUSES: dict[str, tuple] = {}  # op type -> ((output slot, input slot it may reuse), ...)
-SPENDS: dict[str, tuple] = {}  # op type -> input slots it may write over when they die there
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    """What the plan and the executors know of one op type's kernel, declared by `kernel(...)`
+    where the kernel is defined."""
+
+    type: str
+    fn: Callable
+    context: bool = False  # called with a KernelContext as a fifth argument
+    inplace: frozenset = frozenset()  # output slots it may write over its input's buffer
+    spends: tuple = ()  # input slots it may write over when they die at the op
+    reuses: tuple = ()  # ((output slot, input slot it may reuse), ...), in order of preference
+    pure: bool = False  # with a context, a pure function of its inputs all the same
+
+
+# op type -> KernelDef, filled with KERNELS (whose lookups import the registering module)
+KERNEL_DEFS: dict[str, KernelDef] = {}
 
 
 def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = (),
-           reuses: tuple = (), spends: tuple = ()):
+           reuses: tuple = (), spends: tuple = (), pure: bool = False):
     """Register the decorated function as the kernel of each op type in `types`; with
     `context=True` it is called with the op's KernelContext as a fifth argument. An optimizer
     kernel takes sparse (SelectedRows) gradients by `sparse`, a SparseRule
@@ -46,7 +64,9 @@ def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = (),
     `reuses`: ((output slot, input slot), ...), in order of preference: the outputs it may
     write into the buffer of an input that dies at the op, given as the keyword `lent`.
     `spends` (with `inplace`): input slots the kernel may use as scratch, written over, when
-    the value dies at the op and nothing else holds it: KernelContext.spent(slot) gives it."""
+    the value dies at the op and nothing else holds it: KernelContext.spent(slot) gives it.
+    `pure` (with `context`): the kernel's context offers it only output buffers or scratch,
+    never shared state, so the SSA executor need not keep it in program order."""
     if reuses and sparse is not None:  # the sparse wrapper does not pass `lent` on
         raise ValueError(f"kernel {types}: reuses= and sparse= do not combine")
 
@@ -59,14 +79,9 @@ def kernel(*types: str, context: bool = False, sparse=None, inplace: tuple = (),
             fn = taking_sparse(fn, sparse)
         for t in types:
             KERNELS.register(t, fn, origin)
-            if context:
-                TAKES_CONTEXT.add(t)
-                if inplace:
-                    INPLACE[t] = frozenset(inplace)
-                    if spends:
-                        SPENDS[t] = tuple(spends)
-            if reuses:
-                REUSES[t] = tuple(reuses)
+            KERNEL_DEFS[t] = KernelDef(
+                t, fn, context, frozenset(inplace) if context else frozenset(),
+                tuple(spends) if context and inplace else (), tuple(reuses), context and pure)
         return fn
 
     return register
@@ -82,33 +97,36 @@ def get_kernel(type: str) -> Callable:
         ) from None
 
 
-def takes_context(type: str) -> bool:
-    """Whether op `type`'s kernel is called with a KernelContext."""
+_NO_KERNEL = KernelDef("", None)  # the facts of an op without a kernel: none
+
+
+def kernel_def(type: str) -> KernelDef:
+    """The KernelDef of op `type` (importing the module that registers it); one with no
+    facts set if the op has no kernel."""
     if not KERNELS.registered(type):
         KERNELS.get(type)  # import the module that registers it
-    return type in TAKES_CONTEXT
+    return KERNEL_DEFS.get(type, _NO_KERNEL)
+
+
+def takes_context(type: str) -> bool:
+    """Whether op `type`'s kernel is called with a KernelContext."""
+    return kernel_def(type).context
 
 
 def inplace_slots(type: str) -> frozenset:
     """The output slots op `type`'s kernel may write over its input of the same variable."""
-    if not KERNELS.registered(type):
-        KERNELS.get(type)
-    return INPLACE.get(type, frozenset())
+    return kernel_def(type).inplace
 
 
 def spend_slots(type: str) -> tuple:
     """The input slots op `type`'s kernel may write over when their value dies at the op."""
-    if not KERNELS.registered(type):
-        KERNELS.get(type)
-    return SPENDS.get(type, ())
+    return kernel_def(type).spends
 
 
 def reuse_pairs(type: str) -> tuple:
     """((output slot, input slot), ...): the outputs op `type`'s kernel may write into the
     buffer of an input that dies at the op, in order of preference."""
-    if not KERNELS.registered(type):
-        KERNELS.get(type)
-    return REUSES.get(type, ())
+    return kernel_def(type).reuses
 
 
 def lent_for(lent: dict | None, slot: str, *operands):

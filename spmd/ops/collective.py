@@ -120,7 +120,7 @@ def _c_reducescatter(ctx):
 # Compute is synchronous on spmd's places: nothing to wait for (fluid waits for the CUDA
 # compute stream here).
 define_op("c_sync_calc_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
-          grad=None)(_same_as_inputs)
+          grad=None, side_effects=True)(_same_as_inputs)
 
 
 # Elements [start, end) of X flattened, as a view (no copy): Reduce mode's flat piece of a

@@ -41,7 +41,7 @@ define_op("send_barrier", inputs=["X*"], outputs=["Out*"], grad=None,
 define_op("fetch_barrier", inputs=["X*"], outputs=["Out*"], grad=None,
           attrs={"trainer_id": ("int", 0), "endpoints": ("strs", [])})(_no_inference)
 
-define_op("checkpoint_notify", grad=None,
+define_op("checkpoint_notify", grad=None, side_effects=True,
           attrs={"epmap": ("strs", []), "dir": ("str", ""), "lookup_table": ("str", ""),
                  "trainer_id": ("int", 0)})(_no_inference)
 
@@ -102,7 +102,8 @@ def _lookup_sparse_table(ctx):
     ctx.set_output("Out", [ids.shape[0], w.shape[-1]], w.dtype)
 
 
-@define_op("ref_by_trainer_id", inputs=["X*", "TrainerId"], outputs=["Out"], grad=None)
+@define_op("ref_by_trainer_id", inputs=["X*", "TrainerId"], outputs=["Out"], grad=None,
+           side_effects=True)
 def _ref_by_trainer_id(ctx):
     x = ctx.inputs("X")[0]
     ctx.set_output("Out", x.shape, x.dtype)

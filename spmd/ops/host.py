@@ -48,7 +48,7 @@ _PY_FUNC_ATTRS = {"forward_callable_id": ("int", -1), "backward_callable_id": ("
 
 
 @define_op("py_func", inputs=["X*"], outputs=["Out*"], grad=_py_func_grad,
-           attrs=_PY_FUNC_ATTRS)
+           attrs=_PY_FUNC_ATTRS, side_effects=True)
 def _py_func(ctx):
     ctx.check(ctx.attr("forward_callable_id") >= 0, "forward_callable_id is not set")
     # outputs keep the shapes and dtypes they were declared with (the function decides)
@@ -56,7 +56,7 @@ def _py_func(ctx):
 
 @define_op("py_func_grad", inputs=["X*", "Out*", "Out@GRAD*"], outputs=["X@GRAD*"],
            grad=None, attrs={**_PY_FUNC_ATTRS, "x_keep": ("ints", []), "out_keep": ("ints", []),
-                             "grad_index": ("ints", [])})
+                             "grad_index": ("ints", [])}, side_effects=True)
 def _py_func_grad_infer(ctx):
     xs = ctx.inputs("X")
     for k, i in enumerate(ctx.attr("grad_index")):

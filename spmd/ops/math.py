@@ -32,7 +32,7 @@ def _sum_grad(op, g):
             for dx in (g.in_grad(n) for n in op.input("X")) if dx is not None]
 
 
-@define_op("sum", inputs=["X*"], outputs=["Out"], grad=_sum_grad)
+@define_op("sum", inputs=["X*"], outputs=["Out"], grad=_sum_grad, row_separable=True)
 def _sum(ctx):
     xs = ctx.inputs("X")
     ctx.check(len(xs) > 0, "needs at least one input in X")
@@ -54,7 +54,7 @@ def _scale_grad(op, g):
 
 
 @define_op("scale", inputs=["X", "ScaleTensor?"], outputs=["Out"], grad=_scale_grad,
-           no_grad_inputs=("ScaleTensor",),
+           no_grad_inputs=("ScaleTensor",), row_separable=True,
            attrs={"scale": ("float", 1.0), "bias": ("float", 0.0),
                   "bias_after_scale": ("bool", True)})
 def _scale(ctx):
@@ -175,7 +175,8 @@ for _type, _uses, _shape_only in [
         ("elementwise_mul", ("X", "Y"), ()), ("elementwise_div", ("X", "Y", "Out"), ()),
         ("elementwise_max", ("X", "Y"), ()), ("elementwise_min", ("X", "Y"), ())]:
     define_op(_type, inputs=["X", "Y"], outputs=["Out"], attrs=ELEMENTWISE_ATTRS,
-              grad_uses=_uses, grad_no_need_buffer=_shape_only)(_elementwise_infer)
+              grad_uses=_uses, grad_no_need_buffer=_shape_only,
+              row_separable=True)(_elementwise_infer)
 
 def _floordiv_infer(ctx):
     # fluid 1.8 registers elementwise_floordiv for int32 / int64 only ("does not have kernel
@@ -244,7 +245,7 @@ def _check_clip(ctx):
 
 @define_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"],
            attrs={**ACTIVATION_ATTRS, "min": ("float", REQUIRED), "max": ("float", REQUIRED)},
-           no_grad_inputs=("Min", "Max"), grad_uses=("X", "Min", "Max"))
+           no_grad_inputs=("Min", "Max"), grad_uses=("X", "Min", "Max"), row_separable=True)
 def _clip(ctx):
     """Min / Max, one-element tensors, override the attributes when given (fluid's clamp)."""
     for slot in ("Min", "Max"):

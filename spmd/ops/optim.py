@@ -13,7 +13,8 @@ from .optim_common import check_scalar as _check_scalar
 from .registry import REQUIRED, define_op
 
 
-@define_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], grad=None)
+@define_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], grad=None,
+           movable=True, row_separable=True)
 def _sgd(ctx):
     _check_same_shape(ctx, "Grad")
     _check_scalar(ctx, "LearningRate")
@@ -21,7 +22,7 @@ def _sgd(ctx):
 
 
 @define_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate"],
-           outputs=["ParamOut", "VelocityOut"], grad=None,
+           outputs=["ParamOut", "VelocityOut"], grad=None, movable=True, row_separable=True,
            attrs={"mu": ("float", REQUIRED), "use_nesterov": ("bool", False)})
 def _momentum(ctx):
     """fluid 1.8 momentum_op: v = mu*v + g; nesterov: p -= (g + mu*v)*lr, else p -= lr*v."""
@@ -36,7 +37,7 @@ def _momentum(ctx):
            inputs=["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
                    "Beta1Tensor?", "Beta2Tensor?"],
            outputs=["ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"],
-           grad=None,
+           grad=None, movable=True, row_separable=True,
            attrs={"beta1": ("float", 0.9), "beta2": ("float", 0.999),
                   "epsilon": ("float", 1e-8), "lazy_mode": ("bool", False),
                   "min_row_size_to_use_multithread": ("int", 1000)})
@@ -67,7 +68,7 @@ _NADAM_STATE = {"param_out": "param", "momentum_decay_pow_out": "momentum_decay_
 @define_op("nadam",
            inputs=["param", "grad", "learning_rate", "momentum_decay_pow", "beta2_pow",
                    "mu_product", "moment1", "moment2"],
-           outputs=list(_NADAM_STATE), grad=None,
+           outputs=list(_NADAM_STATE), grad=None, movable=True, row_separable=True,
            attrs={"beta1": ("float", 0.9), "beta2": ("float", 0.999),
                   "epsilon": ("float", 1e-8), "momentum_decay": ("float", 0.004),
                   "multi_precision": ("bool", False)})
@@ -98,7 +99,7 @@ def _sign_grad(op, g):
     return [("scale", {"X": [dout]}, {"Out": [dx]}, {"scale": 0.0, "bias": 0.0})]
 
 
-@define_op("sign", inputs=["X"], outputs=["Out"], grad=_sign_grad)
+@define_op("sign", inputs=["X"], outputs=["Out"], grad=_sign_grad, row_separable=True)
 def _sign(ctx):
     ctx.set_output_like("Out", "X")
 

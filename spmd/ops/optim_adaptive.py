@@ -26,13 +26,15 @@ def _update_op(ctx, state: dict[str, str], scalars=("LearningRate",)):
 
 
 @define_op("adagrad", inputs=["Param", "Grad", "Moment", "LearningRate"],
-           outputs=["ParamOut", "MomentOut"], grad=None, attrs={"epsilon": (_F, 1e-6)})
+           outputs=["ParamOut", "MomentOut"], grad=None, movable=True, row_separable=True,
+           attrs={"epsilon": (_F, 1e-6)})
 def _adagrad(ctx):
     _update_op(ctx, {"ParamOut": "Param", "MomentOut": "Moment"})
 
 
 @define_op("decayed_adagrad", inputs=["Param", "Grad", "Moment", "LearningRate"],
            outputs=["ParamOut", "MomentOut"], grad=None,
+           movable=True, row_separable=True,
            attrs={"decay": (_F, 0.95), "epsilon": (_F, 1e-6)})
 def _decayed_adagrad(ctx):
     _update_op(ctx, {"ParamOut": "Param", "MomentOut": "Moment"})
@@ -41,6 +43,7 @@ def _decayed_adagrad(ctx):
 @define_op("rmsprop",
            inputs=["Param", "Grad", "Moment", "MeanSquare", "MeanGrad?", "LearningRate"],
            outputs=["ParamOut", "MomentOut", "MeanSquareOut", "MeanGradOut?"], grad=None,
+           movable=True, row_separable=True,
            attrs={"epsilon": (_F, 1e-10), "decay": (_F, 0.9), "momentum": (_F, 0.0),
                   "centered": ("bool", False)})
 def _rmsprop(ctx):
@@ -54,6 +57,7 @@ def _rmsprop(ctx):
 
 @define_op("adadelta", inputs=["Param", "Grad", "AvgSquaredGrad", "AvgSquaredUpdate"],
            outputs=["ParamOut", "AvgSquaredGradOut", "AvgSquaredUpdateOut"], grad=None,
+           movable=True, row_separable=True,
            attrs={"rho": (_F, 0.95), "epsilon": (_F, 1e-6)})
 def _adadelta(ctx):
     """fluid 1.8's adadelta has no learning rate input: the step size comes from the ratio of
@@ -65,6 +69,7 @@ def _adadelta(ctx):
 @define_op("adamax",
            inputs=["Param", "Grad", "LearningRate", "Moment", "InfNorm", "Beta1Pow"],
            outputs=["ParamOut", "MomentOut", "InfNormOut"], grad=None,
+           movable=True, row_separable=True,
            attrs={"beta1": (_F, 0.9), "beta2": (_F, 0.999), "epsilon": (_F, 1e-8)})
 def _adamax(ctx):
     """Beta1Pow is read, not updated: the optimizer appends a scale op for it afterwards."""
@@ -75,6 +80,7 @@ def _adamax(ctx):
 @define_op("ftrl",
            inputs=["Param", "SquaredAccumulator", "LinearAccumulator", "Grad", "LearningRate"],
            outputs=["ParamOut", "SquaredAccumOut", "LinearAccumOut"], grad=None,
+           movable=True, row_separable=True,
            attrs={"l1": (_F, 0.0), "l2": (_F, 0.0), "lr_power": (_F, -0.5)})
 def _ftrl(ctx):
     _update_op(ctx, {"ParamOut": "Param", "SquaredAccumOut": "SquaredAccumulator",
@@ -84,7 +90,7 @@ def _ftrl(ctx):
 @define_op("lamb",
            inputs=["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow",
                    "Beta2Pow"],
-           outputs=["ParamOut", "Moment1Out", "Moment2Out"], grad=None,
+           outputs=["ParamOut", "Moment1Out", "Moment2Out"], grad=None, movable=True,
            attrs={"weight_decay": (_F, REQUIRED), "beta1": (_F, 0.9), "beta2": (_F, 0.999),
                   "epsilon": (_F, 1e-6)})
 def _lamb(ctx):
@@ -94,7 +100,7 @@ def _lamb(ctx):
 
 
 @define_op("lars_momentum", inputs=["Param", "Grad", "Velocity", "LearningRate"],
-           outputs=["ParamOut", "VelocityOut"], grad=None,
+           outputs=["ParamOut", "VelocityOut"], grad=None, movable=True,
            attrs={"mu": (_F, REQUIRED), "lars_coeff": (_F, 0.001),
                   "lars_weight_decay": (_F, 0.0005)})
 def _lars_momentum(ctx):

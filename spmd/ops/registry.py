@@ -118,6 +118,12 @@ class OpDef:
     random: bool = False  # kernel draws from the program's random generator
     collective: bool = False  # kernel talks to other ranks (through its context's ctx.comm);
     # a plan with one marks its run as having started collectives (executor/plan.py)
+    side_effects: bool = False  # acts outside its outputs (user Python, files, the network):
+    # the SSA executor keeps it in program order (executor/ssa.py)
+    movable: bool = False  # an elementwise optimizer update touching only its own slots and
+    # drawing nothing: memory_optimize may run it right after its gradient is done
+    row_separable: bool = False  # acts on each row of its operands independently: Reduce
+    # mode (passes/reduce_mode.py) and the pserver may run it on a chunk of rows
     forward_type: str | None = None  # set on generated *_grad defs
     # LoD (spmd/core/lod.py): (input slot, output slot) pairs whose output keeps the input's
     # LoD, as fluid's ShareLoD; slots whose LoD the kernel reads (`ins["X@LOD"]`) or writes
@@ -194,14 +200,17 @@ def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
 
 def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_grad_inputs=(),
               nondiff_outputs=(), grad_uses=None, random=False, collective=False,
-              share_lod=(), lod_inputs=(), lod_outputs=(), grad_no_need_buffer=()):
+              share_lod=(), lod_inputs=(), lod_outputs=(), grad_no_need_buffer=(),
+              side_effects=False, movable=False, row_separable=False):
     """Decorator registering an op whose shape inference is the decorated function.
 
     LoD: `share_lod` pairs (input slot, output slot) give the output the input's LoD (and
     lod_level); `lod_inputs` / `lod_outputs` name the slots whose LoD the kernel reads as
     `ins[slot + "@LOD"]` / returns as `res[slot + "@LOD"]` (its shape inference then sets
     the outputs' lod_level with `ctx.set_lod_level`). `grad_no_need_buffer`: the forward slots
-    the generated `<type>_grad` kernel reads only for their shapes (its `no_need_buffer`)."""
+    the generated `<type>_grad` kernel reads only for their shapes (its `no_need_buffer`).
+    `side_effects`, `movable`, `row_separable`: the OpDef fields of those names (the
+    generated grad op shares `side_effects`)."""
     origin = defining_module()
 
     def register(infer):
@@ -212,7 +221,8 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
                       frozenset(no_grad_inputs), frozenset(nondiff_outputs),
                       tuple(grad_uses) if grad_uses is not None else None, random,
                       collective, share_lod=tuple(tuple(p) for p in share_lod),
-                      lod_inputs=frozenset(lod_inputs), lod_outputs=frozenset(lod_outputs))
+                      lod_inputs=frozenset(lod_inputs), lod_outputs=frozenset(lod_outputs),
+                      side_effects=side_effects, movable=movable, row_separable=row_separable)
         lod_rules.apply(opdef)
         OP_DEFS.register(type, opdef, origin)
         if grad == "default":
@@ -250,7 +260,8 @@ def _define_default_grad(fwd: OpDef, origin: str, no_need_buffer: frozenset = fr
         raise ValueError(f"op '{fwd.type}_grad': no-need-buffer slots "
                          f"{sorted(no_need_buffer - read)} are not among its inputs {sorted(read)}")
     gdef = OpDef(fwd.type + "_grad", tuple(ins), tuple(outs), dict(fwd.attrs), infer_grad, None,
-                 random=fwd.random, collective=fwd.collective, forward_type=fwd.type,
+                 random=fwd.random, collective=fwd.collective, side_effects=fwd.side_effects,
+                 forward_type=fwd.type,
                  lod_inputs=(fwd.lod_inputs | fwd.lod_outputs) & read,
                  no_need_buffer=no_need_buffer)
     lod_rules.apply(gdef)

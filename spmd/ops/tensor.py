@@ -57,7 +57,7 @@ def _assign_grad(op, g):
     return [("assign", {"X": [dout]}, {"Out": [dx]}, {})]
 
 
-@define_op("assign", inputs=["X"], outputs=["Out"], grad=_assign_grad)
+@define_op("assign", inputs=["X"], outputs=["Out"], grad=_assign_grad, row_separable=True)
 def _assign(ctx):
     ctx.set_output_like("Out", "X")
 
@@ -105,7 +105,7 @@ def _cast_grad(op, g):
              {"in_dtype": op.attr("out_dtype"), "out_dtype": x_dtype})]
 
 
-@define_op("cast", inputs=["X"], outputs=["Out"], grad=_cast_grad,
+@define_op("cast", inputs=["X"], outputs=["Out"], grad=_cast_grad, row_separable=True,
            attrs={"in_dtype": ("dtype", REQUIRED), "out_dtype": ("dtype", REQUIRED)})
 def _cast(ctx):
     ctx.set_output("Out", ctx.input("X").shape, ctx.attr("out_dtype"))

@@ -7,7 +7,7 @@ optimizer state. The plan frees each value after its last reader (executor/plan.
 an update runs right after the op that finishes its gradient, that gradient dies there, and
 at most a few are alive at a time (PyTorch's "optimizer step in the backward hook").
 
-The rewrite moves only the plain elementwise updates (`MOVABLE`, each drawing no random
+The rewrite moves only the plain elementwise updates (OpDef.movable, each drawing no random
 number and touching only its own slots), each up to right after the last earlier op it
 depends on: one that writes what it reads or writes, or reads what it writes. It never moves
 an update across a collective, a communication op or an op that runs a sub-block, so the
@@ -21,9 +21,6 @@ from ..core.operator import OpRole
 from ..ops.registry import get_op_def
 from .registry import register_pass
 
-MOVABLE = frozenset({"sgd", "momentum", "adam", "adamax", "adagrad", "decayed_adagrad",
-                     "rmsprop", "adadelta", "ftrl", "lamb", "lars_momentum"})
-
 
 def _barrier(op) -> bool:
     return (op.role is OpRole.COMMUNICATE or "sub_block" in op.attrs
@@ -31,12 +28,12 @@ def _barrier(op) -> bool:
 
 
 def hoist_updates(block) -> int:
-    """Rewrite `block.ops` so each update of MOVABLE runs right after the last op it depends
-    on (see the module doc); returns how many updates moved."""
+    """Rewrite `block.ops` so each movable update (OpDef.movable) runs right after the last
+    op it depends on (see the module doc); returns how many updates moved."""
     placed: list = []
     moved = 0
     for op in block.ops:
-        if op.type not in MOVABLE or op.role is not OpRole.OPTIMIZE:
+        if op.role is not OpRole.OPTIMIZE or not get_op_def(op.type).movable:
             placed.append(op)
             continue
         reads, writes = set(op.input_arg_names), set(op.output_arg_names)

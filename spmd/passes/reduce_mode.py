@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.operator import OpRole
 from ..errors import InvalidArgumentError
+from ..ops.registry import get_op_def
 from .allreduce import buckets
 from .common import first_index, last_writer, make_op, place_after
 from .reduce_flat import flat_eligible, gather_flat, plan_flat_shards
@@ -65,15 +66,14 @@ def _nbytes(var) -> int:
     return int(np.prod(var.shape)) * np.dtype(var.dtype).itemsize
 
 
-# Ops that act on each row of a parameter (or its gradient, its state) independently: a chain
-# of them gives the same rows whether run on the whole or on a chunk. Not here: lamb and
-# lars_momentum (they scale by norms of the whole parameter), clip_by_norm, and ops that
-# reduce over the parameter.
-ROW_SEPARABLE = frozenset({
-    "sgd", "momentum", "adam", "adagrad", "decayed_adagrad", "rmsprop", "adadelta", "adamax",
-    "ftrl", "nadam", "scale", "sum", "assign", "cast", "sign", "clip",
-    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
-    "elementwise_max", "elementwise_min"})
+def __getattr__(name: str):
+    """`ROW_SEPARABLE`, the op types declared `row_separable` (OpDef.row_separable), for an
+    importer that has not moved to reading the field yet: computing it loads every op."""
+    if name == "ROW_SEPARABLE":
+        from ..ops.registry import OP_DEFS
+
+        return frozenset(t for t, d in OP_DEFS.items() if d.row_separable)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def plan_shards(params, nranks: int, splittable=None) -> dict[str, list[Shard]]:
@@ -206,7 +206,9 @@ def _read_before_all_done(block, params_grads, last) -> bool:
 
 
 def _row_separable(program, params_grads) -> set[str]:
-    """Parameters whose optimize ops may run chunk by chunk: each is ROW_SEPARABLE, or a
+    """Parameters whose optimize ops may run chunk by chunk: each is row-separable (its
+    OpDef.row_separable: it acts on each row independently; not lamb or lars_momentum, which
+    scale by norms of the whole parameter, nor clip_by_norm or a reduction), or a
     squared_l2_norm whose result only feeds a sum across parameters (global-norm clipping,
     where chunks' partial squares add up). clip_by_norm, say, needs the whole gradient."""
     block = program.global_block()
@@ -228,7 +230,7 @@ def _row_separable(program, params_grads) -> set[str]:
         if len(d) == 1:
             partial_sum = op.type == "squared_l2_norm" and all(
                 r.type == "sum" for n in op.output_arg_names for r in readers[n])
-            if op.type not in ROW_SEPARABLE and not partial_sum:
+            if not get_op_def(op.type).row_separable and not partial_sum:
                 ok -= d
         for n in op.output_arg_names:
             deps[n] = d if len(d) == 1 else frozenset()

@@ -1,0 +1,77 @@
+"""Per-op facts are fields of the op's OpDef / KernelDef, declared where it is defined: the
+passes and the SSA executor read them there. nadam's update, elementwise on its own slots,
+is movable: memory_optimize schedules it right after its gradient, with bitwise the numbers."""
+from __future__ import annotations
+
+import numpy as np
+
+import spmd as paddle
+import spmd.fluid as fluid
+from spmd.executor.ssa import in_program_order
+from spmd.kernels.registry import kernel_def
+from spmd.ops.registry import OP_DEFS, get_op_def
+from spmd.passes.memory_optimize import hoist_updates
+
+
+def _nadam_mlp():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 4], "float32")
+        y = fluid.data("y", [None, 2], "float32")
+        h = fluid.layers.fc(fluid.layers.fc(x, 5, act="tanh"), 3, act="tanh")
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(h, 2), y))
+        paddle.optimizer.NAdam(learning_rate=0.01).minimize(loss)
+    return main, startup, loss
+
+
+def test_every_optimizer_update_op_that_is_row_separable_is_movable():
+    separable = {t for t, d in OP_DEFS.items() if d.row_separable and d.grad is None}
+    updates = {t for t in separable if "ParamOut" in get_op_def(t).output_slots
+               or "param_out" in get_op_def(t).output_slots}
+    assert "nadam" in updates and "adam" in updates
+    assert all(get_op_def(t).movable for t in updates)
+    assert get_op_def("lamb").movable and not get_op_def("lamb").row_separable
+
+
+def test_nadam_updates_move_next_to_their_gradients():
+    main, _, _ = _nadam_mlp()
+    ops = main.global_block().ops
+    assert [op.type for op in ops][-1] == "nadam"
+    program = main.clone()
+    assert hoist_updates(program.global_block()) == 6 - 1  # the first layer's stays last
+    ops = program.global_block().ops
+    for i, op in enumerate(ops):
+        if op.type == "nadam":
+            grad = op.input("grad")[0]
+            writer = max(j for j in range(i) if grad in ops[j].output_arg_names)
+            assert all(o.type == "nadam" for o in ops[writer + 1:i]), (writer, i)
+
+
+def _train(memory_optimize: bool):
+    main, startup, loss = _nadam_mlp()
+    bs = fluid.BuildStrategy()
+    bs.memory_optimize = memory_optimize
+    compiled = fluid.CompiledProgram(main, build_strategy=bs)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(3):
+        feed = {"x": rng.standard_normal((6, 4)).astype("float32"),
+                "y": rng.standard_normal((6, 2)).astype("float32")}
+        losses.append(exe.run(compiled, feed=feed, fetch_list=[loss], scope=scope)[0])
+    return np.array(losses)
+
+
+def test_nadam_with_memory_optimize_gives_bitwise_the_same_losses():
+    np.testing.assert_array_equal(_train(True), _train(False))
+
+
+def test_the_ssa_order_facts_come_from_the_definitions():
+    assert get_op_def("py_func").side_effects and get_op_def("load").side_effects
+    assert in_program_order("py_func") and in_program_order("checkpoint_notify")
+    assert kernel_def("sgd").context and kernel_def("sgd").pure
+    assert not in_program_order("sgd") and not in_program_order("fused_adam")
+    assert kernel_def("sgd").inplace == frozenset({"ParamOut"})
+    assert kernel_def("sgd").spends == ("Grad",)

@@ -3,33 +3,11 @@
 process of the MPI job."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..core.places import CPUPlace, CUDAPlace, Place
 from ..core.program import Program
 from ..errors import ArgumentTypeError, InvalidArgumentError, PreconditionError
 from ..flags import flags
 from ..passes.strategy import BuildStrategy, ExecutionStrategy
-
-# How a CompiledProgram runs, by the kind of distribution it was compiled for: kind -> a
-# function (compiled, executor place, scope) -> its runner, whose run(scope, feed, fetch_names,
-# return_numpy, return_merged, plan_cache) Executor.run calls every step. "data_parallel" is
-# SPMD (with_data_parallel: every rank the same program). A kind with several roles
-# (parameter-server mode: trainers and pservers, each with its own program) registers its own
-# runner, which holds the program of each role and runs this process's.
-RUNNERS: dict[str, Callable] = {}
-
-
-def register_runner(kind: str):
-    """Decorator: the function making the runner of CompiledPrograms of `kind`."""
-
-    def register(make):
-        if kind in RUNNERS:
-            raise ValueError(f"a runner for '{kind}' is registered twice")
-        RUNNERS[kind] = make
-        return make
-
-    return register
 
 
 class SharedProgramNotRun(PreconditionError, ValueError):
@@ -60,11 +38,12 @@ class CompiledProgram:
         self._program = program_or_graph
         self._build_strategy = _check_type(build_strategy, BuildStrategy, "build_strategy")
         self._exec_strategy = ExecutionStrategy()
-        self.distribution: str | None = None  # a RUNNERS kind; None: runs as a plain program
+        # a job.JOB_KINDS kind ("data_parallel"); None: runs as a program on one place
+        self.distribution: str | None = None
         self._loss_name = None
         self._share_vars_from = None
         self._places = None
-        self._runner = None
+        self._job = None  # what it runs as (executor/job.py), made on its first run
         self._one_place = None  # (source version, the program a plain run runs)
         self._bound = None  # (scope, place) of _compile
 
@@ -113,7 +92,7 @@ class CompiledProgram:
     def _compile(self, scope, place) -> CompiledProgram:
         """Bind the program to `scope` and `place` (fluid's CompiledProgram._compile, which
         Executor.run calls): the first call binds, and for a data-parallel program makes its
-        runner on them; a later call with another scope or place is a ValueError, as fluid's
+        job on them; a later call with another scope or place is a ValueError, as fluid's
         ("Cannot compile program with different scope."). Returns self."""
         bound = self._bound
         if bound is not None:
@@ -128,7 +107,7 @@ class CompiledProgram:
             return self
         self._bound = (scope, place)
         if self.distribution is not None:
-            self.runner(place, scope)
+            self.job_on(place, scope)
         return self
 
     def places_for(self, executor_place: Place) -> list[Place]:
@@ -145,20 +124,24 @@ class CompiledProgram:
             return [executor_place]  # one process per GPU
         return [CPUPlace()] * flags().cpu_num
 
-    def runner(self, executor_place: Place, scope):
-        """What Executor.run runs: the runner of this program's kind of distribution (RUNNERS),
-        made on the first call, on `scope` (the scope of the first run); None for a program
-        compiled without distribution, which runs as it is."""
-        if self.distribution is None:
-            return None
-        if self._runner is None:
-            make = RUNNERS.get(self.distribution)
-            if make is None:
-                raise InvalidArgumentError(
-                    f"no runner for a CompiledProgram of kind '{self.distribution}'; "
-                    f"registered: {sorted(RUNNERS)}")
-            self._runner = make(self, executor_place, scope)
-        return self._runner
+    @property
+    def job(self):
+        """The job this program runs as (executor/job.py), once it ran; None before."""
+        return self._job
+
+    def job_on(self, executor_place: Place, scope):
+        """The job this program runs as, made on its first run on `scope` (the scope of that
+        run): its distribution's kind (job.JOB_KINDS), or without one a OnePlaceJob on the
+        executor's place."""
+        job = self._job
+        if job is None or (self.distribution is None and job.place != executor_place):
+            from .job import make_job
+
+            job = self._job = make_job(self, executor_place, scope)
+        return job
+
+    def _distributed_job(self):
+        return self._job if self.distribution is not None else None
 
     def memory_options(self):
         """What its plans may do to save memory, from its BuildStrategy: updates and
@@ -192,17 +175,20 @@ class CompiledProgram:
     @property
     def data_parallel_program(self) -> Program | None:
         """The program every place runs (collectives inserted, Reduce-mode ops owned)."""
-        return None if self._runner is None else self._runner.program
+        job = self._distributed_job()
+        return None if job is None else job.program
 
     @property
     def place_scopes(self) -> list | None:
         """The scope of each place of this process (the first is the scope of the run)."""
-        return None if self._runner is None else list(self._runner.scopes)
+        job = self._distributed_job()
+        return None if job is None else list(job.scopes)
 
     @property
     def place_ranks(self) -> list | None:
         """The global rank of each place of this process."""
-        return None if self._runner is None else list(self._runner.ranks)
+        job = self._distributed_job()
+        return None if job is None else list(job.ranks)
 
     @property
     def allreduce_layout(self):
@@ -213,7 +199,7 @@ class CompiledProgram:
 
         >>> # compiled.allreduce_layout.hierarchical   # True at 4 ranks as 2 nodes of 2
         """
-        return getattr(self._runner, "allreduce_layout", None)
+        return getattr(self._distributed_job(), "allreduce_layout", None)
 
     @property
     def state_sharding(self):
@@ -225,35 +211,12 @@ class CompiledProgram:
     def optimizer_state_sharding(self):
         """For the save functions: (the scope it runs on, its StateSharding), or None when no
         state is split (not data parallel, AllReduce mode, one device, or not run yet)."""
-        if self._runner is None:  # a program sharing a trained one's variables may save first
+        job = self._distributed_job()
+        if job is None:  # a program sharing a trained one's variables may save first
             share = self._share_vars_from
             return share.optimizer_state_sharding() if share is not None else None
-        sharding = self._runner.state_sharding
-        return None if sharding is None else (self._runner.scopes[0], sharding)
-
-
-@register_runner("data_parallel")
-def _data_parallel_runner(compiled: CompiledProgram, executor_place: Place, scope):
-    from .parallel import DataParallelRunner
-
-    share = None
-    if compiled._share_vars_from is not None:
-        if compiled._share_vars_from.distribution != "data_parallel":
-            raise InvalidArgumentError(
-                "share_vars_from names a CompiledProgram that is not data parallel: "
-                "call with_data_parallel on it too")
-        share = compiled._share_vars_from._runner
-        if share is None:
-            raise SharedProgramNotRun(
-                "share_vars_from names a CompiledProgram that has not run yet: run the "
-                "training program once before the program that shares its variables")
-    from .feed_fetch_ops import runnable
-
-    # an inference model's feed / fetch ops and py_reader's reader ops are not run
-    return DataParallelRunner(runnable(compiled.program), compiled._build_strategy,
-                              compiled._loss_name,
-                              compiled.places_for(executor_place), scope, share,
-                              compiled._exec_strategy)
+        sharding = job.state_sharding
+        return None if sharding is None else (job.scopes[0], sharding)
 
 
 # the BuildStrategy fields of the passes that run on one place (Pass.one_place), read without

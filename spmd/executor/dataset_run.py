@@ -90,7 +90,7 @@ class _Agreement:
 
             self.tag = detect().tag()
             self.needed = (detect().size > 1
-                           and compiled.runner(executor.place, scope) is not None)
+                           and compiled.distribution is not None)
 
     def all_have(self, mine: bool) -> bool:
         if not self.needed:

@@ -1,59 +1,20 @@
-"""Executor: runs a Program (or a CompiledProgram) on one place over a Scope."""
+"""Executor: runs a Program (or a CompiledProgram) over a Scope as a job (job.py): `run`
+finds or makes the job of what it is given and steps it."""
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
-import numpy as np
+import weakref
 
 from .. import guard
-from ..comm.factory import world_communicator
-from ..core.lod import LoDTensor, LoDTensorArray
-from ..core.places import CPUPlace, Place, array_module
+from ..core.places import CPUPlace, Place
 from ..core.program import Program, default_main_program
-from ..core.scope import global_scope, host_array
-from ..core.selected_rows import dense_of
+from ..core.scope import global_scope
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
-from . import feed_fetch_ops
 from . import prune_program as pruning
 from .allocator import tune_allocator
-from .feed import drop_unknown_feeds, untracked_lod_feeds, with_lod_levels
-from .fetch import as_fetched
-from .inplace import MemoryOptions
+from .feed import drop_unknown_feeds
+from .job import ExecutorPlans, OnePlaceJob, end_loaded_kinds, program_kind
 from .math_threads import apply_once as apply_fluid_math_threads
-from .plan import Plan
-from .plan_cache import PlanCache
-
-# Programs that do not run as a plan, found by an op in their global block: op type -> a
-# function (program, feed names, fetch names, place) making what Executor.run runs in place of
-# a Plan (same `run(scope, feed, xp, place)` and `fetched_lods`). Parameter-server mode's
-# listen_and_serv registers one (spmd/ps/pserver.py): the pserver's program serves until its
-# trainers are done. Chosen when the plan is compiled, so other programs pay nothing per step.
-PROGRAM_RUNNERS: dict[str, Callable] = {}
-# Called with the executor by Executor.close() (parameter-server mode: tell every pserver this
-# trainer is done, as fluid's Executor.close does).
-CLOSE_HOOKS: list[Callable] = []
-
-
-def register_program_runner(op_type: str):
-    """Decorator: programs whose global block holds an `op_type` op run through the function
-    it decorates (see PROGRAM_RUNNERS)."""
-
-    def register(make):
-        if op_type in PROGRAM_RUNNERS:
-            raise ValueError(f"a program runner for op '{op_type}' is registered twice")
-        PROGRAM_RUNNERS[op_type] = make
-        return make
-
-    return register
-
-
-def register_close_hook(hook: Callable) -> Callable:
-    """`hook(executor)` runs in every Executor.close()."""
-    if hook not in CLOSE_HOOKS:
-        CLOSE_HOOKS.append(hook)
-    return hook
 
 
 def _fetch_name(item) -> str:
@@ -109,43 +70,6 @@ def _compiled(program):
     return graph if isinstance(graph, CompiledProgram) else None
 
 
-def _handed_out(value, lod, return_numpy: bool):
-    """One fetched value as fluid hands it out: a numpy array (a copy: a fetch may be the
-    scope's own array or a view of it), or with return_numpy=False a LoDTensor with its LoD;
-    a tensor array as a list of those; a sparse gradient as its dense table."""
-    if isinstance(value, list):  # a tensor array: its LoD is its elements' LoDs
-        lods = lod if isinstance(lod, list) else [None] * len(value)
-        items = [_handed_out(v, v_lod, return_numpy) for v, v_lod in zip(value, lods)]
-        return items if return_numpy else LoDTensorArray(items)
-    if value is None:  # a variable no op wrote (a loop that ran zero times): fluid's None
-        return None
-    value = dense_of(value)
-    if return_numpy:
-        return as_fetched(host_array(value, copy=True))
-    return LoDTensor(value, lod)
-
-
-def _declare_persistables(program, scope) -> None:
-    """Make the program's persistable variables in `scope` (with no value where they have
-    none): fluid's executor makes them before it runs an op, so after a failed run they exist,
-    and programs (Paddle's tests) look them up."""
-    for name, var in program.global_block().vars.items():
-        if var.persistable and scope.find_var(name) is None:
-            scope.var(name)
-
-
-def _keep_persistable_feeds(program, feed, scope) -> None:
-    """fluid's feed op writes a fed variable into the scope before the ops run: a persistable
-    one stays there after the run (Paddle's gradient_checker feeds its inputs once, then reads
-    them back), unless an op of the run writes it (an in-place update), whose value the run
-    then leaves in the scope."""
-    block = program.global_block()
-    for name, value in feed.items():
-        var = block.vars.get(name)
-        if var is not None and var.persistable:
-            scope._assign(name, np.array(value, dtype=var.dtype))
-
-
 class Executor:
     """Runs programs on `place`; plans are compiled once per (program, feed names, fetch names).
 
@@ -163,13 +87,16 @@ class Executor:
             )
         tune_allocator()
         apply_fluid_math_threads()  # fluid's one math thread per op (OMP_NUM_THREADS)
-        self.plan_cache = PlanCache()  # every plan this executor compiled, data parallel too
+        # the jobs it ran: a plain program's, by program; a CompiledProgram's (which holds
+        # it too), by id: held here as their plans were, so close() stops their threads
+        self._jobs: dict = {}
+        self._compiled_jobs: dict = {}
+        # scope -> the StateSharding a job of this executor split its optimizer state by
+        self._split_scopes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # run(use_prune=True): cache key -> (the program given, its pruned program); and per
         # CompiledProgram given, its first pruned copy, whose variables later copies share
         self._pruned_programs: dict = {}
         self._pruned_compiled_first: dict = {}
-        self._rngs: dict = {}
-        self._lod_copies: dict = {}  # see _with_fed_lod
         self._closed = False
 
     @property
@@ -177,34 +104,6 @@ class Executor:
         """fluid's core.Executor behind this one (fluid.core._create_loaded_parameter takes
         it for its place): spmd has no second executor, so this one."""
         return self
-
-    def _rng(self, program: Program):
-        seed = program.random_seed
-        entry = self._rngs.get(program._uid)
-        if entry is None or entry[0] != seed:
-            entry = (seed, np.random.default_rng(seed if seed else None))
-            self._rngs[program._uid] = entry
-        return entry[1]
-
-    def _plan(self, program: Program, feed_names, fetch_names, memory=None) -> Plan:
-        # plans of one program with other memory options are other plans
-        where = None if memory is None or memory == MemoryOptions() else memory
-        return self.plan_cache.get(
-            program, feed_names, fetch_names, where,
-            lambda: self._make_plan(program, feed_names, fetch_names, memory))
-
-    def _make_plan(self, program: Program, feed_names, fetch_names, memory=None):
-        if PROGRAM_RUNNERS:
-            for op in program.global_block().ops:
-                make = PROGRAM_RUNNERS.get(op.type)
-                if make is not None:
-                    return make(program, feed_names, fetch_names, self.place)
-        return Plan(program, feed_names, fetch_names, self._rng(program),
-                    comm=functools.partial(world_communicator, self._device_id()),
-                    place=self.place, memory=memory)
-
-    def _device_id(self) -> int | None:
-        return self.place.device_id if self.place.is_gpu else None
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
             fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
@@ -229,35 +128,44 @@ class Executor:
         feed = _call_run_hooks(program, feed, scope, self.place)
         compiled = _compiled(program)
         source = compiled.program if compiled is not None else program
-        if isinstance(source, Program):
-            feed = drop_unknown_feeds(source.global_block(), feed)
-        if compiled is not None:
-            self._check_feed_fetch_ops(compiled, feed, fetch_names)
-            runner = compiled.runner(self.place, scope)
-            if runner is not None:  # data parallel
-                # as in one process: a fed persistable (a scheduler's rate) is in the scope
-                _keep_persistable_feeds(source, feed[0] if isinstance(feed, list) else feed,
-                                        scope)
-                return runner.run(scope, feed, fetch_names, return_numpy, return_merged,
-                                  self.plan_cache)
-            if isinstance(feed, list) and len(feed) == 1:
-                feed = feed[0]  # a one-place list, as fluid takes it (what loaders yield)
-            if not isinstance(feed, dict):
-                raise InvalidArgumentError(
-                    f"feed must be a dict name -> array, got {type(feed).__name__}")
-            # compiled for one place: the program as it is, or as memory_optimize made it
-            return self._run_program(compiled.one_place_program(), feed, fetch_names, scope,
-                                     return_numpy, compiled.memory_options())
-        if not isinstance(program, Program):
+        if not isinstance(source, Program):
             raise InvalidArgumentError(
                 f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
             )
-        if isinstance(feed, list) and len(feed) == 1:
-            feed = feed[0]  # fluid accepts a one-place list for a plain program
-        if not isinstance(feed, dict):
-            raise InvalidArgumentError(
-                f"feed must be a dict name -> array, got {type(feed).__name__}")
-        return self._run_program(program, feed, fetch_names, scope, return_numpy)
+        feed = drop_unknown_feeds(source.global_block(), feed)
+        job = self._job(compiled.job_on(self.place, scope) if compiled is not None else program)
+        if not job.started:
+            job.start(scope, self.state_sharding)
+            if job.state_sharding is not None:  # Reduce mode split the state of its scopes
+                for place_scope in job.scopes:
+                    self._split_scopes[place_scope] = job.state_sharding
+        return job.step(scope, feed, fetch_names, return_numpy, return_merged)
+
+    def _job(self, program_or_job):
+        """The job of a plain program (one per program, kept here), or a CompiledProgram's
+        job, noted as one this executor ran (plan_cache, state_sharding, close)."""
+        if not isinstance(program_or_job, Program):
+            self._compiled_jobs[id(program_or_job)] = program_or_job
+            return program_or_job
+        job = self._jobs.get(program_or_job._uid)
+        if job is None:
+            kind = program_kind(program_or_job) or OnePlaceJob
+            job = self._jobs[program_or_job._uid] = kind(program_or_job, self.place)
+        return job
+
+    def _every_job(self) -> list:
+        return list(self._jobs.values()) + list(self._compiled_jobs.values())
+
+    @property
+    def plan_cache(self) -> ExecutorPlans:
+        """Every plan the jobs this executor ran compiled (`find`, `len`, `clear`)."""
+        return ExecutorPlans(self._every_job())
+
+    def state_sharding(self, scope):
+        """The StateSharding whose Reduce-mode optimizer state `scope` holds split across the
+        ranks, by a job this executor started on it (the split outlives the job); None when
+        none split it. io's saves and loads check it."""
+        return self._split_scopes.get(scope)
 
     def _pruned(self, program, feed, given_fetches, fetch_list, optimize_ops):
         """(the pruned program, the feed it takes), pruned once per cache key, as fluid's."""
@@ -280,46 +188,6 @@ class Executor:
         """fluid's Executor._prune_program: `program` pruned to `fetch_list` and
         `optimize_ops` (every optimizer op when none is named) from the feeds."""
         return pruning.prune(program, feed, fetch_list or [], optimize_ops or [])
-
-    @staticmethod
-    def _check_feed_fetch_ops(compiled, feed, fetch_names) -> None:
-        """A data-parallel run of a program with feed / fetch ops (a loaded inference model)
-        is checked against them as fluid's; its runner runs the program without them
-        (compiled.py, spmd/executor/feed_fetch_ops.py)."""
-        source = compiled.program
-        if compiled.distribution is None or not feed_fetch_ops.has_feed_fetch_ops(source):
-            return
-        one_place = feed[0] if isinstance(feed, list) and feed else feed  # each place's feed
-        feed_fetch_ops.check_run(source, pruning.feed_names(one_place), fetch_names)
-
-    def _with_fed_lod(self, program, feed):
-        """`program`, or its copy carrying the LoD fed to variables declared lod_level=0 that
-        an op reads as LoD (feed.untracked_lod_feeds), made once per program version."""
-        key = (id(program), program._version, tuple(
-            (n, len(v.lod())) for n, v in feed.items() if isinstance(v, LoDTensor) and v.lod()))
-        cached = self._lod_copies.get(key)
-        if cached is None:
-            levels = untracked_lod_feeds(program, feed)
-            copy = with_lod_levels(program, levels) if levels else None
-            cached = self._lod_copies[key] = (program, copy)  # the given one keeps its id
-        return cached[1] if cached[1] is not None else program
-
-    def _run_program(self, program, feed, fetch_names, scope, return_numpy, memory=None):
-        if feed_fetch_ops.has_feed_fetch_ops(program):  # an inference model's feed/fetch ops
-            feed_fetch_ops.check_run(program, list(feed), fetch_names)
-            program = feed_fetch_ops.runnable(program)
-        if any(isinstance(v, LoDTensor) for v in feed.values()):
-            program = self._with_fed_lod(program, feed)
-        plan = self._plan(program, list(feed), fetch_names, memory)
-        _keep_persistable_feeds(program, feed, scope)
-        try:
-            outcome = plan.run(scope, feed, array_module(self.place), self.place)
-        except Exception:
-            _declare_persistables(program, scope)
-            raise
-        results = outcome.values
-        lods = outcome.lods or [None] * len(results)
-        return [_handed_out(r, lod, return_numpy) for r, lod in zip(results, lods)]
 
     def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0,
                            debug=False, fetch_list=None, fetch_info=None, print_period=100,
@@ -345,10 +213,11 @@ class Executor:
     def close(self):
         """Drop compiled plans; the executor cannot run afterwards. In parameter-server mode
         it also tells every pserver this trainer is done (fluid's Executor.close)."""
-        self.plan_cache.clear()
+        for job in self._every_job():
+            job.close()
+        self._jobs.clear()
+        self._compiled_jobs.clear()
         self._pruned_programs.clear()
         self._pruned_compiled_first.clear()
-        self._lod_copies.clear()
         self._closed = True
-        for hook in list(CLOSE_HOOKS):
-            hook(self)
+        end_loaded_kinds(self)

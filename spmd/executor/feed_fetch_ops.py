@@ -125,3 +125,14 @@ def runnable(program):
     copy._bump()
     _RUNNABLE[program] = (version, copy)
     return copy
+
+
+def check_feed_fetch_ops(program, feed, fetch_names) -> None:
+    """A data-parallel run of `program` with feed / fetch ops (a loaded inference model) is
+    checked against them as fluid's; its job runs the program without them (`runnable`).
+    `feed`: a dict, or one dict per place."""
+    if not has_feed_fetch_ops(program):
+        return
+    one_place = feed[0] if isinstance(feed, list) and feed else feed  # each place's feed
+    names = list(one_place) if isinstance(one_place, dict) else []
+    check_run(program, names, fetch_names)

@@ -31,14 +31,17 @@ from ..flags import flags
 from ..ops.registry import get_op_def
 from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
-from ..passes.state_sharding import StateSharding, sharding_of
-from ..passes.strategy import ExecutionStrategy, warn_unacted
+from ..passes.state_sharding import StateSharding
+from ..passes.strategy import warn_unacted
 from .feed import merge_fetches, split_feed
+from .feed_fetch_ops import check_feed_fetch_ops, runnable
 from .fetch import as_fetched, as_lod_tensors, host_copy
 from .fingerprint import check_same_program
 from .first_broadcast import broadcast_into_scope, check_same_persistables, split_by_kind
 from .inplace import MemoryOptions
+from .job import place_rng
 from .plan import Plan, collectives_started
+from .plan_cache import PlanCache
 
 
 def _shut_down(pool, comms):
@@ -68,11 +71,37 @@ def _trained_loss(program, loss_name):
     return None
 
 
-class DataParallelRunner:
-    def __init__(self, program, build_strategy, loss_name, places, scope, share_from=None,
-                 exec_strategy=None):
+def _shared_job(compiled):
+    """The job of the CompiledProgram `compiled` shares its variables with, or None."""
+    share = compiled._share_vars_from
+    if share is None:
+        return None
+    if share.distribution != "data_parallel":
+        raise InvalidArgumentError(
+            "share_vars_from names a CompiledProgram that is not data parallel: "
+            "call with_data_parallel on it too")
+    if share.job is None:
+        from .compiled import SharedProgramNotRun
+
+        raise SharedProgramNotRun(
+            "share_vars_from names a CompiledProgram that has not run yet: run the "
+            "training program once before the program that shares its variables")
+    return share.job
+
+
+class DataParallelJob:
+    """The job of a CompiledProgram with_data_parallel (job.py): the data-parallel program
+    on every place of this process, a scope, communicator, plan and random stream each."""
+
+    def __init__(self, compiled, executor_place, scope):
+        share_from = _shared_job(compiled)
+        # an inference model's feed / fetch ops and py_reader's reader ops are not run
+        program = runnable(compiled.program)
+        build_strategy, loss_name = compiled._build_strategy, compiled._loss_name
+        places = compiled.places_for(executor_place)
         self.topology = detect()
-        self.exec_strategy = exec_strategy if exec_strategy is not None else ExecutionStrategy()
+        self.exec_strategy = compiled._exec_strategy
+        self.plans = PlanCache()  # (data-parallel program, feed names, fetch names, place)
         warn_unacted(build_strategy)
         warn_unacted(self.exec_strategy)
         self.places = list(places)
@@ -87,6 +116,7 @@ class DataParallelRunner:
         self.memory = MemoryOptions(inplace=bool(build_strategy.enable_inplace),
                                     share=bool(build_strategy.memory_optimize))
         self._source = program  # as the user built it (whole optimizer state)
+        self._compiled_source = compiled.program  # as given (feed / fetch ops checked)
         self.program, self.sharding = build_data_parallel(
             program, build_strategy, self.num_devices, _trained_loss(program, loss_name),
             flags().fuse_parameter_memory_size_mb)
@@ -105,12 +135,11 @@ class DataParallelRunner:
             self._group, self.comms = self._make_communicators(build_strategy)
         self._share_from = share_from
         seed = program.random_seed
-        self._rngs = [np.random.default_rng([seed, r]) if seed else np.random.default_rng()
-                      for r in self.ranks]
+        self._rngs = [place_rng(seed, r) for r in self.ranks]
         # one generator per place for updates' random draws (Dpsgd's noise), seeded alike on
         # every rank and place on the first run, so that every rank updates alike
         self._update_rngs: list = []
-        self._initialized = False
+        self.started = False
         self._broken: str | None = None  # why this rank can no longer take part in steps
         self._pool = None
         if nplaces > 1:  # (imported only where several places share a process)
@@ -144,7 +173,7 @@ class DataParallelRunner:
         (the training program's, for a program sharing its variables)."""
         if self._share_from is not None:
             return self._share_from.state_sharding
-        return self.sharding if self._initialized else None
+        return self.sharding if self.started else None
 
     def _check_trainers(self, strategy, nprocs):
         if strategy.num_trainers not in (1, nprocs):
@@ -178,16 +207,19 @@ class DataParallelRunner:
         return group, comms
 
     # -- first run -----------------------------------------------------------------------------
-    def _initialize(self):
+    def start(self, scope, sharded_state=None):
         """Check every process compiled the same program, then give every place rank 0's
-        parameters; in Reduce mode drop optimizer state this rank does not own."""
+        parameters; in Reduce mode drop optimizer state this rank does not own.
+        `sharded_state(scope)`: the StateSharding whose split state a scope already holds
+        (the executor's jobs', Executor.state_sharding)."""
+        self._check_scope(scope)
         if self._share_from is not None:
-            if not self._share_from._initialized:
+            if not self._share_from.started:
                 raise PreconditionError(
                     f"{self.tag} share_vars_from: the CompiledProgram it names has not run yet; "
                     f"run the training program once before the one sharing its variables")
             self._update_rngs = self._share_from._update_rngs
-            self._initialized = True
+            self.started = True
             return
         # rank 0's program seed (or a random one) for the update generators, on every rank:
         # ranks may seed their programs differently (dropout), and the updates must not differ
@@ -207,7 +239,7 @@ class DataParallelRunner:
                 other.put(name, first.get(name).copy())
         if self.num_devices > 1:
             state = {n for names in self._source.optimizer_state.values() for n in names}
-            earlier = sharding_of(first)
+            earlier = sharded_state(first) if sharded_state is not None else None
             split = sorted(state & earlier.owners().keys()) if earlier is not None else []
             if split:
                 raise PreconditionError(
@@ -232,7 +264,7 @@ class DataParallelRunner:
                                self.tag if self.topology.size > 1 else "")
             for scope, rank in zip(self.scopes, self.ranks):
                 self.sharding.place_state(scope, rank)
-        self._initialized = True
+        self.started = True
 
     def _xp(self):
         from ..core.places import array_module
@@ -240,10 +272,11 @@ class DataParallelRunner:
         return array_module(self.places[0])
 
     # -- every run -----------------------------------------------------------------------------
-    def run(self, scope, feed, fetch_names, return_numpy: bool, return_merged: bool,
-            plan_cache):
-        """One step on every place; the plans come from (and go into) `plan_cache`, the
-        executor's."""
+    def close(self) -> None:
+        """Executor.close(): drop the compiled plans (made again on a later run)."""
+        self.plans.clear()
+
+    def _check_scope(self, scope) -> None:
         if self._broken is not None:
             raise PreconditionError(
                 f"{self.tag} this data-parallel program cannot run any more: {self._broken}. "
@@ -252,20 +285,32 @@ class DataParallelRunner:
             raise InvalidArgumentError(
                 f"{self.tag} a data-parallel CompiledProgram runs on the scope of its first run; "
                 f"this run passed another scope. Compile one CompiledProgram per scope")
+
+    def step(self, scope, feed, fetch_names, return_numpy: bool = True,
+             return_merged: bool = True) -> list:
+        """One step on every place, from this job's plans."""
+        self._check_scope(scope)
+        check_feed_fetch_ops(self._compiled_source, feed, fetch_names)
+        # as in one process: a fed persistable (a scheduler's rate) is in the scope
+        given = self._compiled_source.global_block()
+        for name, value in (feed[0] if isinstance(feed, list) else feed).items():
+            var = given.vars.get(name)
+            if var is not None and var.persistable:
+                scope._assign(name, np.array(value, dtype=var.dtype))
         owner_only = sorted(self._owner_only.intersection(fetch_names))
         if owner_only:
             raise InvalidArgumentError(
                 f"{self.tag} cannot fetch {owner_only}: in Reduce mode only the owning rank "
                 f"computes them; fetch the parameters (broadcast to every rank) or the loss")
-        if not self._initialized:
-            self._initialize()
+        if not self.started:
+            self.start(scope)
         block = self.program.global_block()
         shards = split_feed(feed, len(self.places), tag=f"{self.tag} ",
                             replicated={n for n in _names(feed) if block.has_var(n)
                                         and block.vars[n].persistable},
                             every_place_because=self._every_place_because)
         feed_names = list(shards[0])
-        plans = [plan_cache.get(self.program, feed_names, fetch_names, i,
+        plans = [self.plans.get(self.program, feed_names, fetch_names, i,
                                 lambda i=i: Plan(self.program, feed_names, fetch_names,
                                                  self._rngs[i], comm=self.comms[i],
                                                  rank=self.ranks[i], tag=self.tag,

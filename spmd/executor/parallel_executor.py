@@ -39,8 +39,8 @@ class ParallelExecutor:
 
     @property
     def device_count(self) -> int:
-        runner = self._compiled._runner
-        return len(runner.places) if runner is not None else len(
+        job = self._compiled.job
+        return len(job.places) if job is not None else len(
             self._compiled.places_for(self._place))
 
     def drop_local_exe_scopes(self):

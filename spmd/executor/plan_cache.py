@@ -1,7 +1,7 @@
-"""The one plan cache: compiled plans keyed by (program, feed names, fetch names, where).
+"""A job's plan cache: compiled plans keyed by (program, feed names, fetch names, place).
 
-`where` tells plans of one program apart that run on different places of a data-parallel
-program (the place index); None for a plain program. An entry is rebuilt when the program
+`place` is the index of the job's place the plan runs on (0 for a one-place job); every job
+has its own cache (executor/job.py). An entry is rebuilt when the program
 changed (its version), its random seed changed (a new generator), or a flag was set in code
 since (FLAGS_check_nan_inf); it replaces the stale one, so a program edited in a loop does not
 accumulate plans. Keyed on the program's uid, not id(): an id is reused once a program is
@@ -37,7 +37,7 @@ class PlanCache:
             entry = self._entries[key] = (stamp, build())
         return entry[1]
 
-    def find(self, program, feed_names, fetch_names, where=None):
+    def find(self, program, feed_names, fetch_names, where=0):
         """The cached plan for this key (stale or not), or None."""
         entry = self._entries.get(self._key(program, feed_names, fetch_names, where))
         return None if entry is None else entry[1]

@@ -93,7 +93,7 @@ def prune(program, feed, fetch_list, optimize_ops):
     if isinstance(program, CompiledProgram):
         # the copy made for the cache runs the pruned program, compiled afresh on first run
         program._program = pruned
-        program._runner = None
+        program._job = None
         program._one_place = None
         program._bound = None
         return program

@@ -29,7 +29,6 @@ from ..core.variable import Parameter, Variable
 from ..errors import ArgumentTypeError, InvalidArgumentError, NotFoundError, PreconditionError
 from ..executor.feed_fetch_ops import add_feed_fetch_ops, feed_fetch_names
 from ..passes.prune import prune
-from ..passes.state_sharding import sharding_of
 from .files import AtomicFiles, npz_bytes, npz_writer, reading, text_writer, write_array
 from .fluid_model import is_fluid_model, program_from_fluid, read_combined, read_fluid_vars
 from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_npz_bytes, read_text
@@ -113,7 +112,18 @@ def _select_vars(main_program, vars, predicate, who: str) -> list[Variable]:
     return list(unique.values())
 
 
-def _gather(vars: list[Variable], main_program=None) -> dict:
+def split_state(scope, executor=None, program=None):
+    """The StateSharding whose Reduce-mode optimizer state `scope` holds split across the
+    ranks, asked of the jobs that ran on it: `executor`'s (Executor.state_sharding), or those
+    of a data-parallel CompiledProgram given; None when neither split it."""
+    shards = getattr(program, "optimizer_state_sharding", lambda: None)()
+    if shards is not None and shards[0] is scope:
+        return shards[1]
+    ask = getattr(executor, "state_sharding", None)
+    return ask(scope) if callable(ask) else None
+
+
+def _gather(vars: list[Variable], main_program=None, executor=None) -> dict:
     """Every variable's value from the global scope, as host arrays; raises before any write.
 
     Given a Reduce-mode data-parallel CompiledProgram, the optimizer state it split across the
@@ -135,7 +145,7 @@ def _gather(vars: list[Variable], main_program=None) -> dict:
         if value is None and var.name in not_yet:
             continue  # fluid holds it as a temporary of the main program and saves nothing
         if value is None:
-            raise _missing_error(scope, var.name)
+            raise _missing_error(split_state(scope, executor, main_program), var.name)
         arrays[var.name] = host_array(value)
     return arrays
 
@@ -150,8 +160,7 @@ def _schedule_outputs(program) -> set[str]:
             for n in op.output_arg_names}
 
 
-def _missing_error(scope, name: str) -> Exception:
-    sharding = sharding_of(scope)
+def _missing_error(sharding, name: str) -> Exception:
     owners = sharding.owners().get(name) if sharding is not None else None
     if owners is not None:
         return PreconditionError(
@@ -171,9 +180,9 @@ def _rank_tag() -> str:
     return f"{topology.tag()} " if topology.size > 1 else ""
 
 
-def _refuse_sharded(vars: list[Variable]):
+def _refuse_sharded(vars: list[Variable], executor=None, program=None):
     """Loading state a Reduce-mode program has split would leave the split copies stale."""
-    sharding = sharding_of(global_scope())
+    sharding = split_state(global_scope(), executor, program)
     owners = sharding.owners() if sharding is not None else {}
     sharded = [v.name for v in vars if v.name in owners]
     if sharded:
@@ -316,9 +325,9 @@ def save_vars(executor, dirname: str | None, main_program: Program | None = None
         warnings.warn(NO_VARIABLE_WARNING, stacklevel=2)
         return None
     if dirname is None and filename is None:  # fluid's save to memory
-        return npz_bytes(_gather(selected, main_program))
+        return npz_bytes(_gather(selected, main_program, executor))
     dirname = _check_dirname(dirname, "save_vars")
-    arrays = _gather(selected, main_program)
+    arrays = _gather(selected, main_program, executor)
     if filename:  # fluid joins them: the file may lie in a subdirectory
         dirname, filename = os.path.split(os.path.join(dirname, filename))
     os.makedirs(dirname, exist_ok=True)
@@ -337,7 +346,7 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     """
     if dirname is None:  # fluid's load from memory
         selected = _select_vars(main_program, vars, predicate, "load_vars")
-        _refuse_sharded(selected)
+        _refuse_sharded(selected, executor, main_program)
         by_name = {v.name: v for v in selected}
         arrays = read_npz_bytes(filename, list(by_name),
                                 lambda h: _check_matches(by_name[h.name], h))
@@ -345,7 +354,7 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
         return
     dirname = _check_dirname(dirname, "load_vars")
     selected = _select_vars(main_program, vars, predicate, "load_vars")
-    _refuse_sharded(selected)
+    _refuse_sharded(selected, executor, main_program)
     if filename:
         dirname, filename = os.path.split(os.path.join(dirname, filename))
     else:  # a schedule's rate saved before any run (or by fluid, a temporary there) has no file
@@ -432,7 +441,7 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
         warnings.warn(PROGRAM_ONLY_WARNING, stacklevel=2)
     elif not persistables:
         warnings.warn(NO_VARIABLE_WARNING, stacklevel=2)  # the model is saved, no parameters
-    arrays = {} if program_only else _gather(persistables)
+    arrays = {} if program_only else _gather(persistables, None, executor)
     params_name = os.path.basename(params_filename) if params_filename else None
     os.makedirs(dirname, exist_ok=True)
     with AtomicFiles(dirname) as files:
@@ -628,7 +637,7 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
     with reading(directory) as manifest:  # .pdparams and .pdopt from one save
         params = [v for v in program.list_vars() if is_parameter(v)]
         opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
-        _refuse_sharded(opt)
+        _refuse_sharded(opt, executor)
         headers = inspect_npz(prefix + ".pdparams", [v.name for v in params],
                               manifest.get(base + ".pdparams"))
         if opt:

@@ -1,14 +1,14 @@
 """StateSharding: where ReduceStrategy.Reduce keeps each piece of optimizer state.
 
-The Reduce-mode pass (reduce_mode.py) makes one; the data-parallel CompiledProgram owns it.
+The Reduce-mode pass (reduce_mode.py) makes one; the data-parallel job owns it.
 It says which rank owns each state variable (or each row chunk of one, `name@SHARDc`) and how
 a chunk's state is cut from the whole state the startup program made. On the program's first
 run it splits the scope's state accordingly (`place_state`); the save functions ask the
-compiled program for it and `gather` assembles every state variable whole, the same arrays a
-one-process run saves, so a checkpoint loads at any rank count and in either mode.
+compiled program (its job) for it and `gather` assembles every state variable whole, the same
+arrays a one-process run saves, so a checkpoint loads at any rank count and in either mode.
 
-Scope stays a plain name -> array map: which scopes hold split state is recorded here
-(`sharding_of(scope)`), for the save and load functions' checks.
+Scope stays a plain name -> array map: which scopes hold split state the executor that ran
+the job records (Executor.state_sharding(scope)), for the save and load functions' checks.
 
 Assembling is a collective over the processes: each piece is broadcast from the process that
 owns it, in one order computed from the sharding alone, on a communicator of its own, so a
@@ -19,7 +19,6 @@ process that is not saving never pairs these broadcasts with a training step's c
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,12 +26,21 @@ import numpy as np
 from ..core.scope import host_array
 from ..errors import CommunicationError, PreconditionError
 
-_split_scopes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+@dataclass
+class Placement:
+    """Where a bound StateSharding's state lives at run time (the job binds it on its first
+    run): the data-parallel program's global block, the places' scopes and global ranks, the
+    communicator over the processes (None in a world of one process), the "[rank r/n] " tag,
+    each whole state variable's pieces in assembly order, and why saving broke (if it did)."""
 
-def sharding_of(scope) -> StateSharding | None:
-    """The StateSharding whose state `scope` holds split across the ranks, or None."""
-    return _split_scopes.get(scope)
+    block: object
+    scopes: list
+    ranks: list
+    comm: object
+    tag: str
+    pieces: dict
+    broken: str = ""
 
 
 @dataclass
@@ -42,9 +50,8 @@ class StateSharding:
     shards: dict = field(default_factory=dict)  # param -> [Shard] (reduce_mode.py)
     # chunk state vars whose `rows` are elements of the whole flattened (reduce_flat.py)
     state_flat: set = field(default_factory=set)
-    # bound on the first run (bind): the places' scopes and global ranks, the communicator
-    # over the processes (None in a world of one process), the "[rank r/n] " tag
-    _bound: dict = field(default_factory=dict, compare=False, repr=False)
+    # bound by its job on the first run (bind)
+    placement: Placement | None = field(default=None, compare=False, repr=False)
 
     def owners(self) -> dict:
         """whole state variable -> the ranks that hold it (or its chunks)."""
@@ -76,7 +83,6 @@ class StateSharding:
             scope.put(chunk, value)
         scope.erase({whole for whole, _ in self.state_source.values()})
         scope.erase([var for var, owner in self.state_owner.items() if owner != rank])
-        _split_scopes[scope] = self
 
     def bind(self, program, scopes, ranks, comm, tag: str = "") -> None:
         """Where the state lives at run time, for `gather`."""
@@ -87,19 +93,19 @@ class StateSharding:
             # per chunk: assemble from the first chunk's
             order = rows[0] if rows else _chunk_index(var)
             pieces.setdefault(whole, []).append((order, var, owner, rows is not None))
-        self._bound = {"block": program.global_block(), "scopes": scopes, "ranks": list(ranks),
-                       "comm": comm, "tag": f"{tag} " if tag else "", "broken": "",
-                       "pieces": {whole: sorted(p) for whole, p in pieces.items()}}
+        self.placement = Placement(program.global_block(), scopes, list(ranks), comm,
+                                   f"{tag} " if tag else "",
+                                   {whole: sorted(p) for whole, p in pieces.items()})
 
     @property
     def timeout_s(self) -> float | None:
         """How long `gather` waits for the other ranks (None in a world of one process)."""
-        comm = self._bound.get("comm")
+        comm = self.placement.comm if self.placement is not None else None
         return None if comm is None else comm.timeout_s
 
     @timeout_s.setter
     def timeout_s(self, seconds: float) -> None:
-        comm = self._bound.get("comm")
+        comm = self.placement.comm if self.placement is not None else None
         if comm is not None:
             comm.timeout_s = seconds
 
@@ -110,31 +116,31 @@ class StateSharding:
         Every process must call it with the same names (the broadcasts pair up in order). A
         barrier comes first: a save on some ranks only fails there (after the collective
         timeout) rather than leave a broadcast pending to pair with the next save's."""
-        bound = self._bound
-        if not bound:
+        bound = self.placement
+        if bound is None:
             raise PreconditionError("the Reduce-mode program has not run yet: nothing is split")
-        tag = bound["tag"]
-        if bound["broken"]:
+        tag = bound.tag
+        if bound.broken:
             raise PreconditionError(
                 f"{tag}cannot save the Reduce-mode optimizer state: an earlier save failed "
-                f"midway ({bound['broken']}), and its collectives no longer pair up across "
+                f"midway ({bound.broken}), and its collectives no longer pair up across "
                 f"ranks; restart the job")
         out = {}
         try:
-            if bound["comm"] is not None:
-                bound["comm"].barrier()
-            for whole in sorted(set(names) & bound["pieces"].keys()):
-                pieces = bound["pieces"][whole]
+            if bound.comm is not None:
+                bound.comm.barrier()
+            for whole in sorted(set(names) & bound.pieces.keys()):
+                pieces = bound.pieces[whole]
                 if not pieces[0][3]:  # one whole variable, or identical per-chunk copies
                     pieces = pieces[:1]
                 parts = [self._fetch(var, owner) for _, var, owner, _ in pieces]
                 if pieces[0][1] in self.state_flat:  # flat pieces: the whole, flattened
-                    shape = tuple(bound["block"].vars[whole].shape)
+                    shape = tuple(bound.block.vars[whole].shape)
                     out[whole] = np.concatenate(parts).reshape(shape)
                 else:
                     out[whole] = _concat(parts)
         except CommunicationError as e:
-            bound["broken"] = "a rank did not join"
+            bound.broken = "a rank did not join"
             raise CommunicationError(
                 f"{tag}saving the Reduce-mode optimizer state is collective: every rank must "
                 f"call the save (with the CompiledProgram) at the same point, as each rank "
@@ -143,16 +149,15 @@ class StateSharding:
         return out
 
     def _fetch(self, var: str, owner: int) -> np.ndarray:
-        bound = self._bound
-        ranks = bound["ranks"]
-        process, place = divmod(owner, len(ranks))
-        if owner in ranks:
-            value = np.ascontiguousarray(host_array(bound["scopes"][place].get(var)))
+        bound = self.placement
+        process, place = divmod(owner, len(bound.ranks))
+        if owner in bound.ranks:
+            value = np.ascontiguousarray(host_array(bound.scopes[place].get(var)))
         else:
-            decl = bound["block"].vars[var]
+            decl = bound.block.vars[var]
             value = np.empty(tuple(decl.shape), dtype=decl.dtype)
-        if bound["comm"] is not None:
-            bound["comm"].broadcast(value, process)
+        if bound.comm is not None:
+            bound.comm.broadcast(value, process)
         return value
 
 

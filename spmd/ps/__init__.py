@@ -5,7 +5,6 @@ trainer's send / recv / barrier / prefetch ops; pserver.py: `exe.run(pserver_pro
 Geo-SGD (geo.py: its programs; geo_trainer.py: the trainer's pushes of parameter deltas).
 """
 from . import kernels as _kernels  # noqa: F401 - the trainer ops' kernels
-from . import pserver as _pserver  # noqa: F401 - listen_and_serv's program runner
 from .slicing import HashName, PSDispatcher, RoundRobin
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
 

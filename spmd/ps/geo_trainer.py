@@ -27,7 +27,6 @@ import numpy as np
 from ..core.lod import LoDTensor
 from ..core.selected_rows import SelectedRows
 from ..errors import InvalidArgumentError
-from ..executor.executor import register_close_hook
 from .trainer import session, to_host
 
 __all__ = ["GeoCommunicator", "communicator"]
@@ -179,7 +178,7 @@ def run_geo_send(xp, ins, attrs, ctx) -> dict:
     return {"Out": [np.zeros(0, np.float32)] + params}
 
 
-@register_close_hook
-def _reset_on_close(executor) -> None:
-    """The trainer is done: its snapshot goes (the counters stay readable)."""
+def reset_on_close() -> None:
+    """The trainer is done (an Executor closed, ps/jobs.py): its snapshot goes (the
+    counters stay readable)."""
     _COMMUNICATOR.old, _COMMUNICATOR.ids, _COMMUNICATOR.steps = {}, {}, 0

@@ -1,8 +1,9 @@
 """The pserver side of parameter-server mode at run time: `exe.run(pserver_program)` serves.
 
 A program whose global block holds `listen_and_serv` does not run as a plan: Executor.run
-hands it to ListenAndServ (registered in PROGRAM_RUNNERS, so the executor imports nothing of
-ps), which gets the scope the startup program filled, starts a PServer on the op's endpoint
+runs it as a PServerJob (ps/jobs.py, named in executor/job.py's JOB_KINDS, so the executor
+imports nothing of ps until such a program runs), whose ListenAndServ gets the scope the
+startup program filled, starts a PServer on the op's endpoint
 (only that one) with a PServerRuntime as its handler, and serves until every trainer called
 `complete` (Executor.close() on the trainer); then the updated persistables are written back
 to the scope (fluid.io.save_persistables on the pserver program saves this pserver's slice).
@@ -40,7 +41,6 @@ from ..core.places import array_module
 from ..core.scope import Scope, scope_guard
 from ..core.selected_rows import SelectedRows, add_rows, dense_of
 from ..errors import InvalidArgumentError, PreconditionError
-from ..executor.executor import register_program_runner
 from ..executor.plan import Outcome
 from ..flags import flags
 from .block_runner import BlockRunner
@@ -407,7 +407,7 @@ def _host_copy(value):
 
 
 class ListenAndServ:
-    """What Executor.run runs for a pserver program (see the module doc)."""
+    """What a pserver program's job runs (see the module doc)."""
 
     def __init__(self, program, feed_names, fetch_names, place):
         if feed_names or fetch_names:
@@ -539,8 +539,3 @@ def _exit_on_signals(server):
             signal.signal(sig, previous[sig])
 
     return restore
-
-
-@register_program_runner("listen_and_serv")
-def _listen_and_serv(program, feed_names, fetch_names, place):
-    return ListenAndServ(program, feed_names, fetch_names, place)

@@ -25,7 +25,6 @@ import numpy as np
 from ..core.lod import LoDTensor
 from ..core.selected_rows import SelectedRows
 from ..errors import InvalidArgumentError
-from ..executor.executor import register_close_hook
 
 __all__ = ["TrainerSession", "session"]
 
@@ -171,8 +170,3 @@ _SESSION = TrainerSession()
 def session() -> TrainerSession:
     """This process's trainer session."""
     return _SESSION
-
-
-@register_close_hook
-def _close_on_executor_close(executor) -> None:
-    _SESSION.close()

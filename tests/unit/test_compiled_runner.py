@@ -1,6 +1,7 @@
-"""A CompiledProgram compiles to one runner, chosen by its kind of distribution from a
-registry (the place parameter-server mode adds its runner, which holds a program per role):
-Executor.run calls that runner with its own plan cache, and nothing calls back into it."""
+"""A CompiledProgram runs as one job, of the kind its distribution names in the table of job
+kinds (executor/job.py's JOB_KINDS, where parameter-server mode names its kinds too):
+Executor.run makes it once, on the first run's scope, and steps it; the job holds its own
+plan cache, and nothing calls back into the executor."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 import spmd.fluid as fluid
 from spmd.errors import InvalidArgumentError
-from spmd.executor.compiled import RUNNERS
+from spmd.executor.job import JOB_KINDS
 
 
 def program():
@@ -20,22 +21,30 @@ def program():
 
 
 class RecordingRunner:
-    """A runner for a kind of distribution of its own: runs the program for the role it
-    was made for and records what the executor handed it."""
+    """A job for a kind of distribution of its own: runs the program for the role it was
+    made for and records what the executor handed it."""
 
     made: list = []
+    started = False
+    state_sharding = None
 
     def __init__(self, compiled, place, scope):
+        from spmd.executor.plan_cache import PlanCache
+
         self.compiled, self.place, self.scope, self.calls = compiled, place, scope, []
+        self.plans = PlanCache()
         RecordingRunner.made.append(self)
 
-    def run(self, scope, feed, fetch_names, return_numpy, return_merged, plan_cache):
-        self.calls.append((feed, fetch_names, plan_cache))
+    def start(self, scope, sharded_state=None):
+        self.started = True
+
+    def step(self, scope, feed, fetch_names, return_numpy, return_merged):
+        self.calls.append((feed, fetch_names, self.plans))
         return [np.full(2, 7.0)]
 
 
 def test_executor_runs_the_runner_of_the_programs_kind(monkeypatch):
-    monkeypatch.setitem(RUNNERS, "recording", RecordingRunner)
+    monkeypatch.setitem(JOB_KINDS, "recording", RecordingRunner)
     RecordingRunner.made.clear()
     main, out = program()
     compiled = fluid.CompiledProgram(main)
@@ -48,7 +57,8 @@ def test_executor_runs_the_runner_of_the_programs_kind(monkeypatch):
     (runner,) = RecordingRunner.made  # made once, on the first run's scope
     assert runner.compiled is compiled and runner.scope is scope
     assert [c[1] for c in runner.calls] == [[out.name], [out.name]]
-    assert all(c[2] is exe.plan_cache for c in runner.calls)
+    assert compiled.job is runner and runner.started  # started once, before its first step
+    assert all(c[2] is runner.plans for c in runner.calls)  # the job's own plan cache
 
 
 def test_a_program_compiled_without_distribution_runs_as_it_is():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import spmd
-import spmd.executor.executor as executor_module
+import spmd.executor.job as job_module
 import spmd.fluid as fluid
 from spmd.core import CPUPlace, OpRole, Program, Scope, global_scope, scope_guard
 from spmd.errors import (
@@ -164,12 +164,12 @@ def test_main_before_startup_names_the_parameter():
 def plan_count(monkeypatch):
     built = []
 
-    class CountingPlan(executor_module.Plan):
+    class CountingPlan(job_module.Plan):
         def __init__(self, *args, **kwargs):
             built.append(self)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(executor_module, "Plan", CountingPlan)
+    monkeypatch.setattr(job_module, "Plan", CountingPlan)
     return built
 
 

@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from ..core.omp_default import note_omp_default
+
 _SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
             "openblas_set_num_threads")
 _GETTERS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
@@ -68,11 +70,14 @@ def apply_fluid_math_threads(env=None) -> int:
     library. A user's OPENBLAS_NUM_THREADS, read by OpenBLAS when it loaded, is left as it is.
     Returns the OMP_NUM_THREADS count."""
     env = os.environ if env is None else env
+    defaulted = env is os.environ and "OMP_NUM_THREADS" not in env
     try:
         count = max(1, int(env.get("OMP_NUM_THREADS", "1")))
     except ValueError:
         count = 1
     env["OMP_NUM_THREADS"] = str(count)
+    if defaulted:  # a large random fill need not follow it (spmd/core/omp_default.py)
+        note_omp_default(env["OMP_NUM_THREADS"])
     if "OPENBLAS_NUM_THREADS" not in env and blas_threads() not in (None, count):
         set_blas_threads(count)
     return count

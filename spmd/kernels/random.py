@@ -30,14 +30,21 @@ PARALLEL_MIN = 1 << 21
 
 
 def fill_threads() -> int:
-    """Threads a large random fill may use: OMP_NUM_THREADS where set (spmd sets it to a
-    rank's share of the node's cores under a launcher that starts several ranks on a node,
-    spmd/comm/topology.py), else the cores this process may run on; at most 8."""
+    """Threads a large random fill may use: OMP_NUM_THREADS where the user or a launcher set
+    it (spmd sets it to a rank's share of the node's cores under a launcher that starts several
+    ranks on a node, spmd/comm/topology.py), else the cores this process may run on; at most
+    8. fluid's default of 1, which the first Executor writes into OMP_NUM_THREADS when it is
+    unset (spmd/executor/math_threads.py), is for the math library's products: a fill does
+    not follow it, or every default run would initialise its tables on one thread."""
     import os
 
+    from ..core.omp_default import omp_threads_defaulted
+
     try:
-        threads = int(os.environ.get("OMP_NUM_THREADS", ""))
+        threads = 0 if omp_threads_defaulted() else int(os.environ.get("OMP_NUM_THREADS", ""))
     except ValueError:
+        threads = 0
+    if threads <= 0:
         try:
             threads = len(os.sched_getaffinity(0))
         except AttributeError:

@@ -59,3 +59,33 @@ def test_fill_threads_reads_omp_num_threads(monkeypatch):
     assert fill_threads() == 8  # at most 8
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert 1 <= fill_threads() <= 8
+
+
+def _fill_threads_after_an_executor(env_omp):
+    """(OMP_NUM_THREADS, fill_threads(), the cores it may use) in a fresh process made with
+    OMP_NUM_THREADS=`env_omp` (None: unset), after its first Executor."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if env_omp is not None:
+        env["OMP_NUM_THREADS"] = env_omp
+    code = ("import json, os, spmd.fluid as fluid\n"
+            "from spmd.kernels.random import fill_threads\n"
+            "fluid.Executor(fluid.CPUPlace())\n"
+            "print(json.dumps([os.environ['OMP_NUM_THREADS'], fill_threads(),"
+            " len(os.sched_getaffinity(0))]))\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_fluids_default_of_one_math_thread_does_not_bind_the_fill():
+    """The first Executor writes fluid's 1 into an unset OMP_NUM_THREADS for BLAS; a fill
+    still uses the process's cores. A 1 the user set is the user's."""
+    omp, threads, cores = _fill_threads_after_an_executor(None)
+    assert omp == "1" and threads == min(cores, 8)
+    omp, threads, _ = _fill_threads_after_an_executor("1")
+    assert omp == "1" and threads == 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ..core.lod import lod_key
 from ..errors import InvalidArgumentError
-from ..ops import control_flow as _defs  # noqa: F401 - the op definitions these kernels serve
 from .tensor import ints_of
 
 
@@ -91,4 +90,3 @@ def add_values(a, b):
 def materialize(xp, g, like):
     """Gradient `g`, or zeros like `like` where there is none (None)."""
     return zeros_like_value(xp, like) if g is None else g
-

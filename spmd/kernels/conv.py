@@ -213,7 +213,3 @@ def conv_transpose_nd_grad(xp, ins, attrs, want):
         xt = channel_first_batch_last(xp, x).reshape(g, c // g, -1)
         res["Filter@GRAD"] = xp.matmul(xt, cols.transpose(0, 2, 1)).reshape(w.shape)
     return res
-
-
-# registers the pooling and deformable convolution kernels
-from . import deform, pool  # noqa: E402,F401

@@ -1,5 +1,5 @@
 """Kernels: deformable_psroi_pooling and its gradient (deformable R-FCN's pooling; the op is
-described in spmd/ops/detection_roi.py).
+described in spmd/ops/detection_deform.py).
 
 Each bin of a ROI (corners rounded, end + 1, scaled, shifted by -0.5) is moved by its part's
 learned offset (Trans, times trans_std and the ROI's size), then averages sample_per_part^2

@@ -1,5 +1,5 @@
 """Kernel: detection_map, fluid 1.8's mean average precision of LoD detections (op in
-spmd/ops/detection_ssd.py).
+spmd/ops/detection_map.py).
 
 Per class: every detection (best score first within an image) is a true positive when its
 box, clipped to [0, 1], overlaps an unclaimed ground-truth box of its class by more than

@@ -1,5 +1,5 @@
 """Kernel: generate_mask_labels (Mask R-CNN's mask targets; the op is described in
-spmd/ops/detection_proposals.py), with the polygon rasterizer it needs.
+spmd/ops/detection_masks.py), with the polygon rasterizer it needs.
 
 Each foreground ROI takes the ground truth whose polygons' bounding box it overlaps most and
 gets that object's polygons rasterized into a resolution x resolution grid over the ROI, in

@@ -1,5 +1,5 @@
 """Kernels: multiclass_nms, multiclass_nms2 and matrix_nms (ops in
-spmd/ops/detection_ssd.py).
+spmd/ops/detection_nms.py).
 
 Per image and class: the boxes scoring above score_threshold, best first (a stable sort, as
 fluid's), at most nms_top_k of them, each kept unless it overlaps a kept one by more than the

@@ -1,5 +1,5 @@
 """Kernels: roi_perspective_transform and its gradient (the op is described in
-spmd/ops/detection_roi.py).
+spmd/ops/detection_perspective.py).
 
 Each quadrilateral ROI (x0, y0, ..., x3, y3, clockwise from the top left) is warped onto a
 transformed_height x transformed_width grid by the perspective transform that maps the grid's

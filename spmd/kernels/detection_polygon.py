@@ -1,5 +1,5 @@
 """Kernel: locality_aware_nms (EAST's text detector; the op is described in
-spmd/ops/detection_proposals.py), and the polygon overlap it needs.
+spmd/ops/detection_polygon.py), and the polygon overlap it needs.
 
 Per class, consecutive boxes that overlap more than nms_threshold are merged as they come
 (the coordinates averaged by score, the scores added), then the merged boxes above

@@ -1,6 +1,6 @@
 """Kernels: the training targets of two-stage and RetinaNet detectors: rpn_target_assign,
 retinanet_target_assign, generate_proposal_labels (the ops are described in
-spmd/ops/detection_proposals.py). Host code, per image, as fluid's CPU kernels: overlaps in
+spmd/ops/detection_targets.py). Host code, per image, as fluid's CPU kernels: overlaps in
 pixels (+1), fluid's ScoreAssign and reservoir sampling (use_random draws from the run's
 generator), deltas that decode an anchor or proposal into its ground truth.
 """

@@ -1,5 +1,5 @@
 """Kernels: yolo_box, yolov3_loss (and its gradient), anchor_generator, box_decoder_and_assign
-and polygon_box_transform (the ops are described in spmd/ops/detection_roi.py).
+and polygon_box_transform (the ops are described in spmd/ops/detection_yolo.py).
 
 YOLOv3's head X is [N, A * (5 + classes), H, W]: per anchor, (tx, ty, tw, th, objectness,
 class logits) on an H x W grid. yolov3_loss matches each ground-truth box to the anchor (of

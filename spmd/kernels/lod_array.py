@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..ops import lod_array as _defs  # noqa: F401 - the op definitions these kernels serve
 from .registry import kernel
 from .tensor import ints_of
 

@@ -5,7 +5,6 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..ops.manip import empty_strided_message, strided_axis
-from . import creation  # noqa: F401 - the creation kernels register beside these
 from .registry import kernel
 from .tensor import _scatter_add, ints_of, slice_bounds
 

@@ -361,6 +361,3 @@ def sequence_expand_as(xp, ins, attrs, want):
 def sequence_expand_as_grad(xp, ins, attrs, want):
     src = _expand_as_rows(ins, "sequence_expand_as_grad")
     return {"X@GRAD": scatter_rows(xp, ins["X"], src, ins["Out@GRAD"])}
-
-
-from . import sequence_lod, sequence_patches  # noqa: E402,F401 - the rest of the area

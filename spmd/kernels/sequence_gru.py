@@ -1,5 +1,5 @@
 """Kernels: gru over the sequences of a LoD tensor (the op is described in
-spmd/ops/sequence_rnn.py), stepped as lstm is (spmd/kernels/sequence_rnn.py's Steps).
+spmd/ops/sequence_gru.py), stepped as lstm is (spmd/kernels/sequence_rnn.py's Steps).
 
 Weight's memory is read as fluid's kernel reads it: the first 2*D*D values are the [D, 2D]
 update/reset weight, the last D*D the [D, D] candidate weight.

@@ -1,5 +1,5 @@
 """Kernels: im2sequence, the patches of each image as one sequence of rows (see
-spmd/ops/sequence.py). The patch layout is worked out once on the host as flat indices into
+spmd/ops/sequence_patches.py). The patch layout is worked out once on the host as flat indices into
 the zero-padded batch; the forward is one gather and the gradient one scatter-add."""
 from __future__ import annotations
 

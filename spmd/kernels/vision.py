@@ -213,5 +213,3 @@ def _register(op_type):
 
 for _op in list(_PLANS):
     _register(_op)
-
-from . import sampling  # noqa: E402,F401 - affine_grid, grid_sampler, spectral_norm

@@ -15,7 +15,6 @@ import functools
 from ..core.program import default_main_program
 from ..core.unique_name import generate
 from ..errors import InvalidArgumentError
-from ..ops import control_flow as _ops  # noqa: F401 - defines the ops these layers append
 from .helper import LayerHelper
 from .logic import equal, logical_and, logical_not
 from .sub_block import (

@@ -10,7 +10,6 @@ condition as functions). StaticRNN is in static_rnn.py, DynamicRNN in dynamic_rn
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from ..ops import control_flow as _ops  # noqa: F401 - defines the ops these layers append
 from .helper import LayerHelper
 from .sub_block import (
     BlockGuard,

@@ -1,5 +1,5 @@
-"""Op definitions: fluid 1.8's activation ops beyond the core ones in spmd/ops/math.py
-(abs, trigonometric, shrinks, elu/selu/swish family, prelu, cumsum, log1p).
+"""Op definitions: fluid 1.8's activation ops (relu, sigmoid, tanh, gelu, leaky_relu, exp,
+log, sqrt, square, pow, clip, abs, trigonometric, shrinks, elu/selu/swish family, log1p).
 
 Every one keeps X's shape and dtype. Attribute names and defaults are fluid's op attributes
 (softshrink's is `lambda`, swish's `beta`); the layers in spmd/layers/activation.py map the
@@ -9,8 +9,38 @@ Python arguments onto them.
 """
 from __future__ import annotations
 
-from .math import _prod, _unary
-from .registry import define_op
+from .math import _prod
+from .registry import REQUIRED, define_op
+
+# -- the core activations -----------------------------------------------------------------
+
+# fluid's activation op makers carry these two flags; accepted so fluid-built programs load
+ACTIVATION_ATTRS = {"use_mkldnn": ("bool", False), "use_cudnn": ("bool", False)}
+
+
+def _unary(type_, attrs=None, infer_check=None, **kwargs):
+    """Define a one-input, same-shape op (activations); `infer_check(ctx)` validates attrs."""
+
+    def infer(ctx):
+        if infer_check is not None:
+            infer_check(ctx)
+        ctx.set_output_like("Out", "X")
+
+    define_op(type_, inputs=["X"], outputs=["Out"], attrs={**ACTIVATION_ATTRS, **(attrs or {})},
+              **kwargs)(infer)
+
+
+# grad_uses names what each gradient formula reads: Out where it is cheaper (sigmoid, tanh,
+# exp, sqrt), X where the formula needs it.
+_unary("relu", grad_uses=("Out",))
+_unary("leaky_relu", attrs={"alpha": ("float", 0.02)}, grad_uses=("X",))
+_unary("sigmoid", grad_uses=("Out",))
+_unary("tanh", grad_uses=("Out",))
+_unary("gelu", attrs={"approximate": ("bool", False)}, grad_uses=("X",))
+_unary("exp", grad_uses=("Out",))
+_unary("log", grad_uses=("X",))
+_unary("sqrt", grad_uses=("Out",))
+_unary("square", grad_uses=("X",))
 
 # Smooth ops: the gradient kernel reads X and Out (whichever its formula is cheaper with).
 _SMOOTH = ["abs", "acos", "asin", "atan", "cos", "sin", "erf", "logsigmoid", "reciprocal",
@@ -60,34 +90,34 @@ for _t, _attrs in _WITH_ATTRS.items():
     _unary(_t, attrs=_attrs, infer_check=_CHECKS.get(_t), grad_uses=("X", "Out"))
 
 
-@define_op("cumsum", inputs=["X"], outputs=["Out"], grad_uses=("X",),
-           attrs={"axis": ("int", -1), "exclusive": ("bool", False), "reverse": ("bool", False)})
-def _cumsum(ctx):
-    x = ctx.input("X")
-    axis, rank = ctx.attr("axis"), len(x.shape)
-    ctx.check(-rank <= axis < rank,
-              f"axis={axis} is out of range for X{list(x.shape)}: expected -{rank} <= axis "
-              f"< {rank}")
+def _check_clip(ctx):
+    lo, hi = ctx.attr("min"), ctx.attr("max")
+    ctx.check(lo <= hi, f"attribute min={lo} is greater than max={hi}: expected min <= max")
+
+
+@define_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"],
+           attrs={**ACTIVATION_ATTRS, "min": ("float", REQUIRED), "max": ("float", REQUIRED)},
+           no_grad_inputs=("Min", "Max"), grad_uses=("X", "Min", "Max"), row_separable=True)
+def _clip(ctx):
+    """Min / Max, one-element tensors, override the attributes when given (fluid's clamp)."""
+    for slot in ("Min", "Max"):
+        t = ctx.input(slot)
+        if t is not None:
+            ctx.check(_prod(t.shape) in (-1, 1),
+                      f"{slot} '{t.name}' must hold one value, got shape {list(t.shape)}")
+    if not ctx.has_input("Min") and not ctx.has_input("Max"):
+        _check_clip(ctx)
     ctx.set_output_like("Out", "X")
 
 
-_PRELU_MODES = ("all", "channel", "element")
-
-
-@define_op("prelu", inputs=["X", "Alpha"], outputs=["Out"], grad_uses=("X", "Alpha"),
-           attrs={"mode": ("str", "all")})
-def _prelu(ctx):
-    x, alpha, mode = ctx.input("X"), ctx.input("Alpha"), ctx.attr("mode")
-    ctx.check(mode in _PRELU_MODES, f"attribute mode={mode!r} must be one of {_PRELU_MODES}")
-    n = _prod(alpha.shape)
-    if mode == "all":
-        want = 1
-    elif mode == "channel":
-        ctx.check(len(x.shape) >= 2, f"mode 'channel' needs X of rank >= 2, got {list(x.shape)}")
-        want = x.shape[1]
-    else:
-        want = _prod(x.shape[1:])
-    ctx.check(n < 0 or want < 0 or n == want,
-              f"mode {mode!r}: Alpha{list(alpha.shape)} holds {n} values, X{list(x.shape)} "
-              f"needs {want}")
+@define_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"],
+           attrs={**ACTIVATION_ATTRS, "factor": ("float", 1.0)},
+           no_grad_inputs=("FactorTensor",), grad_uses=("X", "FactorTensor"))
+def _pow(ctx):
+    f = ctx.input("FactorTensor")
+    if f is not None:
+        n = _prod(f.shape)
+        ctx.check(n in (-1, 1),
+                  f"FactorTensor '{f.name}' must hold one value (it overrides attribute "
+                  f"factor), got shape {list(f.shape)}")
     ctx.set_output_like("Out", "X")

@@ -205,6 +205,3 @@ for _type, _nd in (("conv2d_transpose", 2), ("depthwise_conv2d_transpose", 2),
                    ("conv3d_transpose", 3)):
     define_op(_type, inputs=["Input", "Filter"], outputs=["Output"],
               attrs=_conv_attrs(_nd, True), grad_uses=("Input", "Filter"))(_transpose_infer(_nd))
-
-# registers pool2d, pool3d, max_pool*_with_index; deformable_conv, deformable_conv_v1
-from . import deform, pool  # noqa: E402,F401

@@ -1,7 +1,7 @@
 """Op definitions: fluid 1.8's SSD-family detection ops: prior_box, density_prior_box,
-box_coder, iou_similarity, bipartite_match, target_assign, mine_hard_examples, box_clip,
-multiclass_nms / multiclass_nms2, matrix_nms and detection_map (kernels in
-spmd/kernels/detection_ssd.py, detection_nms.py and detection_map.py).
+box_coder, iou_similarity, bipartite_match, target_assign, mine_hard_examples, box_clip
+(kernels in spmd/kernels/detection_ssd.py; the NMS ops are in detection_nms.py, detection_map
+in detection_map.py).
 
 None has a gradient in fluid (they make anchors, targets and detections, all stop_gradient);
 an SSD's loss differentiates through the dense ops around them (spmd/layers/detection_ssd.py).
@@ -210,80 +210,3 @@ def _box_clip(ctx):
     ctx.set_output("Output", x.shape, x.dtype)
 
 
-_NMS_ATTRS = {"background_label": ("int", 0), "score_threshold": "float",
-              "nms_top_k": "int", "nms_threshold": ("float", 0.3), "nms_eta": ("float", 1.0),
-              "keep_top_k": "int", "normalized": ("bool", True)}
-
-
-def _nms_infer(ctx):
-    boxes, scores = _float_input(ctx, "BBoxes"), _float_input(ctx, "Scores")
-    ctx.check(len(scores.shape) in (2, 3), f"Scores must be [N, C, M] or a LoD [M, C], got "
-                                           f"{list(scores.shape)}")
-    ctx.check(len(boxes.shape) == 3, f"BBoxes must be 3-D ([N, M, 4] or a LoD [M, C, 4]), got "
-                                     f"{list(boxes.shape)}")
-    if len(scores.shape) == 3:
-        ctx.check(boxes.shape[2] in (4, -1), f"BBoxes [N, M, 4]: the last dimension must be 4, "
-                                             f"got {list(boxes.shape)}")
-        ctx.check(not (_known(boxes.shape[1]) and _known(scores.shape[2]))
-                  or boxes.shape[1] == scores.shape[2],
-                  f"BBoxes {list(boxes.shape)} and Scores {list(scores.shape)} must agree on "
-                  f"the number of boxes M (BBoxes [N, M, 4], Scores [N, C, M])")
-    else:
-        ctx.check(boxes.shape[2] in (4, -1), f"BBoxes [M, C, 4]: the last dimension must be "
-                                             f"4, got {list(boxes.shape)}")
-    ctx.set_output("Out", (-1, 6), boxes.dtype)
-    ctx.set_output("Index", (-1, 1), "int32")
-    ctx.set_lod_level("Out", 1)
-    ctx.set_lod_level("Index", 1)
-
-
-define_op("multiclass_nms", inputs=["BBoxes", "Scores"], outputs=["Out"], grad=None,
-          lod_inputs=("BBoxes", "Scores"), lod_outputs=("Out",), attrs=dict(_NMS_ATTRS))(
-    _nms_infer)
-define_op("multiclass_nms2", inputs=["BBoxes", "Scores"], outputs=["Out", "Index"], grad=None,
-          lod_inputs=("BBoxes", "Scores"), lod_outputs=("Out", "Index"),
-          attrs=dict(_NMS_ATTRS))(_nms_infer)
-
-
-@define_op("matrix_nms", inputs=["BBoxes", "Scores"], outputs=["Out", "Index", "RoisNum?"],
-           grad=None, lod_outputs=("Out", "Index"),
-           attrs={"background_label": ("int", 0), "score_threshold": "float",
-                  "post_threshold": ("float", 0.0), "nms_top_k": "int", "keep_top_k": "int",
-                  "normalized": ("bool", True), "use_gaussian": ("bool", False),
-                  "gaussian_sigma": ("float", 2.0)})
-def _matrix_nms(ctx):
-    boxes, scores = _float_input(ctx, "BBoxes"), _float_input(ctx, "Scores")
-    ctx.check(len(boxes.shape) == 3 and boxes.shape[2] in (4, -1),
-              f"BBoxes must be [N, M, 4], got {list(boxes.shape)}")
-    ctx.check(len(scores.shape) == 3, f"Scores must be [N, C, M], got {list(scores.shape)}")
-    ctx.set_output("Out", (-1, 6), boxes.dtype)
-    ctx.set_output("Index", (-1, 1), "int32")
-    ctx.set_output("RoisNum", (-1,), "int32")
-    ctx.set_lod_level("Out", 1)
-    ctx.set_lod_level("Index", 1)
-
-
-@define_op("detection_map",
-           inputs=["DetectRes", "Label", "HasState?", "PosCount?", "TruePos?", "FalsePos?"],
-           outputs=["MAP", "AccumPosCount", "AccumTruePos", "AccumFalsePos"], grad=None,
-           lod_inputs=("DetectRes", "Label", "TruePos", "FalsePos"),
-           lod_outputs=("AccumTruePos", "AccumFalsePos"),
-           attrs={"overlap_threshold": ("float", 0.5), "evaluate_difficult": ("bool", True),
-                  "ap_type": ("str", "integral"), "class_num": "int",
-                  "background_label": ("int", 0)})
-def _detection_map(ctx):
-    det, label = ctx.input("DetectRes"), ctx.input("Label")
-    ctx.check(len(det.shape) == 2 and det.shape[1] in (6, -1),
-              f"DetectRes must be a LoD [No, 6] (label, score, box), got {list(det.shape)}")
-    ctx.check(len(label.shape) == 2 and label.shape[1] in (5, 6, -1),
-              f"Label must be a LoD [Ng, 6] (label, difficult, box) or [Ng, 5] (label, box), "
-              f"got {list(label.shape)}")
-    ctx.check(ctx.attr("ap_type") in ("integral", "11point"),
-              f"ap_type must be 'integral' or '11point', got {ctx.attr('ap_type')!r}")
-    ctx.check(ctx.attr("class_num") > 0, f"class_num must be > 0, got {ctx.attr('class_num')}")
-    ctx.set_output("MAP", (1,), det.dtype)
-    ctx.set_output("AccumPosCount", (ctx.attr("class_num"), 1), "int32")
-    ctx.set_output("AccumTruePos", (-1, 2), det.dtype)
-    ctx.set_output("AccumFalsePos", (-1, 2), det.dtype)
-    ctx.set_lod_level("AccumTruePos", 1)
-    ctx.set_lod_level("AccumFalsePos", 1)

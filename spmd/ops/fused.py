@@ -4,10 +4,8 @@
   one op. functor_list [act, "elementwise_add"] is Out = act(X + Y); ["elementwise_add", act] is
   Out = X + act(Y). IntermediateOut (bound when save_intermediate_out) holds X + Y, or act(Y).
 - `fused_batch_norm_act`: fluid's op of that name, batch_norm (batch statistics) then relu.
-- `fused_sgd`, `fused_momentum`, `fused_adam`: one update of several parameters of one
-  optimizer kind: the slots of sgd / momentum / adam, each per-parameter slot a list (the
-  learning rate and adam's beta tensors shared). fluid 1.8's fuse_*_op_pass reach the same with
-  coalesce_tensor and one plain op; here the kernel lays the members end to end itself.
+- `fused_sgd`, `fused_momentum`, `fused_adam`: which they are and their shared slots
+  (`FUSED_UPDATES`, `SHARED_SLOTS`); they are defined beside their kernel, in optim_fused.py.
 
 Every fused op computes exactly what its unfused ops compute (the kernels say how).
 
@@ -15,10 +13,8 @@ Every fused op computes exactly what its unfused ops compute (the kernels say ho
 """
 from __future__ import annotations
 
-from . import optim  # noqa: F401  (sgd, momentum and adam are defined before their fused forms)
 from .math import _elementwise_infer
 from .nn import _batch_norm
-from .optim_common import check_scalar
 from .registry import OP_DEFS, REQUIRED, define_op
 
 # the activations fused with elementwise_add: each gradient is computed from the activation's
@@ -82,41 +78,3 @@ def _fused_batch_norm_act(ctx):
 
 SHARED_SLOTS = ("LearningRate", "Beta1Tensor", "Beta2Tensor")  # one variable for every member
 FUSED_UPDATES = {"sgd": "fused_sgd", "momentum": "fused_momentum", "adam": "fused_adam"}
-
-
-def _define_fused_update(base: str, fused: str):
-    bdef = OP_DEFS[base]
-
-    def spec(slot):
-        if slot.name in SHARED_SLOTS:
-            return slot.name + ("?" if slot.optional else "")
-        return slot.name + "*"
-
-    per_member = [s.name for s in bdef.inputs if s.name not in SHARED_SLOTS]
-    outputs = [s.name for s in bdef.outputs]
-
-    def infer(ctx):
-        params = ctx.inputs("Param")
-        ctx.check(len(params) > 0, "needs at least one parameter in Param")
-        for slot in per_member + outputs:
-            count = len(ctx.inputs(slot)) if slot in per_member else ctx.num_outputs(slot)
-            ctx.check(count == len(params),
-                      f"{slot} lists {count} variables for {len(params)} parameters")
-        for slot in SHARED_SLOTS:
-            check_scalar(ctx, slot)
-        for i, p in enumerate(params):
-            g = ctx.inputs("Grad")[i]
-            ctx.check(tuple(g.shape) == tuple(p.shape),
-                      f"Grad {g.name}{list(g.shape)} must have the shape of Param "
-                      f"{p.name}{list(p.shape)}")
-        for slot in outputs:  # ParamOut from Param, Moment1Out from Moment1, ...
-            source = slot[:-len("Out")]
-            for i, v in enumerate(ctx.inputs(source)):
-                ctx.set_output(slot, v.shape, v.dtype, index=i)
-
-    define_op(fused, inputs=[spec(s) for s in bdef.inputs], outputs=[o + "*" for o in outputs],
-              attrs=dict(bdef.attrs), grad=None)(infer)
-
-
-for _base, _fused in FUSED_UPDATES.items():
-    _define_fused_update(_base, _fused)

@@ -174,69 +174,6 @@ def _hash(ctx):
     ctx.set_output("Out", tuple(x.shape[:-1]) + (ctx.attr("num_hash"), 1), "int64")
 
 
-# -- gathering rows, one-hot, and the lookup tables behind embedding ---------------------------
-@define_op("gather", inputs=["X", "Index"], outputs=["Out"], no_grad_inputs=("Index",),
-           grad_uses=("X", "Index"), attrs={"overwrite": ("bool", True)})
-def _gather(ctx):
-    x, index = ctx.input("X"), ctx.input("Index")
-    _check_int_dtype(ctx, index, "Index")
-    ctx.check(len(x.shape) >= 1, "X must have rank >= 1, got a scalar")
-    ctx.check(len(index.shape) == 1 or (len(index.shape) == 2 and index.shape[1] in (1, -1)),
-              f"Index must be 1-D or [N, 1], got shape {list(index.shape)}")
-    ctx.set_output("Out", (index.shape[0],) + tuple(x.shape[1:]), x.dtype)
-
-
-@define_op("one_hot", inputs=["X", "depth_tensor?"], outputs=["Out"], grad=None,
-           attrs={"depth": ("int", -1), "dtype": ("dtype", "float32"),
-                  "allow_out_of_range": ("bool", False)})
-def _one_hot(ctx):
-    x, depth = ctx.input("X"), ctx.attr("depth")
-    _check_int_dtype(ctx, x, "X")
-    if ctx.has_input("depth_tensor"):  # a [1] int tensor: the depth is known at run time
-        _check_int_dtype(ctx, ctx.input("depth_tensor"), "depth_tensor")
-        depth = -1
-    else:
-        ctx.check(depth > 0, f"attribute 'depth' must be > 0, got {depth}")
-    ctx.check(len(x.shape) >= 2 and x.shape[-1] in (1, -1),
-              f"X must have rank >= 2 with last dim 1 (e.g. [N, 1]), got {list(x.shape)}")
-    ctx.set_output("Out", tuple(x.shape[:-1]) + (depth,), ctx.attr("dtype"))
-
-
-_LOOKUP_ATTRS = {"is_sparse": ("bool", False), "is_distributed": ("bool", False),
-                 "padding_idx": ("int", -1), "remote_prefetch": ("bool", False),
-                 "trainer_id": ("int", 0), "height_sections": ("ints", []),
-                 "epmap": ("strs", []), "table_names": ("strs", [])}
-
-
-def _lookup_infer(ctx, trailing_one: bool):
-    w, ids = ctx.input("W"), ctx.input("Ids")
-    _check_int_dtype(ctx, ids, "Ids")
-    ctx.check(len(w.shape) == 2, f"W must be a 2-D table [rows, width], got {list(w.shape)}")
-    if trailing_one:
-        ctx.check(tuple(ids.shape[-1:]) == (1,) or (len(ids.shape) >= 2 and ids.shape[-1] == -1),
-                  f"Ids must end in a dim of 1 (e.g. [N, 1]), got {list(ids.shape)}; "
-                  f"lookup_table_v2 takes ids without it")
-        lead = tuple(ids.shape[:-1])
-    else:
-        lead = tuple(ids.shape)
-    pad, rows = ctx.attr("padding_idx"), w.shape[0]
-    ctx.check(pad >= -1 and (rows < 0 or pad < rows),
-              f"padding_idx must be -1 (none) or a row of W in [0, {rows - 1}], got {pad}")
-    ctx.set_output("Out", lead + (w.shape[1],), w.dtype)
-
-
-@define_op("lookup_table", inputs=["W", "Ids"], outputs=["Out"], no_grad_inputs=("Ids",),
-           grad_uses=("W", "Ids"), attrs={**_LOOKUP_ATTRS, "grad_inplace": ("bool", False)})
-def _lookup_table(ctx):
-    _lookup_infer(ctx, trailing_one=True)
-
-
-@define_op("lookup_table_v2", inputs=["W", "Ids"], outputs=["Out"], no_grad_inputs=("Ids",),
-           grad_uses=("W", "Ids"), attrs=dict(_LOOKUP_ATTRS))
-def _lookup_table_v2(ctx):
-    _lookup_infer(ctx, trailing_one=False)
-
-
 # -- beam search and attention masks (no gradient) ------------------------------------------
 @define_op("gather_tree", inputs=["Ids", "Parents"], outputs=["Out"], grad=None)
 def _gather_tree(ctx):

@@ -184,6 +184,3 @@ def _sigmoid_focal_loss(ctx):
     ctx.check(fg.dtype in INT_DTYPES and _dims_match(fg.shape, (1,)),
               f"FgNum must be an int32 tensor of shape [1], got {fg.dtype} {list(fg.shape)}")
     ctx.set_output_like("Out", "X")
-
-
-from . import loss_sampled  # noqa: E402,F401 - registers hierarchical_sigmoid, nce, sample_logits

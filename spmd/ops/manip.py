@@ -1,9 +1,8 @@
 """Op definitions: cropping, padding, tiling, flipping, stacking, slicing (plain and strided)
-and the CTR show/click features (cvm)."""
+and the CTR show/click features (cvm); slice is in tensor.py, beside its kernel."""
 from __future__ import annotations
 
-from . import creation  # noqa: F401 - creation ops live beside these (range, eye, assign_value)
-from .registry import REQUIRED, define_op
+from .registry import define_op
 from .tensor import _norm_axis
 
 
@@ -215,53 +214,6 @@ def _meshgrid(ctx):
     ctx.set_output("Out", [x.shape[0] for x in xs], xs[0].dtype)
 
 
-# -- slicing, plain and with strides ---------------------------------------------------------
-SLICE_TENSORS = ["StartsTensor?", "EndsTensor?", "StartsTensorList*", "EndsTensorList*"]
-
-
-@define_op("slice", inputs=["Input", *SLICE_TENSORS], outputs=["Out"],
-           no_grad_inputs=tuple(s.rstrip("?*") for s in SLICE_TENSORS),
-           attrs={"axes": ("ints", REQUIRED), "starts": ("ints", []), "ends": ("ints", []),
-                  "infer_flags": ("ints", []), "decrease_axis": ("ints", [])})
-def _slice(ctx):
-    x = ctx.input("Input")
-    axes, starts, ends = ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")
-    # bounds given as tensors are known at run time only: those axes get size -1
-    flags = list(ctx.attr("infer_flags")) or [1] * len(axes)
-    if ctx.has_input("StartsTensor") or ctx.has_input("EndsTensor"):
-        flags = [-1] * len(axes)
-    starts = starts if len(starts) == len(axes) else [0] * len(axes)
-    ends = ends if len(ends) == len(axes) else [-1] * len(axes)
-    ctx.check(len(flags) == len(axes), f"infer_flags {flags} must match axes {axes}")
-    ctx.check(len(starts) == len(axes) and len(ends) == len(axes),
-              f"axes, starts and ends must have one entry each per sliced axis, got "
-              f"axes={axes}, starts={starts}, ends={ends}")
-    rank = len(x.shape)
-    out = list(x.shape)
-    seen = set()
-    for a, s, e, flag in zip(axes, starts, ends, flags):
-        ctx.check(0 <= a < rank, f"axes entry {a} is out of range for Input{list(x.shape)}: "
-                                 f"expected [0, {rank - 1}]")
-        ctx.check(a not in seen, f"axis {a} is sliced twice (axes={axes})")
-        seen.add(a)
-        if x.shape[a] >= 0 and flag != -1:
-            # python slicing clamps negative and out-of-range bounds exactly as fluid does
-            lo, hi, _ = slice(s, e).indices(x.shape[a])
-            ctx.check(hi > lo, f"slice [{s}:{e}] of axis {a} (size {x.shape[a]}) is empty")
-            out[a] = hi - lo
-        else:
-            out[a] = -1
-    decrease = ctx.attr("decrease_axis")
-    for a in decrease:
-        ctx.check(a in seen, f"decrease_axis entry {a} is not one of the sliced axes {axes}")
-        ctx.check(out[a] in (1, -1),
-                  f"decrease_axis removes axis {a}, which must be sliced to size 1, got {out[a]}")
-    if decrease:
-        out = [d for i, d in enumerate(out) if i not in decrease] or [1]  # fluid keeps [1]
-    ctx.set_output("Out", out, x.dtype)
-
-
-
 _STRIDED_TENSORS = ["StartsTensor?", "EndsTensor?", "StridesTensor?", "StartsTensorList*",
                     "EndsTensorList*", "StridesTensorList*"]
 
@@ -356,7 +308,6 @@ def _shape(ctx):
 @define_op("size", inputs=["Input"], outputs=["Out"], grad=None)
 def _size(ctx):
     ctx.set_output("Out", (1,), "int64")
-
 
 
 # -- CTR features ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Op definitions: arithmetic, elementwise ops with fluid's axis broadcasting (add ... max, pow,
-floordiv, mod), increment, the core activations, clip, and the sum / mean / max reductions.
+floordiv, mod), increment, sum, scale, cumsum and prelu.
 
 >>> # OP_DEFS["elementwise_mod"].grad is None   # as in fluid
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .registry import REQUIRED, broadcast_dim, define_op
+from .registry import broadcast_dim, define_op
 
 
 def _prod(dims) -> int:
@@ -207,114 +207,37 @@ def _increment(ctx):
     ctx.set_output_like("Out", "X")
 
 
-# -- activations -------------------------------------------------------------------------------
-
-# fluid's activation op makers carry these two flags; accepted so fluid-built programs load
-ACTIVATION_ATTRS = {"use_mkldnn": ("bool", False), "use_cudnn": ("bool", False)}
-
-
-def _unary(type_, attrs=None, infer_check=None, **kwargs):
-    """Define a one-input, same-shape op (activations); `infer_check(ctx)` validates attrs."""
-
-    def infer(ctx):
-        if infer_check is not None:
-            infer_check(ctx)
-        ctx.set_output_like("Out", "X")
-
-    define_op(type_, inputs=["X"], outputs=["Out"], attrs={**ACTIVATION_ATTRS, **(attrs or {})},
-              **kwargs)(infer)
-
-
-# grad_uses names what each gradient formula reads: Out where it is cheaper (sigmoid, tanh,
-# exp, sqrt), X where the formula needs it.
-_unary("relu", grad_uses=("Out",))
-_unary("leaky_relu", attrs={"alpha": ("float", 0.02)}, grad_uses=("X",))
-_unary("sigmoid", grad_uses=("Out",))
-_unary("tanh", grad_uses=("Out",))
-_unary("gelu", attrs={"approximate": ("bool", False)}, grad_uses=("X",))
-_unary("exp", grad_uses=("Out",))
-_unary("log", grad_uses=("X",))
-_unary("sqrt", grad_uses=("Out",))
-_unary("square", grad_uses=("X",))
-
-
-def _check_clip(ctx):
-    lo, hi = ctx.attr("min"), ctx.attr("max")
-    ctx.check(lo <= hi, f"attribute min={lo} is greater than max={hi}: expected min <= max")
-
-
-@define_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"],
-           attrs={**ACTIVATION_ATTRS, "min": ("float", REQUIRED), "max": ("float", REQUIRED)},
-           no_grad_inputs=("Min", "Max"), grad_uses=("X", "Min", "Max"), row_separable=True)
-def _clip(ctx):
-    """Min / Max, one-element tensors, override the attributes when given (fluid's clamp)."""
-    for slot in ("Min", "Max"):
-        t = ctx.input(slot)
-        if t is not None:
-            ctx.check(_prod(t.shape) in (-1, 1),
-                      f"{slot} '{t.name}' must hold one value, got shape {list(t.shape)}")
-    if not ctx.has_input("Min") and not ctx.has_input("Max"):
-        _check_clip(ctx)
-    ctx.set_output_like("Out", "X")
-
-
-@define_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"],
-           attrs={**ACTIVATION_ATTRS, "factor": ("float", 1.0)},
-           no_grad_inputs=("FactorTensor",), grad_uses=("X", "FactorTensor"))
-def _pow(ctx):
-    f = ctx.input("FactorTensor")
-    if f is not None:
-        n = _prod(f.shape)
-        ctx.check(n in (-1, 1),
-                  f"FactorTensor '{f.name}' must hold one value (it overrides attribute "
-                  f"factor), got shape {list(f.shape)}")
-    ctx.set_output_like("Out", "X")
-
-
 # -- reductions --------------------------------------------------------------------------------
 
-def reduce_out_shape(shape, dims, keep_dim: bool, reduce_all: bool) -> tuple:
-    """fluid 1.8's reduce output shape; `dims` already in [0, rank). Reducing every dim without
-    keep_dim gives [1], not a scalar."""
-    rank = len(shape)
-    if reduce_all or not dims:
-        return (1,) * rank if keep_dim else (1,)
-    if keep_dim:
-        return tuple(1 if i in dims else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in dims) or (1,)
 
-
-def _reduce_infer(ctx):
+@define_op("cumsum", inputs=["X"], outputs=["Out"], grad_uses=("X",),
+           attrs={"axis": ("int", -1), "exclusive": ("bool", False), "reverse": ("bool", False)})
+def _cumsum(ctx):
     x = ctx.input("X")
-    rank = len(x.shape)
-    dims = ctx.attr("dim")
-    for d in dims:
-        ctx.check(-rank <= d < rank,
-                  f"dim {d} is out of range for X{list(x.shape)}: expected -{rank} <= dim < {rank}")
-    norm = [d + rank if d < 0 else d for d in dims]
-    ctx.check(len(set(norm)) == len(norm),
-              f"dim {dims} names an axis twice (as normalized: {norm}) for X{list(x.shape)}")
-    ctx.set_output("Out", reduce_out_shape(x.shape, set(norm), ctx.attr("keep_dim"),
-                                           ctx.attr("reduce_all")), x.dtype)
+    axis, rank = ctx.attr("axis"), len(x.shape)
+    ctx.check(-rank <= axis < rank,
+              f"axis={axis} is out of range for X{list(x.shape)}: expected -{rank} <= axis "
+              f"< {rank}")
+    ctx.set_output_like("Out", "X")
 
 
-REDUCE_ATTRS = {"dim": ("ints", [0]), "keep_dim": ("bool", False), "reduce_all": ("bool", False)}
-
-# sum and mean gradients need only X's shape (no-need-buffer, as fluid's); max compares X with Out
-define_op("reduce_sum", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
-          grad_uses=("X",), grad_no_need_buffer=("X",))(_reduce_infer)
-define_op("reduce_mean", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
-          grad_uses=("X",), grad_no_need_buffer=("X",))(_reduce_infer)
-define_op("reduce_max", inputs=["X"], outputs=["Out"], attrs=REDUCE_ATTRS,
-          grad_uses=("X", "Out"))(_reduce_infer)
+_PRELU_MODES = ("all", "channel", "element")
 
 
-# mean_grad reads X only for its shape, size and dtype (fluid: MeanGradNoNeedBufferVarsInferer)
-@define_op("mean", inputs=["X"], outputs=["Out"], grad_uses=("X",), grad_no_need_buffer=("X",))
-def _mean(ctx):
-    ctx.set_output("Out", (1,), ctx.input("X").dtype)  # fluid 1.8: mean gives shape [1]
-
-
-@define_op("squared_l2_norm", inputs=["X"], outputs=["Out"], grad_uses=("X",))
-def _squared_l2_norm(ctx):
-    ctx.set_output("Out", (1,), ctx.input("X").dtype)
+@define_op("prelu", inputs=["X", "Alpha"], outputs=["Out"], grad_uses=("X", "Alpha"),
+           attrs={"mode": ("str", "all")})
+def _prelu(ctx):
+    x, alpha, mode = ctx.input("X"), ctx.input("Alpha"), ctx.attr("mode")
+    ctx.check(mode in _PRELU_MODES, f"attribute mode={mode!r} must be one of {_PRELU_MODES}")
+    n = _prod(alpha.shape)
+    if mode == "all":
+        want = 1
+    elif mode == "channel":
+        ctx.check(len(x.shape) >= 2, f"mode 'channel' needs X of rank >= 2, got {list(x.shape)}")
+        want = x.shape[1]
+    else:
+        want = _prod(x.shape[1:])
+    ctx.check(n < 0 or want < 0 or n == want,
+              f"mode {mode!r}: Alpha{list(alpha.shape)} holds {n} values, X{list(x.shape)} "
+              f"needs {want}")
+    ctx.set_output_like("Out", "X")

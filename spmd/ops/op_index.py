@@ -5,21 +5,29 @@ tests/unit/test_imports.py checks it is exact."""
 MODULES = {
     "spmd.ops.activation": (
         "abs", "abs_grad", "acos", "acos_grad", "asin", "asin_grad", "atan", "atan_grad", "brelu",
-        "brelu_grad", "ceil", "ceil_grad", "cos", "cos_grad", "cumsum", "cumsum_grad", "elu",
-        "elu_grad", "erf", "erf_grad", "floor", "floor_grad", "hard_shrink", "hard_shrink_grad",
-        "hard_sigmoid", "hard_sigmoid_grad", "hard_swish", "hard_swish_grad", "log1p",
-        "log1p_grad", "logsigmoid", "logsigmoid_grad", "mish", "mish_grad", "prelu", "prelu_grad",
-        "reciprocal", "reciprocal_grad", "relu6", "relu6_grad", "round", "round_grad", "rsqrt",
-        "rsqrt_grad", "selu", "selu_grad", "sin", "sin_grad", "soft_relu", "soft_relu_grad",
-        "softplus", "softplus_grad", "softshrink", "softshrink_grad", "softsign", "softsign_grad",
-        "stanh", "stanh_grad", "swish", "swish_grad", "tanh_shrink", "tanh_shrink_grad",
-        "thresholded_relu", "thresholded_relu_grad",
+        "brelu_grad", "ceil", "ceil_grad", "clip", "clip_grad", "cos", "cos_grad", "elu",
+        "elu_grad", "erf", "erf_grad", "exp", "exp_grad", "floor", "floor_grad", "gelu",
+        "gelu_grad", "hard_shrink", "hard_shrink_grad", "hard_sigmoid", "hard_sigmoid_grad",
+        "hard_swish", "hard_swish_grad", "leaky_relu", "leaky_relu_grad", "log", "log1p",
+        "log1p_grad", "log_grad", "logsigmoid", "logsigmoid_grad", "mish", "mish_grad", "pow",
+        "pow_grad", "reciprocal", "reciprocal_grad", "relu", "relu6", "relu6_grad", "relu_grad",
+        "round", "round_grad", "rsqrt", "rsqrt_grad", "selu", "selu_grad", "sigmoid",
+        "sigmoid_grad", "sin", "sin_grad", "soft_relu", "soft_relu_grad", "softplus",
+        "softplus_grad", "softshrink", "softshrink_grad", "softsign", "softsign_grad", "sqrt",
+        "sqrt_grad", "square", "square_grad", "stanh", "stanh_grad", "swish", "swish_grad", "tanh",
+        "tanh_grad", "tanh_shrink", "tanh_shrink_grad", "thresholded_relu",
+        "thresholded_relu_grad",
     ),
     "spmd.ops.batch_share": (
         "c_loss_grad_share",
     ),
     "spmd.ops.beam_search": (
         "beam_search", "beam_search_decode",
+    ),
+    "spmd.ops.branches": (
+        "conditional_block", "conditional_block_grad", "is_empty", "merge_lod_tensor",
+        "merge_lod_tensor_grad", "merge_lod_tensor_infer", "select_input", "select_input_grad",
+        "select_output", "select_output_grad", "split_lod_tensor", "split_lod_tensor_grad",
     ),
     "spmd.ops.collective": (
         "c_allgather", "c_allgather_flat", "c_allgather_owned", "c_allreduce_max",
@@ -35,15 +43,6 @@ MODULES = {
     "spmd.ops.contrib_tree": (
         "filter_by_instag", "filter_by_instag_grad", "rank_attention", "rank_attention_grad",
         "tdm_child", "tdm_sampler", "tree_conv", "tree_conv_grad",
-    ),
-    "spmd.ops.control_flow": (
-        "conditional_block", "conditional_block_grad", "create_array", "is_empty",
-        "lod_array_length", "merge_lod_tensor", "merge_lod_tensor_grad", "merge_lod_tensor_infer",
-        "read_from_array", "read_from_array_grad", "recurrent", "recurrent_grad",
-        "rnn_memory_helper", "rnn_memory_helper_grad", "select_input", "select_input_grad",
-        "select_output", "select_output_grad", "split_lod_tensor", "split_lod_tensor_grad",
-        "sum_tensor_array", "tensor_array_to_tensor", "tensor_array_to_tensor_grad", "while",
-        "while_grad", "write_to_array", "write_to_array_grad",
     ),
     "spmd.ops.conv": (
         "conv2d", "conv2d_grad", "conv2d_transpose", "conv2d_transpose_grad", "conv3d",
@@ -62,22 +61,42 @@ MODULES = {
     "spmd.ops.deform": (
         "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
     ),
+    "spmd.ops.detection_deform": (
+        "deformable_psroi_pooling", "deformable_psroi_pooling_grad",
+    ),
+    "spmd.ops.detection_map": (
+        "detection_map",
+    ),
+    "spmd.ops.detection_masks": (
+        "generate_mask_labels",
+    ),
+    "spmd.ops.detection_nms": (
+        "matrix_nms", "multiclass_nms", "multiclass_nms2",
+    ),
+    "spmd.ops.detection_perspective": (
+        "roi_perspective_transform", "roi_perspective_transform_grad",
+    ),
+    "spmd.ops.detection_polygon": (
+        "locality_aware_nms",
+    ),
     "spmd.ops.detection_proposals": (
-        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_mask_labels",
-        "generate_proposal_labels", "generate_proposals", "locality_aware_nms",
-        "retinanet_detection_output", "retinanet_target_assign", "rpn_target_assign",
+        "collect_fpn_proposals", "distribute_fpn_proposals", "generate_proposals",
+        "retinanet_detection_output",
     ),
     "spmd.ops.detection_roi": (
-        "anchor_generator", "box_decoder_and_assign", "deformable_psroi_pooling",
-        "deformable_psroi_pooling_grad", "polygon_box_transform", "prroi_pool", "prroi_pool_grad",
-        "psroi_pool", "psroi_pool_grad", "roi_align", "roi_align_grad",
-        "roi_perspective_transform", "roi_perspective_transform_grad", "roi_pool", "roi_pool_grad",
-        "yolo_box", "yolov3_loss", "yolov3_loss_grad",
+        "prroi_pool", "prroi_pool_grad", "psroi_pool", "psroi_pool_grad", "roi_align",
+        "roi_align_grad", "roi_pool", "roi_pool_grad",
     ),
     "spmd.ops.detection_ssd": (
-        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "detection_map",
-        "iou_similarity", "matrix_nms", "mine_hard_examples", "multiclass_nms", "multiclass_nms2",
-        "prior_box", "target_assign",
+        "bipartite_match", "box_clip", "box_coder", "density_prior_box", "iou_similarity",
+        "mine_hard_examples", "prior_box", "target_assign",
+    ),
+    "spmd.ops.detection_targets": (
+        "generate_proposal_labels", "retinanet_target_assign", "rpn_target_assign",
+    ),
+    "spmd.ops.detection_yolo": (
+        "anchor_generator", "box_decoder_and_assign", "polygon_box_transform", "yolo_box",
+        "yolov3_loss", "yolov3_loss_grad",
     ),
     "spmd.ops.distributed": (
         "checkpoint_notify", "distributed_lookup_table", "fake_init", "fetch_barrier",
@@ -89,9 +108,8 @@ MODULES = {
         "feed", "fetch",
     ),
     "spmd.ops.fused": (
-        "fused_adam", "fused_batch_norm_act", "fused_batch_norm_act_grad",
-        "fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_momentum",
-        "fused_sgd",
+        "fused_batch_norm_act", "fused_batch_norm_act_grad", "fused_elemwise_activation",
+        "fused_elemwise_activation_grad",
     ),
     "spmd.ops.grad_grad": (
         "batch_norm_grad_grad", "elementwise_div_grad_grad", "elu_grad_grad",
@@ -102,12 +120,11 @@ MODULES = {
         "print", "py_func", "py_func_grad",
     ),
     "spmd.ops.index": (
-        "arg_max", "arg_min", "argsort", "argsort_grad", "gather", "gather_grad", "gather_nd",
-        "gather_nd_grad", "gather_tree", "hash", "index_sample", "index_sample_grad",
-        "index_select", "index_select_grad", "lookup_table", "lookup_table_grad",
-        "lookup_table_v2", "lookup_table_v2_grad", "multiplex", "multiplex_grad", "one_hot",
-        "scatter", "scatter_grad", "scatter_nd_add", "scatter_nd_add_grad", "shard_index",
-        "similarity_focus", "unique", "unique_with_counts", "where", "where_grad", "where_index",
+        "arg_max", "arg_min", "argsort", "argsort_grad", "gather_nd", "gather_nd_grad",
+        "gather_tree", "hash", "index_sample", "index_sample_grad", "index_select",
+        "index_select_grad", "multiplex", "multiplex_grad", "scatter", "scatter_grad",
+        "scatter_nd_add", "scatter_nd_add_grad", "shard_index", "similarity_focus", "unique",
+        "unique_with_counts", "where", "where_grad", "where_index",
     ),
     "spmd.ops.linalg": (
         "addmm", "addmm_grad", "bmm", "bmm_grad", "cos_sim", "cos_sim_grad", "cross", "cross_grad",
@@ -123,6 +140,10 @@ MODULES = {
         "allclose", "equal", "greater_equal", "greater_than", "isfinite", "isinf", "isnan",
         "less_equal", "less_than", "logical_and", "logical_not", "logical_or", "logical_xor",
         "not_equal",
+    ),
+    "spmd.ops.loops": (
+        "recurrent", "recurrent_grad", "rnn_memory_helper", "rnn_memory_helper_grad", "while",
+        "while_grad",
     ),
     "spmd.ops.loss": (
         "bpr_loss", "bpr_loss_grad", "center_loss", "center_loss_grad", "huber_loss",
@@ -142,20 +163,16 @@ MODULES = {
         "expand", "expand_as", "expand_as_grad", "expand_grad", "flip", "meshgrid",
         "meshgrid_grad", "pad", "pad2d", "pad2d_grad", "pad_constant_like",
         "pad_constant_like_grad", "pad_grad", "reverse", "roll", "roll_grad", "shape", "size",
-        "slice", "slice_grad", "stack", "stack_grad", "strided_slice", "strided_slice_grad",
-        "tril_triu", "tril_triu_grad", "unstack", "unstack_grad",
+        "stack", "stack_grad", "strided_slice", "strided_slice_grad", "tril_triu",
+        "tril_triu_grad", "unstack", "unstack_grad",
     ),
     "spmd.ops.math": (
-        "clip", "clip_grad", "elementwise_add", "elementwise_add_grad", "elementwise_div",
+        "cumsum", "cumsum_grad", "elementwise_add", "elementwise_add_grad", "elementwise_div",
         "elementwise_div_grad", "elementwise_floordiv", "elementwise_max", "elementwise_max_grad",
         "elementwise_min", "elementwise_min_grad", "elementwise_mod", "elementwise_mul",
         "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub",
-        "elementwise_sub_grad", "exp", "exp_grad", "gelu", "gelu_grad", "increment", "leaky_relu",
-        "leaky_relu_grad", "log", "log_grad", "matmul", "matmul_grad", "mean", "mean_grad", "mul",
-        "mul_grad", "pow", "pow_grad", "reduce_max", "reduce_max_grad", "reduce_mean",
-        "reduce_mean_grad", "reduce_sum", "reduce_sum_grad", "relu", "relu_grad", "scale",
-        "sigmoid", "sigmoid_grad", "sqrt", "sqrt_grad", "square", "square_grad", "squared_l2_norm",
-        "squared_l2_norm_grad", "sum", "tanh", "tanh_grad",
+        "elementwise_sub_grad", "increment", "matmul", "matmul_grad", "mul", "mul_grad", "prelu",
+        "prelu_grad", "scale", "sum",
     ),
     "spmd.ops.metric": (
         "auc", "mean_iou",
@@ -181,6 +198,9 @@ MODULES = {
     "spmd.ops.optim_dpsgd": (
         "dpsgd",
     ),
+    "spmd.ops.optim_fused": (
+        "fused_adam", "fused_momentum", "fused_sgd",
+    ),
     "spmd.ops.optim_schedule": (
         "ema_bias_correction", "lookahead_step", "lr_cosine_decay", "lr_exponential_decay",
         "lr_inverse_time_decay", "lr_linear_warmup", "lr_natural_exp_decay", "lr_noam_decay",
@@ -202,8 +222,10 @@ MODULES = {
         "create_double_buffer_reader", "create_py_reader", "read",
     ),
     "spmd.ops.reduce": (
-        "reduce_all", "reduce_any", "reduce_min", "reduce_min_grad", "reduce_prod",
-        "reduce_prod_grad",
+        "mean", "mean_grad", "reduce_all", "reduce_any", "reduce_max", "reduce_max_grad",
+        "reduce_mean", "reduce_mean_grad", "reduce_min", "reduce_min_grad", "reduce_prod",
+        "reduce_prod_grad", "reduce_sum", "reduce_sum_grad", "squared_l2_norm",
+        "squared_l2_norm_grad",
     ),
     "spmd.ops.rnn": (
         "cudnn_lstm", "cudnn_lstm_grad", "gru_unit", "gru_unit_grad", "lstm_unit",
@@ -217,10 +239,12 @@ MODULES = {
         "seed",
     ),
     "spmd.ops.sequence": (
-        "im2sequence", "im2sequence_grad", "row_conv", "row_conv_grad", "sequence_conv",
-        "sequence_conv_grad", "sequence_expand", "sequence_expand_as", "sequence_expand_as_grad",
-        "sequence_expand_grad", "sequence_pool", "sequence_pool_grad", "sequence_softmax",
-        "sequence_softmax_grad",
+        "row_conv", "row_conv_grad", "sequence_conv", "sequence_conv_grad", "sequence_expand",
+        "sequence_expand_as", "sequence_expand_as_grad", "sequence_expand_grad", "sequence_pool",
+        "sequence_pool_grad", "sequence_softmax", "sequence_softmax_grad",
+    ),
+    "spmd.ops.sequence_gru": (
+        "gru", "gru_grad",
     ),
     "spmd.ops.sequence_lod": (
         "lod_reset", "lod_reset_grad", "sequence_concat", "sequence_concat_grad",
@@ -229,8 +253,11 @@ MODULES = {
         "sequence_scatter", "sequence_scatter_grad", "sequence_slice", "sequence_slice_grad",
         "sequence_unpad", "sequence_unpad_grad",
     ),
+    "spmd.ops.sequence_patches": (
+        "im2sequence", "im2sequence_grad",
+    ),
     "spmd.ops.sequence_rnn": (
-        "gru", "gru_grad", "lstm", "lstm_grad", "lstmp", "lstmp_grad",
+        "lstm", "lstm_grad", "lstmp", "lstmp_grad",
     ),
     "spmd.ops.sparse": (
         "c_allgather_rows", "get_tensor_from_selected_rows", "merge_selected_rows",
@@ -240,9 +267,15 @@ MODULES = {
     ),
     "spmd.ops.tensor": (
         "assign", "cast", "concat", "concat_grad", "fill_any_like", "fill_constant",
-        "fill_zeros_like", "flatten2", "flatten2_grad", "reshape2", "reshape2_grad", "split",
-        "squeeze2", "squeeze2_grad", "transpose2", "transpose2_grad", "unsqueeze2",
-        "unsqueeze2_grad",
+        "fill_zeros_like", "flatten2", "flatten2_grad", "gather", "gather_grad", "lookup_table",
+        "lookup_table_grad", "lookup_table_v2", "lookup_table_v2_grad", "one_hot", "reshape2",
+        "reshape2_grad", "slice", "slice_grad", "split", "squeeze2", "squeeze2_grad", "transpose2",
+        "transpose2_grad", "unsqueeze2", "unsqueeze2_grad",
+    ),
+    "spmd.ops.tensor_array": (
+        "create_array", "lod_array_length", "read_from_array", "read_from_array_grad",
+        "sum_tensor_array", "tensor_array_to_tensor", "tensor_array_to_tensor_grad",
+        "write_to_array", "write_to_array_grad",
     ),
     "spmd.ops.vision": (
         "bilinear_interp", "bilinear_interp_grad", "nearest_interp", "nearest_interp_grad",

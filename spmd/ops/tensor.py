@@ -1,4 +1,5 @@
-"""Op definitions: creation, copying, casting, reshaping, joining and splitting of tensors."""
+"""Op definitions: creation, copying, casting, reshaping, joining, slicing and splitting of
+tensors; gather, one_hot and the embedding lookups (lookup_table, lookup_table_v2)."""
 from __future__ import annotations
 
 from .registry import REQUIRED, define_op
@@ -359,3 +360,112 @@ def _split(ctx):
         shape = list(x.shape)
         shape[axis] = s
         ctx.set_output("Out", shape, x.dtype, index=i)
+
+
+# -- gathering rows, one-hot, and the lookup tables behind embedding ---------------------------
+@define_op("gather", inputs=["X", "Index"], outputs=["Out"], no_grad_inputs=("Index",),
+           grad_uses=("X", "Index"), attrs={"overwrite": ("bool", True)})
+def _gather(ctx):
+    x, index = ctx.input("X"), ctx.input("Index")
+    _check_int_dtype(ctx, index, "Index")
+    ctx.check(len(x.shape) >= 1, "X must have rank >= 1, got a scalar")
+    ctx.check(len(index.shape) == 1 or (len(index.shape) == 2 and index.shape[1] in (1, -1)),
+              f"Index must be 1-D or [N, 1], got shape {list(index.shape)}")
+    ctx.set_output("Out", (index.shape[0],) + tuple(x.shape[1:]), x.dtype)
+
+
+@define_op("one_hot", inputs=["X", "depth_tensor?"], outputs=["Out"], grad=None,
+           attrs={"depth": ("int", -1), "dtype": ("dtype", "float32"),
+                  "allow_out_of_range": ("bool", False)})
+def _one_hot(ctx):
+    x, depth = ctx.input("X"), ctx.attr("depth")
+    _check_int_dtype(ctx, x, "X")
+    if ctx.has_input("depth_tensor"):  # a [1] int tensor: the depth is known at run time
+        _check_int_dtype(ctx, ctx.input("depth_tensor"), "depth_tensor")
+        depth = -1
+    else:
+        ctx.check(depth > 0, f"attribute 'depth' must be > 0, got {depth}")
+    ctx.check(len(x.shape) >= 2 and x.shape[-1] in (1, -1),
+              f"X must have rank >= 2 with last dim 1 (e.g. [N, 1]), got {list(x.shape)}")
+    ctx.set_output("Out", tuple(x.shape[:-1]) + (depth,), ctx.attr("dtype"))
+
+
+_LOOKUP_ATTRS = {"is_sparse": ("bool", False), "is_distributed": ("bool", False),
+                 "padding_idx": ("int", -1), "remote_prefetch": ("bool", False),
+                 "trainer_id": ("int", 0), "height_sections": ("ints", []),
+                 "epmap": ("strs", []), "table_names": ("strs", [])}
+
+
+def _lookup_infer(ctx, trailing_one: bool):
+    w, ids = ctx.input("W"), ctx.input("Ids")
+    _check_int_dtype(ctx, ids, "Ids")
+    ctx.check(len(w.shape) == 2, f"W must be a 2-D table [rows, width], got {list(w.shape)}")
+    if trailing_one:
+        ctx.check(tuple(ids.shape[-1:]) == (1,) or (len(ids.shape) >= 2 and ids.shape[-1] == -1),
+                  f"Ids must end in a dim of 1 (e.g. [N, 1]), got {list(ids.shape)}; "
+                  f"lookup_table_v2 takes ids without it")
+        lead = tuple(ids.shape[:-1])
+    else:
+        lead = tuple(ids.shape)
+    pad, rows = ctx.attr("padding_idx"), w.shape[0]
+    ctx.check(pad >= -1 and (rows < 0 or pad < rows),
+              f"padding_idx must be -1 (none) or a row of W in [0, {rows - 1}], got {pad}")
+    ctx.set_output("Out", lead + (w.shape[1],), w.dtype)
+
+
+@define_op("lookup_table", inputs=["W", "Ids"], outputs=["Out"], no_grad_inputs=("Ids",),
+           grad_uses=("W", "Ids"), attrs={**_LOOKUP_ATTRS, "grad_inplace": ("bool", False)})
+def _lookup_table(ctx):
+    _lookup_infer(ctx, trailing_one=True)
+
+
+@define_op("lookup_table_v2", inputs=["W", "Ids"], outputs=["Out"], no_grad_inputs=("Ids",),
+           grad_uses=("W", "Ids"), attrs=dict(_LOOKUP_ATTRS))
+def _lookup_table_v2(ctx):
+    _lookup_infer(ctx, trailing_one=False)
+
+
+# -- slicing, plain and with strides ---------------------------------------------------------
+SLICE_TENSORS = ["StartsTensor?", "EndsTensor?", "StartsTensorList*", "EndsTensorList*"]
+
+
+@define_op("slice", inputs=["Input", *SLICE_TENSORS], outputs=["Out"],
+           no_grad_inputs=tuple(s.rstrip("?*") for s in SLICE_TENSORS),
+           attrs={"axes": ("ints", REQUIRED), "starts": ("ints", []), "ends": ("ints", []),
+                  "infer_flags": ("ints", []), "decrease_axis": ("ints", [])})
+def _slice(ctx):
+    x = ctx.input("Input")
+    axes, starts, ends = ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")
+    # bounds given as tensors are known at run time only: those axes get size -1
+    flags = list(ctx.attr("infer_flags")) or [1] * len(axes)
+    if ctx.has_input("StartsTensor") or ctx.has_input("EndsTensor"):
+        flags = [-1] * len(axes)
+    starts = starts if len(starts) == len(axes) else [0] * len(axes)
+    ends = ends if len(ends) == len(axes) else [-1] * len(axes)
+    ctx.check(len(flags) == len(axes), f"infer_flags {flags} must match axes {axes}")
+    ctx.check(len(starts) == len(axes) and len(ends) == len(axes),
+              f"axes, starts and ends must have one entry each per sliced axis, got "
+              f"axes={axes}, starts={starts}, ends={ends}")
+    rank = len(x.shape)
+    out = list(x.shape)
+    seen = set()
+    for a, s, e, flag in zip(axes, starts, ends, flags):
+        ctx.check(0 <= a < rank, f"axes entry {a} is out of range for Input{list(x.shape)}: "
+                                 f"expected [0, {rank - 1}]")
+        ctx.check(a not in seen, f"axis {a} is sliced twice (axes={axes})")
+        seen.add(a)
+        if x.shape[a] >= 0 and flag != -1:
+            # python slicing clamps negative and out-of-range bounds exactly as fluid does
+            lo, hi, _ = slice(s, e).indices(x.shape[a])
+            ctx.check(hi > lo, f"slice [{s}:{e}] of axis {a} (size {x.shape[a]}) is empty")
+            out[a] = hi - lo
+        else:
+            out[a] = -1
+    decrease = ctx.attr("decrease_axis")
+    for a in decrease:
+        ctx.check(a in seen, f"decrease_axis entry {a} is not one of the sliced axes {axes}")
+        ctx.check(out[a] in (1, -1),
+                  f"decrease_axis removes axis {a}, which must be sliced to size 1, got {out[a]}")
+    if decrease:
+        out = [d for i, d in enumerate(out) if i not in decrease] or [1]  # fluid keeps [1]
+    ctx.set_output("Out", out, x.dtype)

@@ -129,6 +129,3 @@ def _unfold(ctx):
               f"paddings {p}): {out} blocks")
     length = out[0] * out[1] if min(out) > 0 else -1
     ctx.set_output("Y", (n, c * k[0] * k[1] if c > 0 else -1, length), x.dtype)
-
-
-from . import sampling  # noqa: E402,F401 - affine_grid, grid_sampler, spectral_norm

@@ -18,14 +18,18 @@ another job's token. Imports nothing of spmd (paddle-launch uses it too).
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets
-import socket
 import sys
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
+
+# hashlib and hmac are imported where a hello is made or checked: `import spmd` in every rank
+# reaches this module (the guard's channel), but only supervisors ever say hello, after the
+# fork; OpenSSL's start-up (hashlib) then stays out of every program's start
 
 TOKEN_ENV = "SPMD_JOB_TOKEN"
 MAGIC = b"SPMD1 "
@@ -42,7 +46,7 @@ def job_token(env: Mapping[str, str] | None = None) -> str | None:
 
 def new_token() -> str:
     """A fresh random token (128 bits)."""
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()  # what secrets.token_hex(16) is, without its imports
 
 
 def _purpose(purpose: str) -> bytes:
@@ -51,6 +55,9 @@ def _purpose(purpose: str) -> bytes:
 
 def hello(token: str, purpose: str) -> bytes:
     """The hello a client sends first on a connection for `purpose` (e.g. "channel")."""
+    import hashlib
+    import hmac
+
     digest = hmac.new(token.encode(), _purpose(purpose), hashlib.sha256).hexdigest()
     return MAGIC + _purpose(purpose) + b" " + digest.encode() + b"\n"
 
@@ -63,7 +70,9 @@ def check_hello(data: bytes, token: str, purpose: str) -> str:
         return f"not spmd's hello (first bytes {data[:16]!r})"
     if data[len(MAGIC):len(MAGIC) + PURPOSE_LEN] != _purpose(purpose):
         return f"a hello for another socket ({data[len(MAGIC):len(MAGIC) + PURPOSE_LEN]!r})"
-    if not hmac.compare_digest(data[:HELLO_LEN], hello(token, purpose)):
+    from hmac import compare_digest
+
+    if not compare_digest(data[:HELLO_LEN], hello(token, purpose)):
         return f"another job (its job token differs: set the same {TOKEN_ENV} on every node)"
     return ""
 

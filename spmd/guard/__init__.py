@@ -365,30 +365,30 @@ def rendezvous(comm) -> None:
     if _shared is None or _shared.slots[st.CHANNEL] != 0:
         return
 
-    from .channel import NO_ADDRESS_MARK, candidate_addresses, no_address_reason
-
     text = ""
-    if comm.Get_rank() == 0:
+    if comm.Get_rank() == 0:  # the channel (its sockets) is loaded here already: the listener
+        from .channel import candidate_addresses, no_address_reason
+
         port = int(_shared.slots[st.LISTEN_PORT])
-        text = candidate_addresses(port) if port else NO_ADDRESS_MARK + no_address_reason()
+        text = candidate_addresses(port) if port else st.NO_ADDRESS_MARK + no_address_reason()
     length = np.array([len(text.encode())], dtype=np.int64)
     _wait_in_start(comm, comm.Ibcast(length, root=0), flags)
     buf = np.frombuffer(text.encode(), dtype=np.uint8).copy() if comm.Get_rank() == 0 else \
         np.empty(int(length[0]), dtype=np.uint8)
     _wait_in_start(comm, comm.Ibcast(buf, root=0), flags)
     text = buf.tobytes().decode()
-    if text.startswith(NO_ADDRESS_MARK):  # rank 0's supervisor could not listen: every rank
+    if text.startswith(st.NO_ADDRESS_MARK):  # rank 0's supervisor could not listen: every rank
         _shared.slots[st.CHANNEL] = -1    # fails alike, the lowest one reporting
         from ..errors import CommunicationError
 
         raise CommunicationError(f"[rank {comm.Get_rank()}/{comm.Get_size()}] "
-                                 f"{text[len(NO_ADDRESS_MARK):]}")
+                                 f"{text[len(st.NO_ADDRESS_MARK):]}")
     _shared.set_address(text)
     deadline = time.monotonic() + _CONNECT_WAIT_S
     while not _shared.slots[st.CONNECTED] and _shared.slots[st.CHANNEL] != -1 and \
             time.monotonic() < deadline:
         _stop_if_peer_died_in_start()
-        time.sleep(0.005)
+        time.sleep(0.001)  # every rank waits here for the supervisors: wake soon after
     ok = np.array([1 if _shared.slots[st.CONNECTED] else 0], dtype=np.int64)
     _wait_in_start(comm, comm.Iallreduce(MPI.IN_PLACE, ok, op=MPI.MIN), flags)
     _shared.slots[st.CHANNEL] = 1 if ok[0] else -1

@@ -35,12 +35,11 @@ from ..job_token import (
     log_refused,
     new_token,
 )
-from .state import FAILED, LOST
+from .state import FAILED, LOST, NO_ADDRESS_MARK  # noqa: F401 - read here by its users too
 
 _TOKEN_MARK = ";token="
 _token: str | None = None  # rank 0: made by listen() when SPMD_JOB_TOKEN is not set
 _bound: str = "127.0.0.1"
-NO_ADDRESS_MARK = "!"  # rank 0's address text when it has no listener: the reason follows
 
 
 class NodeAddressUnknown(OSError):

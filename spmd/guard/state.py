@@ -30,6 +30,9 @@ STARTING = 29
 (DEPARTED, D_RANK, D_CODE, D_SIGNAL, D_COLLECTIVES, D_STEPS, D_HOW, CONNECTED,
  LISTEN_PORT, F_SEEN, F_RANK, F_COLLECTIVES, F_CODE, F_SIGNAL) = range(8, 22)
 _SLOTS = 32
+# rank 0's address text when its supervisor has no listener: the reason follows (here, not in
+# channel.py, so the other ranks read it without importing the channel's sockets)
+NO_ADDRESS_MARK = "!"
 _TEXT = 256  # the rendezvous address, "host:port,host:port,..."
 _ERROR = 512  # the program's error, one line, for its supervisor to tell
 

@@ -16,8 +16,11 @@ import sys
 import time
 
 from . import state as st
-from .channel import Channel, NodeAddressUnknown, listen
-from .early_news import EarlyNews
+
+# the channel (sockets) and the early news (json) are imported where they are used: on rank 0
+# before the fork, for its listener; elsewhere in the supervisor only, after it. The program
+# (the child) then starts without them: every module imported before the fork is a cost of
+# the program's start-up too
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 _POLL_S = 0.05
@@ -46,6 +49,8 @@ def supervise(rank: int, size: int, shared: st.SharedState, on_end=None,
     launcher that does not (srun without -K) still ends the job."""
     listener = None
     if rank == 0 and size > 1:
+        from .channel import NodeAddressUnknown, listen
+
         try:
             listener = listen()
         except NodeAddressUnknown:
@@ -69,6 +74,14 @@ class _Parent:
         self.rank, self.size, self.shared, self.child = rank, size, shared, child
         self.on_end, self.launcher_stops_ranks = on_end, launcher_stops_ranks
         self.tag = f"[rank {rank}/{size}]"
+        # imported now, while the program starts (in parallel): not at the first MPI use,
+        # where every rank waits for the supervisors' hellos (hmac, hashlib: job_token.hello)
+        import hashlib  # noqa: F401
+        import hmac  # noqa: F401
+
+        from .channel import Channel
+        from .early_news import EarlyNews
+
         self.channel = Channel(rank, size, listener, self._departed) if size > 1 else None
         # before the channel is up: news of a rank that died in MPI start-up (early_news.py)
         self.early = EarlyNews(rank, size) if size > 1 else None

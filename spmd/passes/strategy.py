@@ -29,6 +29,18 @@ class GradientScaleStrategy(enum.IntEnum):
     Customized = 2
 
 
+_FIELD_NAMES: dict[type, frozenset] = {}
+
+
+def _field_names(cls) -> frozenset:
+    """The dataclass's field names, once per class (fields() walks them all on every set:
+    building a CompiledProgram sets dozens)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return names
+
+
 class _Strict:
     """Setting a field that does not exist is an error naming the fields (fluid's C++ binding
     raises too), so a typo never passes silently."""
@@ -36,7 +48,7 @@ class _Strict:
     def __setattr__(self, name, value):
         if isinstance(getattr(type(self), name, None), property):  # a public name of a field
             return object.__setattr__(self, name, value)
-        if name not in {f.name for f in fields(self)}:
+        if name not in _field_names(type(self)):
             import difflib
 
             close = difflib.get_close_matches(name, [f.name for f in fields(self)], n=3)

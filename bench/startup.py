@@ -11,6 +11,10 @@ Python's bytecode caches are warm, as after `pip install` (the warm-up run write
 temporary PYTHONPYCACHEPREFIX, also where the environment says PYTHONDONTWRITEBYTECODE);
 `--bytecode none` measures every module compiled from source at every start instead.
 
+Then where it goes, in the same run: what rank 0 of `mpiexec -n 2` had imported at its first
+step (modules, spmd's, numpy's) and the operators its two programs hold, and `python -X
+importtime -c "import spmd.fluid"` (cumulative; the modules that cost most by their own time).
+
     python bench/startup.py [--rounds 5] [--bytecode warm|none] [--out bench/out/startup.md]
 """
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -52,7 +57,10 @@ feed = {"x": rng.normal(size=(32, 64)).astype("float32"),
 exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
 if topology.rank == 0:
     import sys
-    print("FIRST_STEP", time.time(), len(sys.modules), flush=True)
+    groups = [name.partition(".")[0] for name in sys.modules]
+    ops = sum(len(b.ops) for p in (main, startup) for b in p.blocks)
+    print("FIRST_STEP", time.time(), len(sys.modules), groups.count("spmd"),
+          groups.count("numpy"), ops, flush=True)
 '''
 
 BARRIER_SCRIPT = '''\
@@ -79,6 +87,14 @@ def commands(script: str, log_dir: str) -> dict:
 def measure(cmd: list[str], env: dict) -> tuple[float, float, int]:
     """(seconds to rank 0's FIRST_STEP, seconds to the command's exit, the modules rank 0 had
     imported by then: a count that machine load does not move)."""
+    stamp = first_step_line(cmd, env)
+    return stamp[0], stamp[1], int(stamp[2])
+
+
+def first_step_line(cmd: list[str], env: dict) -> list[float]:
+    """Rank 0's FIRST_STEP line as numbers, its time made relative to the start; the
+    command's total seconds second: [first step s, total s, modules, (spmd's, numpy's, ops
+    built)]."""
     start = time.time()
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     end = time.time()
@@ -88,7 +104,47 @@ def measure(cmd: list[str], env: dict) -> tuple[float, float, int]:
               if line.startswith("FIRST_STEP")]
     if not stamps:
         raise RuntimeError(f"{' '.join(cmd)} printed no FIRST_STEP:\n{out.stdout[-2000:]}")
-    return float(stamps[0][1]) - start, end - start, int(stamps[0][2])
+    return [float(stamps[0][1]) - start, end - start, *map(float, stamps[0][2:])]
+
+
+IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
+
+
+def import_times(env: dict) -> tuple[int, dict]:
+    """`python -X importtime -c "import spmd.fluid"`: its cumulative microseconds and each
+    module's own (self) microseconds."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import spmd.fluid"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    rows = [m.groups() for m in map(IMPORT_LINE.match, out.stderr.splitlines()) if m]
+    if out.returncode != 0 or not rows:
+        raise RuntimeError(f"import spmd.fluid failed:\n{out.stderr[-2000:]}")
+    return int(rows[-1][1]), {name: int(own) for own, _, _, name in rows}
+
+
+def where_it_goes(env: dict, rounds: int, stamp: list[float]) -> list[str]:
+    """The report's second part: what rank 0 loaded and built before its first step
+    (counts), and `import spmd.fluid`'s import time (median of `rounds`; the modules that
+    cost most by their own time, the least of the rounds: the one noise moves least)."""
+    totals, own = [], {}
+    for _ in range(rounds):
+        total, times = import_times(env)
+        totals.append(total)
+        for name, us in times.items():
+            own[name] = min(own.get(name, us), us)
+    top = sorted(own.items(), key=lambda kv: -kv[1])[:8]
+    return [
+        "## Where it goes (mpiexec -n 2, rank 0, at its first step)",
+        "",
+        f"- modules imported: {int(stamp[2])} (spmd's {int(stamp[3])}, numpy's "
+        f"{int(stamp[4])}); operators built in the two programs: {int(stamp[5])}",
+        f"- `python -X importtime -c \"import spmd.fluid\"`: "
+        f"{statistics.median(totals) / 1000:.1f} ms cumulative (median of {rounds}); "
+        f"{len(own)} modules; most by their own time (least of the rounds): "
+        + ", ".join(f"{name} {us / 1000:.1f} ms" for name, us in top),
+        "",
+        "For the time inside the step: `python -m cProfile -s cumtime` on the step script; "
+        "for a count that load does not move: `valgrind --tool=callgrind` on rank 0.",
+    ]
 
 
 def main():
@@ -116,6 +172,8 @@ def main():
         first = {key: [] for key in runs}
         total = {key: [] for key in runs}
         modules = {}
+        explained = where_it_goes(env, args.rounds,
+                                  first_step_line(runs["step", "mpiexec -n 2"], env))
         for _ in range(args.rounds):
             for key, cmd in runs.items():
                 t_first, t_total, modules[key] = measure(cmd, env)
@@ -143,6 +201,8 @@ def main():
         *rows,
         "",
         f"paddle-launch costs {launcher_cost:+.2f} s against mpiexec alone for the first step.",
+        "",
+        *explained,
     ])
     print(report)
     if args.out:

@@ -20,7 +20,7 @@ from .common import make_op
 
 def flat_eligible(program, params_grads, splittable: set) -> bool:
     """Whether every parameter's update chain may run on flat pieces: each is row-separable
-    (reduce_mode.ROW_SEPARABLE) and each value it reads or writes has the parameter's shape
+    (OpDef.row_separable) and each value it reads or writes has the parameter's shape
     or a single element (a learning rate, Adam's beta powers, a clip's norm), so no op of the
     chain broadcasts along an axis that flattening would lose."""
     if any(p.name not in splittable for p, _ in params_grads):

@@ -66,16 +66,6 @@ def _nbytes(var) -> int:
     return int(np.prod(var.shape)) * np.dtype(var.dtype).itemsize
 
 
-def __getattr__(name: str):
-    """`ROW_SEPARABLE`, the op types declared `row_separable` (OpDef.row_separable), for an
-    importer that has not moved to reading the field yet: computing it loads every op."""
-    if name == "ROW_SEPARABLE":
-        from ..ops.registry import OP_DEFS
-
-        return frozenset(t for t, d in OP_DEFS.items() if d.row_separable)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def plan_shards(params, nranks: int, splittable=None) -> dict[str, list[Shard]]:
     """`splittable`: names of parameters that may be cut (default: all)."""
     total = sum(_nbytes(p) for p in params)

@@ -13,7 +13,7 @@ from ..core import unique_name
 from ..core.operator import OpRole
 from ..core.program import Program
 from ..errors import InvalidArgumentError
-from ..passes.reduce_mode import ROW_SEPARABLE
+from ..ops.registry import get_op_def
 from .analysis import is_sparse_grad
 from .slicing import slice_variable, varname_parts
 
@@ -140,7 +140,7 @@ def _optimize_block(t, prog, parent, upd, pb, gb, grad_to_block, sparse_to_param
                 v = t.origin.global_block()._var_recursive(n)
                 if (n not in rename or n in own) and tuple(v.shape) == tuple(full.shape):
                     shapes[n] = pb.shape  # optimizer state and temporaries shaped like it
-        if sliced and op.type not in ROW_SEPARABLE:
+        if sliced and not get_op_def(op.type).row_separable:
             raise InvalidArgumentError(
                 f"DistributeTranspiler: parameter '{upd.param}' is cut into blocks across "
                 f"pservers but its update op '{op.type}' is not row-separable (it reads the "

@@ -75,3 +75,26 @@ def test_the_ssa_order_facts_come_from_the_definitions():
     assert not in_program_order("sgd") and not in_program_order("fused_adam")
     assert kernel_def("sgd").inplace == frozenset({"ParamOut"})
     assert kernel_def("sgd").spends == ("Grad",)
+
+
+# The parameter-server ops' kernels call the pserver RPC client (spmd/ps), which spmd/kernels,
+# below ps in the layering (test_imports.py), must not import: they live in spmd/ps/kernels.py.
+KERNELS_ABOVE_KERNELS = {"spmd.ops.distributed": "spmd.ps.kernels"}
+
+
+def test_an_ops_definition_and_its_kernel_live_in_modules_of_one_name():
+    """CONTRIBUTING's rule, read from the lazy indexes: ops/X.py's ops run kernels/X.py's
+    kernels (or, for the modules above, their named kernel module)."""
+    from spmd.lazy import read_index
+
+    ops, kernels = read_index("spmd.ops.op_index"), read_index("spmd.kernels.kernel_index")
+    apart = {}
+    for op_type, op_module in ops.items():
+        kernel_module = kernels.get(op_type)
+        if kernel_module is None:
+            continue  # an op run by the executor itself (feed, while's block), no kernel
+        expected = KERNELS_ABOVE_KERNELS.get(
+            op_module, "spmd.kernels." + op_module.rsplit(".", 1)[1])
+        if kernel_module != expected:
+            apart[op_type] = (op_module, kernel_module)
+    assert not apart, apart

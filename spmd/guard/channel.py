@@ -20,10 +20,17 @@ address reaches the others through the program's first MPI use (see spmd/guard/_
 """
 from __future__ import annotations
 
+# socket.py (its enums, selectors) is imported where a socket is used beyond the listener:
+# rank 0 makes that one before the fork, with the _socket module alone, so the program (the
+# fork's child) starts without socket.py; the supervisor wraps it (Channel)
+import _socket
 import os
 import select
-import socket
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
 
 from ..job_token import (
     HELLO_DEADLINE_S,
@@ -48,6 +55,8 @@ class NodeAddressUnknown(OSError):
 
 def interface_addresses() -> list[str]:
     """The IPv4 address of each interface of this machine but loopback (Linux)."""
+    import socket
+
     try:
         import fcntl
         import struct
@@ -72,6 +81,8 @@ def interface_addresses() -> list[str]:
 
 def _resolved(name: str) -> list[str]:
     """IPv4 addresses of host `name` (itself when it is one); [] when it does not resolve."""
+    import socket
+
     try:
         socket.inet_aton(name)
         return [name] if name.count(".") == 3 else []
@@ -146,14 +157,15 @@ def listen_address(env=None) -> str:
     return address
 
 
-def listen(env=None) -> socket.socket:
-    """Rank 0's listening socket (see the module's doc); raises NodeAddressUnknown."""
+def listen(env=None) -> _socket.socket:
+    """Rank 0's listening socket (see the module's doc; a bare _socket.socket: Channel takes
+    it as it is); raises NodeAddressUnknown."""
     global _token, _bound
     env = os.environ if env is None else env
     _bound = listen_address(env)
     _token = job_token(env) or new_token()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     sock.bind((_bound, 0))
     sock.listen(64)
     return sock
@@ -187,6 +199,17 @@ def _parse_gone(words: list[str]) -> dict:
         key, _, value = word.partition("=")
         info[key] = int(value)
     return info
+
+
+def _accept(listener) -> socket.socket:
+    """A connection to `listener`: listen()'s bare _socket.socket has no accept(), only the
+    accept of the file descriptor that socket.socket's own accept() wraps the same way."""
+    import socket
+
+    if isinstance(listener, socket.socket):
+        return listener.accept()[0]
+    fd, _ = listener._accept()
+    return socket.socket(listener.family, listener.type, listener.proto, fileno=fd)
 
 
 class _Lines:
@@ -227,7 +250,7 @@ class Channel:
     """One supervisor's end. `on_departure(info)` is called once per rank that left (not for
     this rank itself); `all_done` turns true when every rank has left."""
 
-    def __init__(self, rank: int, size: int, listener: socket.socket | None, on_departure):
+    def __init__(self, rank: int, size: int, listener: _socket.socket | None, on_departure):
         self.rank, self.size = rank, size
         self._token = _token or job_token() or ""  # rank 0; the others' comes with the address
         self.refused = 0  # rank 0: connections refused (not this job's)
@@ -248,6 +271,8 @@ class Channel:
         for address in addresses.split(","):
             host, _, port = address.rpartition(":")
             try:
+                import socket
+
                 sock = socket.create_connection((host, int(port)), timeout=timeout_s)
                 sock.settimeout(None)
                 sock.sendall(hello(token, "channel") + f"hello {self.rank}\n".encode())
@@ -284,7 +309,7 @@ class Channel:
         for sock in ready:
             if sock is self._listener:
                 try:
-                    conn, _ = sock.accept()
+                    conn = _accept(sock)
                 except OSError:
                     continue
                 self._pending.append(_Lines(conn, self._token))

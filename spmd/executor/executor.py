@@ -12,7 +12,7 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from . import prune_program as pruning
 from .allocator import tune_allocator
-from .feed import drop_unknown_feeds
+from .compiled import CompiledProgram
 from .job import ExecutorPlans, OnePlaceJob, end_loaded_kinds, program_kind
 from .math_threads import apply_once as apply_fluid_math_threads
 
@@ -29,6 +29,12 @@ def _fetch_name(item) -> str:
 
 def _feed_by_name(feed):
     """Feed keys may be Variables or names; a list feed holds one dict per place."""
+    if type(feed) is dict:
+        for k in feed:
+            if type(k) is not str:
+                break
+        else:
+            return dict(feed)  # names already (the usual feed)
     if isinstance(feed, dict):
         return {(k.name if isinstance(k, Variable) else k): v for k, v in feed.items()}
     if isinstance(feed, (list, tuple)):
@@ -62,12 +68,29 @@ def _places_in_process(program, place) -> int:
 def _compiled(program):
     """The CompiledProgram `program` is or stands for (Paddle 2.x's fleet binds one to its
     Program as `_graph`), or None."""
-    from .compiled import CompiledProgram
-
-    if isinstance(program, CompiledProgram):
+    if type(program) is CompiledProgram:
         return program
-    graph = getattr(program, "_graph", None)
+    graph = getattr(program, "_graph", program)
     return graph if isinstance(graph, CompiledProgram) else None
+
+
+def _plain_fetch_names(fetch_list) -> list | None:
+    """The names of a fetch list of names and Variables (the usual one, in one pass), or
+    None when it holds anything else: optimizer ops, lists of them, minimize()'s result,
+    a bad item (pruning.split_optimize_ops then sorts it out, or says what is wrong)."""
+    if fetch_list is None:
+        return []
+    if type(fetch_list) is not list and type(fetch_list) is not tuple:
+        return None
+    names = []
+    for item in fetch_list:
+        if type(item) is str:
+            names.append(item)
+        elif isinstance(item, Variable):
+            names.append(item.name)
+        else:
+            return None
+    return names
 
 
 class Executor:
@@ -117,22 +140,15 @@ class Executor:
         program = default_main_program() if program is None else program
         scope = global_scope() if scope is None else scope
         feed = _feed_by_name({} if feed is None else feed)
-        fetch_list = [] if fetch_list is None else fetch_list
-        if not isinstance(fetch_list, (list, tuple)):
-            fetch_list = [fetch_list]
-        given_fetches = fetch_list
-        fetch_list, optimize_ops = pruning.split_optimize_ops(fetch_list)
-        if optimize_ops or use_prune:
-            program, feed = self._pruned(program, feed, given_fetches, fetch_list, optimize_ops)
-        fetch_names = [_fetch_name(f) for f in fetch_list]
+        fetch_names = _plain_fetch_names(fetch_list)
+        if fetch_names is None or use_prune:  # optimizer ops to split off, or pruning asked
+            program, feed, fetch_names = self._split_fetches(program, feed, fetch_list, use_prune)
         feed = _call_run_hooks(program, feed, scope, self.place)
         compiled = _compiled(program)
-        source = compiled.program if compiled is not None else program
-        if not isinstance(source, Program):
+        if compiled is None and type(program) is not Program and not isinstance(program, Program):
             raise InvalidArgumentError(
                 f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
             )
-        feed = drop_unknown_feeds(source.global_block(), feed)
         job = self._job(compiled.job_on(self.place, scope) if compiled is not None else program)
         if not job.started:
             job.start(scope, self.state_sharding)
@@ -141,10 +157,22 @@ class Executor:
                     self._split_scopes[place_scope] = job.state_sharding
         return job.step(scope, feed, fetch_names, return_numpy, return_merged)
 
+    def _split_fetches(self, program, feed, fetch_list, use_prune):
+        """(program, feed, fetch names) of a fetch list holding optimizer ops, or of a run
+        with use_prune: the program pruned to them (once per cache key, `_pruned`)."""
+        fetch_list = [] if fetch_list is None else fetch_list
+        if not isinstance(fetch_list, (list, tuple)):
+            fetch_list = [fetch_list]
+        given_fetches = fetch_list
+        fetch_list, optimize_ops = pruning.split_optimize_ops(fetch_list)
+        if optimize_ops or use_prune:
+            program, feed = self._pruned(program, feed, given_fetches, fetch_list, optimize_ops)
+        return program, feed, [_fetch_name(f) for f in fetch_list]
+
     def _job(self, program_or_job):
         """The job of a plain program (one per program, kept here), or a CompiledProgram's
         job, noted as one this executor ran (plan_cache, state_sharding, close)."""
-        if not isinstance(program_or_job, Program):
+        if type(program_or_job) is not Program and not isinstance(program_or_job, Program):
             self._compiled_jobs[id(program_or_job)] = program_or_job
             return program_or_job
         job = self._jobs.get(program_or_job._uid)

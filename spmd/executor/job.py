@@ -32,7 +32,7 @@ from ..core.scope import host_array
 from ..core.selected_rows import dense_of
 from ..errors import InvalidArgumentError
 from . import feed_fetch_ops
-from .feed import untracked_lod_feeds, with_lod_levels
+from .feed import drop_unknown_feeds, untracked_lod_feeds, with_lod_levels
 from .fetch import as_fetched
 from .inplace import MemoryOptions
 from .plan import Plan
@@ -162,12 +162,14 @@ class _Prepared:
     """What a step of one (program version, feed names, fetch names) needs that does not
     depend on the fed values: worked out on its first step, reused after."""
 
-    __slots__ = ("version", "program", "persistable_feeds")
+    __slots__ = ("version", "program", "persistable_feeds", "drops_feeds", "plan_key")
 
-    def __init__(self, version, program, persistable_feeds):
+    def __init__(self, version, program, persistable_feeds, drops_feeds, plan_key):
         self.version = version  # of the program given
         self.program = program  # what runs: without an inference model's feed / fetch ops
         self.persistable_feeds = persistable_feeds  # (name, dtype) of fed persistables
+        self.drops_feeds = drops_feeds  # a fed name the program lacks (feed.drop_unknown_feeds)
+        self.plan_key = plan_key  # of `program`'s plan in the job's PlanCache
 
 
 class OnePlaceJob:
@@ -178,7 +180,8 @@ class OnePlaceJob:
     def __init__(self, source, place, scope=None):
         self.source, self.place, self.places = source, place, [place]
         compiled = hasattr(source, "one_place_program")
-        self._program = source.one_place_program if compiled else (lambda: source)
+        self._given = source.program if compiled else source  # whose names a feed must hold
+        self._fixed = None if compiled else source  # None: source.one_place_program()
         memory = source.memory_options() if compiled else None
         self.memory = None if memory is None or memory == MemoryOptions() else memory
         self.plans = PlanCache()  # (program, feed names, fetch names, place index 0)
@@ -208,15 +211,16 @@ class OnePlaceJob:
             entry = self._rngs[program._uid] = (seed, place_rng(seed))
         return entry[1]
 
-    def plan(self, program, feed_names, fetch_names) -> Plan:
-        return self.plans.get(program, feed_names, fetch_names, 0,
-                              lambda: self._make_plan(program, feed_names, fetch_names))
-
     def _make_plan(self, program, feed_names, fetch_names) -> Plan:
         return Plan(program, feed_names, fetch_names, self.rng(program), comm=self._comm,
                     place=self.place, memory=self.memory)
 
     def _prepare(self, program, feed: dict, fetch_names) -> _Prepared:
+        """What steps of these feed and fetch names on this version of `program` share."""
+        given = self._given.global_block()
+        drops = not all(given.has_var(n) for n in feed)
+        if drops:
+            feed = drop_unknown_feeds(given, feed)
         runnable = program
         if feed_fetch_ops.has_feed_fetch_ops(program):  # an inference model's feed/fetch ops
             feed_fetch_ops.check_run(program, list(feed), fetch_names)
@@ -224,7 +228,8 @@ class OnePlaceJob:
         block = runnable.global_block()
         persistable = tuple((n, block.vars[n].dtype) for n in feed
                             if n in block.vars and block.vars[n].persistable)
-        return _Prepared(program._version, runnable, persistable)
+        return _Prepared(program._version, runnable, persistable, drops,
+                         PlanCache.key(runnable, list(feed), fetch_names, 0))
 
     def step(self, scope, feed, fetch_names, return_numpy=True, return_merged=True) -> list:
         if isinstance(feed, list) and len(feed) == 1:
@@ -232,17 +237,20 @@ class OnePlaceJob:
         if not isinstance(feed, dict):
             raise InvalidArgumentError(
                 f"feed must be a dict name -> array, got {type(feed).__name__}")
-        program = self._program()
+        program = self._fixed or self.source.one_place_program()
         key = (program._uid, tuple(feed), tuple(fetch_names))
         prepared = self._prepared.get(key)
         if prepared is None or prepared.version != program._version:
             prepared = self._prepared[key] = self._prepare(program, feed, fetch_names)
-        run = prepared.program
+        if prepared.drops_feeds:  # warned of every run, as fluid's
+            feed = drop_unknown_feeds(self._given.global_block(), feed)
+        run, plan_key = prepared.program, prepared.plan_key
         for value in feed.values():
-            if isinstance(value, LoDTensor):
-                run = self._with_fed_lod(run, feed)
+            if type(value) is not np.ndarray and isinstance(value, LoDTensor):
+                run, plan_key = self._with_fed_lod(run, feed), None
                 break
-        plan = self.plan(run, list(feed), fetch_names)
+        plan = self.plans.get(run, feed, fetch_names, 0,
+                              lambda: self._make_plan(run, list(feed), fetch_names), plan_key)
         # fluid's feed op writes a fed variable into the scope before the ops run: a
         # persistable one stays there after the run (Paddle's gradient_checker feeds its
         # inputs once, then reads them back), unless an op of the run updates it in place

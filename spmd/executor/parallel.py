@@ -16,15 +16,10 @@ import weakref
 
 import numpy as np
 
-from ..comm.factory import (
-    create_communicator,
-    is_world_communicator,
-    node_world_communicator,
-    world_communicator,
-)
-from ..comm.local import LocalGroup
+from ..comm.factory import is_world_communicator
 from ..comm.topology import detect, launched_by_mpi
 from ..core.operator import OpRole
+from ..core.places import array_module
 from ..core.scope import Scope
 from ..errors import CommunicationError, FeedError, InvalidArgumentError, PreconditionError
 from ..flags import flags
@@ -33,32 +28,16 @@ from ..passes.broadcast_params import broadcast_program
 from ..passes.data_parallel import build_data_parallel
 from ..passes.state_sharding import StateSharding
 from ..passes.strategy import warn_unacted
-from .feed import merge_fetches, split_feed
-from .feed_fetch_ops import check_feed_fetch_ops, runnable
+from .feed import drop_unknown_feeds, merge_fetches, split_feed
+from .feed_fetch_ops import check_feed_fetch_ops, has_feed_fetch_ops, runnable
 from .fetch import as_fetched, as_lod_tensors, host_copy
 from .fingerprint import check_same_program
 from .first_broadcast import broadcast_into_scope, check_same_persistables, split_by_kind
 from .inplace import MemoryOptions
 from .job import place_rng
+from .job_comms import place_communicators, shut_down, state_communicator
 from .plan import Plan, collectives_started
 from .plan_cache import PlanCache
-
-
-def _shut_down(pool, comms):
-    if pool is not None:
-        pool.shutdown(wait=False)
-    for comm in comms:
-        comm.close()
-
-
-def _state_comm(topology):
-    """A communicator of its own for assembling Reduce-mode state (made now: duplicating one
-    is collective), so its broadcasts never pair with a training step's collectives."""
-    if topology.size == 1:
-        return None
-    from ..comm.mpi import MPICommunicator, world
-
-    return MPICommunicator(world().Dup())
 
 
 def _trained_loss(program, loss_name):
@@ -105,6 +84,7 @@ class DataParallelJob:
         warn_unacted(build_strategy)
         warn_unacted(self.exec_strategy)
         self.places = list(places)
+        self.xp = array_module(self.places[0])
         self.tag = self.topology.tag()
         nplaces, nprocs = len(self.places), self.topology.size
         self._check_trainers(build_strategy, nprocs)
@@ -117,6 +97,8 @@ class DataParallelJob:
                                     share=bool(build_strategy.memory_optimize))
         self._source = program  # as the user built it (whole optimizer state)
         self._compiled_source = compiled.program  # as given (feed / fetch ops checked)
+        self._has_feed_fetch_ops = has_feed_fetch_ops(compiled.program)
+        self._prepared: dict = {}  # (feed names, fetch names) -> what _prepare found
         self.program, self.sharding = build_data_parallel(
             program, build_strategy, self.num_devices, _trained_loss(program, loss_name),
             flags().fuse_parameter_memory_size_mb)
@@ -132,7 +114,8 @@ class DataParallelJob:
             self.allreduce_layout = share_from.allreduce_layout
         else:
             self.scopes = [scope] + [Scope() for _ in range(nplaces - 1)]
-            self._group, self.comms = self._make_communicators(build_strategy)
+            self._group, self.comms, self.allreduce_layout = place_communicators(
+                self.topology, self.places, build_strategy)
         self._share_from = share_from
         seed = program.random_seed
         self._rngs = [place_rng(seed, r) for r in self.ranks]
@@ -165,7 +148,7 @@ class DataParallelJob:
         # garbage collection at a different moment on each rank would cross their collectives)
         closing = [] if share_from is not None else [
             comm for comm in self.comms if not is_world_communicator(comm)]
-        weakref.finalize(self, _shut_down, self._pool, closing)
+        weakref.finalize(self, shut_down, self._pool, closing)
 
     @property
     def state_sharding(self) -> StateSharding | None:
@@ -184,27 +167,6 @@ class DataParallelJob:
             raise InvalidArgumentError(
                 f"{self.tag} trainer_id={strategy.trainer_id} but this process is MPI rank "
                 f"{self.topology.rank}; pass trainer_id=<MPI rank>")
-
-    def _make_communicators(self, strategy):
-        """(the in-process group of places or None, one communicator per place). Across
-        processes: the world communicator, or with use_hierarchical_allreduce the one whose
-        allreduce goes by nodes (comm/hierarchy.py); its layout is `allreduce_layout`."""
-        nplaces, place = len(self.places), self.places[0]
-        device = place.device_id if place.is_gpu else None
-        # the cross-process communicator is made here, on the main thread, once
-        outer = None
-        if self.topology.size > 1:
-            outer = (node_world_communicator(strategy.hierarchical_allreduce_inter_nranks,
-                                             device)
-                     if strategy.use_hierarchical_allreduce else world_communicator(device))
-        self.allreduce_layout = getattr(outer, "layout", None)
-        if nplaces == 1:
-            return None, [outer if outer is not None else create_communicator("self")]
-        group = LocalGroup(nplaces)
-        comms = [create_communicator("local", group=group, index=i) for i in range(nplaces)]
-        if outer is not None:
-            comms = [create_communicator("hierarchical", local=c, outer=outer) for c in comms]
-        return group, comms
 
     # -- first run -----------------------------------------------------------------------------
     def start(self, scope, sharded_state=None):
@@ -260,21 +222,36 @@ class DataParallelJob:
                                     .run(self.scopes[i], {}, self._xp(), self.places[i]))
         if self.sharding is not None:
             self.sharding.bind(self.program, self.scopes, self.ranks,
-                               _state_comm(self.topology),
+                               state_communicator(self.topology),
                                self.tag if self.topology.size > 1 else "")
             for scope, rank in zip(self.scopes, self.ranks):
                 self.sharding.place_state(scope, rank)
         self.started = True
 
     def _xp(self):
-        from ..core.places import array_module
-
-        return array_module(self.places[0])
+        return self.xp
 
     # -- every run -----------------------------------------------------------------------------
     def close(self) -> None:
         """Executor.close(): drop the compiled plans (made again on a later run)."""
         self.plans.clear()
+
+    def _prepare(self, feed, fetch_names) -> tuple:
+        """What every step of these feed and fetch names shares: whether a fed name is not
+        the program's, the fed persistables (name, dtype), the names fed whole to every
+        place (persistables); a fetch only the owning rank computes is refused here."""
+        owner_only = sorted(self._owner_only.intersection(fetch_names))
+        if owner_only:
+            raise InvalidArgumentError(
+                f"{self.tag} cannot fetch {owner_only}: in Reduce mode only the owning rank "
+                f"computes them; fetch the parameters (broadcast to every rank) or the loss")
+        given, block = self._compiled_source.global_block(), self.program.global_block()
+        names = _names(feed)
+        persistable = tuple(dict.fromkeys(
+            (n, given.vars[n].dtype) for n in names
+            if n in given.vars and given.vars[n].persistable))
+        replicated = {n for n in names if block.has_var(n) and block.vars[n].persistable}
+        return not all(given.has_var(n) for n in names), persistable, replicated
 
     def _check_scope(self, scope) -> None:
         if self._broken is not None:
@@ -290,24 +267,24 @@ class DataParallelJob:
              return_merged: bool = True) -> list:
         """One step on every place, from this job's plans."""
         self._check_scope(scope)
-        check_feed_fetch_ops(self._compiled_source, feed, fetch_names)
-        # as in one process: a fed persistable (a scheduler's rate) is in the scope
         given = self._compiled_source.global_block()
-        for name, value in (feed[0] if isinstance(feed, list) else feed).items():
-            var = given.vars.get(name)
-            if var is not None and var.persistable:
-                scope._assign(name, np.array(value, dtype=var.dtype))
-        owner_only = sorted(self._owner_only.intersection(fetch_names))
-        if owner_only:
-            raise InvalidArgumentError(
-                f"{self.tag} cannot fetch {owner_only}: in Reduce mode only the owning rank "
-                f"computes them; fetch the parameters (broadcast to every rank) or the loss")
+        key = (tuple(feed) if type(feed) is dict else tuple(_names(feed)), tuple(fetch_names))
+        known = self._prepared.get(key)
+        if known is None:
+            known = self._prepared[key] = self._prepare(feed, fetch_names)
+        drops, persistable, replicated = known
+        if drops:  # warned of every run, as fluid's
+            feed = drop_unknown_feeds(given, feed)
+        if self._has_feed_fetch_ops:
+            check_feed_fetch_ops(self._compiled_source, feed, fetch_names)
+        # as in one process: a fed persistable (a scheduler's rate) is in the scope
+        for name, dtype in persistable:
+            first = feed[0] if isinstance(feed, list) else feed
+            if name in first:
+                scope._assign(name, np.array(first[name], dtype=dtype))
         if not self.started:
             self.start(scope)
-        block = self.program.global_block()
-        shards = split_feed(feed, len(self.places), tag=f"{self.tag} ",
-                            replicated={n for n in _names(feed) if block.has_var(n)
-                                        and block.vars[n].persistable},
+        shards = split_feed(feed, len(self.places), tag=f"{self.tag} ", replicated=replicated,
                             every_place_because=self._every_place_because)
         feed_names = list(shards[0])
         plans = [self.plans.get(self.program, feed_names, fetch_names, i,

@@ -23,12 +23,15 @@ class PlanCache:
         self._entries: dict = {}
 
     @staticmethod
-    def _key(program, feed_names, fetch_names, where):
+    def key(program, feed_names, fetch_names, where):
+        """What the plan of these names is cached under (a caller may keep it: `get`)."""
         return (program._uid, tuple(sorted(feed_names)), tuple(fetch_names), where)
 
-    def get(self, program, feed_names, fetch_names, where, build: Callable):
-        """The plan for this key, made with `build()` when missing or stale."""
-        key = self._key(program, feed_names, fetch_names, where)
+    def get(self, program, feed_names, fetch_names, where, build: Callable, key=None):
+        """The plan for this key, made with `build()` when missing or stale; `key`: this
+        cache's `key(...)` of the same names, when the caller kept it."""
+        if key is None:
+            key = self.key(program, feed_names, fetch_names, where)
         stamp = (program._version, program.random_seed, flags_revision())
         entry = self._entries.get(key)
         if entry is None or entry[0] != stamp:
@@ -39,7 +42,7 @@ class PlanCache:
 
     def find(self, program, feed_names, fetch_names, where=0):
         """The cached plan for this key (stale or not), or None."""
-        entry = self._entries.get(self._key(program, feed_names, fetch_names, where))
+        entry = self._entries.get(self.key(program, feed_names, fetch_names, where))
         return None if entry is None else entry[1]
 
     def __len__(self) -> int:

@@ -10,6 +10,10 @@ Each c_allgather_flat (Reduce mode over flat sections, passes/reduce_flat.py) ge
 GatherBuffer: the buffer its step gathers into, whose views become the parameters. The update
 op that writes an owned piece last (sgd's ParamOut) is offered that piece's place in it, so
 the owner's new values need no packing copy.
+
+Which collective each kind serves, and how it reads that op, is the kind's own declaration
+(`@serves(op type)` and its `for_op`), in one table: attach_buckets asks the table, so a new
+kind of bucket is one class here and nothing in the loop.
 """
 from __future__ import annotations
 
@@ -20,8 +24,44 @@ import threading
 
 import numpy as np
 
+_KINDS: dict[str, type] = {}  # op type -> the bucket kind serving it (@serves)
 
+
+def serves(op_type: str):
+    """Class decorator: the kind serves `op_type`'s steps (its `for_op` says which of them,
+    and reads their attributes); one kind per op type."""
+    def register(kind):
+        if op_type in _KINDS:
+            raise ValueError(f"{op_type} is served by {_KINDS[op_type].__name__} already; "
+                             f"{kind.__name__} cannot serve it too")
+        _KINDS[op_type] = kind
+        kind.op_type = op_type
+        return kind
+    return register
+
+
+def _known(block, names) -> bool:
+    """Whether every variable of `names` has a fully known shape."""
+    return all(n in block.vars and all(d >= 0 for d in block.vars[n].shape) for n in names)
+
+
+@serves("c_allreduce_sum")
 class Bucket:
+    """A fused all-reduce's gradients in one flat buffer (its outputs are the bucket's views
+    until written again: `outputs_are_views`)."""
+
+    outputs_are_views = True
+
+    @classmethod
+    def for_op(cls, op, block, ctx, ordinal: int):
+        """The bucket of a fused all-reduce (two or more gradients of known shapes), else
+        None."""
+        names = op.input("X")
+        if len(names) < 2 or not _known(block, names):
+            return None
+        return cls([tuple(block.vars[n].shape) for n in names], block.vars[names[0]].dtype,
+                   ordinal)
+
     def __init__(self, shapes: list[tuple], dtype: str, ordinal: int = 0):
         """`ordinal`: its place among its plan's buckets (the shared windows it may get are
         kept by it: executor/shared_bucket.py)."""
@@ -41,13 +81,18 @@ class Bucket:
 
     def _make(self, xp):
         buffer = xp.empty(sum(math.prod(s) for s in self.shapes), dtype=self.dtype)
+        self.buffer, self.views = buffer, self.views_over(buffer)
+        self._xp = xp  # last: a caller seeing it sees the buffer and views made with it
+
+    def views_over(self, buffer) -> list:
+        """Views of flat `buffer`, one per member, laid end to end from its start (the private
+        buffer's, or a shared window's: executor/shared_bucket.py)."""
         views, start = [], 0
         for shape in self.shapes:
             n = math.prod(shape)
             views.append(buffer[start:start + n].reshape(shape))
             start += n
-        self.buffer, self.views = buffer, views
-        self._xp = xp  # last: a caller seeing it sees the buffer and views made with it
+        return views
 
     def view(self, index: int):
         return lambda xp: self.get(xp)[1][index]
@@ -73,6 +118,27 @@ class Bucket:
         if shared is False:
             return None
         return shared.allreduce(arrays)
+
+
+@serves("c_reduce_scatter_owned")
+class SectionsBucket(Bucket):
+    """A flat reduce-scatter's send buffer (passes/reduce_flat.py): its inputs end to end,
+    padded to nranks equal sections. Its outputs are this rank's sections, not its views."""
+
+    outputs_are_views = False
+
+    @classmethod
+    def for_op(cls, op, block, ctx, ordinal: int):
+        """The send buffer of a flat reduce-scatter (`flat`, inputs of known shapes), else
+        None (a row-chunked one packs its pieces itself)."""
+        names = op.input("X")
+        if not op.attrs.get("flat") or not _known(block, names):
+            return None
+        shapes = [tuple(block.vars[n].shape) for n in names]
+        total = sum(math.prod(shape) for shape in shapes)
+        nranks = op.attrs["nranks"]
+        shapes.append((-(-total // nranks) * nranks - total,))  # the padding
+        return cls(shapes, block.vars[names[0]].dtype, ordinal)
 
     def sum_section(self, comm, arrays):
         """This rank's section of the sum over `comm`'s ranks of `arrays` (this bucket's
@@ -108,6 +174,7 @@ _ALONE = _references(_probe)
 del _probe
 
 
+@serves("c_allgather_flat")
 class GatherBuffer:
     """The buffer one c_allgather_flat gathers into, (nranks, section), chosen once per step:
     the parameters become views of it, so it is never the one the step before filled (the
@@ -123,6 +190,17 @@ class GatherBuffer:
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
                  "current", "handed", "previous", "_lock", "shared", "ordinal")
+
+    outputs_are_views = False  # (the parameters are, but nothing spends them as gradients)
+
+    @classmethod
+    def for_op(cls, op, block, ctx, ordinal: int):
+        """The buffer of a flat all-gather (pieces of known shapes), else None."""
+        names = op.input("X")
+        if not names or not _known(block, names):
+            return None
+        return cls([tuple(block.vars[n].shape) for n in names], op.attrs["owners"],
+                   block.vars[names[0]].dtype, ctx, ordinal)
 
     def __init__(self, shapes: list[tuple], owners: list[int], dtype, ctx, ordinal: int = 0):
         """`ctx`: the all-gather's KernelContext (its communicator gives the rank); `ordinal`:
@@ -201,17 +279,11 @@ class GatherBuffer:
         self.handed = {}
 
 
-def _known(block, names) -> bool:
-    """Whether every variable of `names` has a fully known shape."""
-    return all(n in block.vars and all(d >= 0 for d in block.vars[n].shape) for n in names)
-
-
 def attach_buckets(steps, block):
-    """Give every fused c_allreduce_sum step, and every flat c_reduce_scatter_owned step
-    (passes/reduce_flat.py: its bucket is its send buffer, padded to equal sections), a
-    Bucket, and the last writer of each of its gradients (a single-variable output slot) that
-    gradient's view as its `out=` buffer; every c_allgather_flat step a GatherBuffer, and the
-    last writer of each of its pieces that piece's place in it."""
+    """Give every step a bucket kind serves (@serves: a fused c_allreduce_sum's Bucket, a flat
+    c_reduce_scatter_owned's SectionsBucket, a c_allgather_flat's GatherBuffer) the bucket its
+    `for_op` makes, and the last writer of each of its inputs (a single-variable output slot)
+    that input's view as its `out=` buffer."""
     last_writer: dict[str, tuple] = {}
     reduced_into: dict[str, Bucket] = {}  # a fused all-reduce's output -> its bucket
     ordinal = 0  # buckets and gather buffers made so far
@@ -225,25 +297,12 @@ def attach_buckets(steps, block):
 
     for step in steps:
         _, op = step.where
-        flat = op.type == "c_reduce_scatter_owned" and op.attrs.get("flat")
-        names = op.input("X")
-        if ((op.type == "c_allreduce_sum" and len(names) > 1) or flat) and _known(block, names):
-            shapes = [tuple(block.vars[n].shape) for n in names]
-            if flat:  # the inputs end to end, padded to nranks equal sections
-                total = sum(math.prod(shape) for shape in shapes)
-                nranks = op.attrs["nranks"]
-                shapes.append((-(-total // nranks) * nranks - total,))
-            bucket = Bucket(shapes, block.vars[names[0]].dtype, ordinal)
+        kind = _KINDS.get(op.type)
+        made = kind.for_op(op, block, step.ctx, ordinal) if kind is not None else None
+        if made is not None:
             ordinal += 1
-            step.ctx.bucket = bucket
-            offer(names, bucket.view)
-        elif op.type == "c_allgather_flat" and names and _known(block, names):
-            gather = GatherBuffer([tuple(block.vars[n].shape) for n in names],
-                                  op.attrs["owners"], block.vars[names[0]].dtype, step.ctx,
-                                  ordinal)
-            ordinal += 1
-            step.ctx.bucket = gather
-            offer(names, gather.view)
+            step.ctx.bucket = made
+            offer(op.input("X"), made.view)
         for spend in step.spends:  # an update may write over its view (inplace.Spend)
             spend.bucket = reduced_into.get(spend.name)
         for slot, names_, dup in step.outs:
@@ -251,5 +310,5 @@ def attach_buckets(steps, block):
                 last_writer[n] = None if dup or len(names_) > 1 else (step, slot)
                 if op.type != "c_sync_comm_stream":  # (which passes its inputs through)
                     reduced_into.pop(n, None)  # written again: no longer the bucket's view
-        if step.ctx.bucket is not None and op.type == "c_allreduce_sum":
+        if made is not None and made.outputs_are_views:
             reduced_into.update((n, step.ctx.bucket) for n in op.output("Out"))

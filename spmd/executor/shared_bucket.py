@@ -185,13 +185,8 @@ class SharedSegment:
         self._scratch = np.empty(hi - lo, dtype=dtype) if self.size > 2 else None
         self._meet = _met(comm)
         # the bucket's buffer and views now live here (producers are offered these from now on)
-        buffer = data[self.rank]
-        views, start = [], 0
-        for shape in bucket.shapes:
-            n = math.prod(shape)
-            views.append(buffer[start:start + n].reshape(shape))
-            start += n
-        self.buffer, self.views = buffer, views
+        self.buffer = data[self.rank]
+        self.views = bucket.views_over(self.buffer)
 
     def allreduce(self, arrays) -> list:
         """Sum `arrays` (the bucket's members, in order) over the ranks; the reduced views."""
@@ -234,12 +229,7 @@ class SharedSections:
             data = [np.ndarray(total, dtype=dtype, buffer=m) for m in memories]
             lo = self.rank * self.section
             buffer = data[self.rank]
-            views, start = [], 0
-            for shape in bucket.shapes:
-                n = math.prod(shape)
-                views.append(buffer[start:start + n].reshape(shape))
-                start += n
-            self._turns.append((win, buffer, views,
+            self._turns.append((win, buffer, bucket.views_over(buffer),
                                 [d[lo:lo + self.section] for d in data]))
         self.turn = 0
         self.buffer, self.views = self._turns[0][1], self._turns[0][2]

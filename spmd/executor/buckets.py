@@ -189,7 +189,8 @@ class GatherBuffer:
     producer wrote there (`handed`). `advance()`: the step's all-gather is done."""
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
-                 "current", "handed", "previous", "_lock", "shared", "ordinal")
+                 "current", "handed", "previous", "_lock", "shared", "ordinal", "block",
+                 "was_block")
 
     outputs_are_views = False  # (the parameters are, but nothing spends them as gradients)
 
@@ -215,7 +216,9 @@ class GatherBuffer:
         self.previous = None
         self.spare = None
         self._lock = threading.Lock()  # update ops may ask at once (ExecutionStrategy.num_threads)
-        self.shared = None  # shared_bucket.SharedStaging, False (MPI gathers), None: not asked
+        self.shared = None  # shared_bucket.SharedParams, False (MPI gathers), None: not asked
+        self.block = None  # this step's shared block (current), or None: a private buffer
+        self.was_block = False  # whether `previous` is a shared block
 
     def layout(self):
         """(rank, nranks, offset of each piece within its owner's section, section size)."""
@@ -237,6 +240,11 @@ class GatherBuffer:
 
     def _choose(self, xp):
         _, nranks, _, section = self.layout()
+        # node-shared (shared_bucket.SharedParams): the block every rank agreed on, if any
+        self.block = self.shared.take() if self.shared else None
+        if self.block is not None:
+            self.current, self.spare = self.block, None
+            return
         # (no local name for the spare: it would count as one more reference)
         if (self.spare is not None and xp is np
                 and self.spare.shape == (nranks, section) and _references(self) == _ALONE):
@@ -258,24 +266,32 @@ class GatherBuffer:
         return functools.partial(self.piece, i=index)  # (no frame of its own per call)
 
     def gather_across(self, comm, mine, gathered):
-        """`gathered` (nranks, section) filled with every rank's section through node-shared
-        memory (executor/shared_bucket.py), `mine` being this rank's; None where it cannot be
-        shared (the communicator gathers then). Collective: the first call decides, on every
-        rank alike."""
+        """`gathered` (nranks, section) with every rank's section, where it is this step's
+        node-shared block (executor/shared_bucket.py: the owners wrote their sections into it,
+        `mine` being this rank's, and the ranks met); None where it is a private buffer (the
+        communicator gathers then: the first step, a block someone still refers to, or no
+        sharing). Collective: the first call decides, on every rank alike."""
         shared = self.shared
         if shared is None:
             from .shared_bucket import share_gather
 
-            shared = self.shared = share_gather(gathered.shape[1], gathered.dtype, comm,
-                                                self.ordinal)
+            # (a device array is never shared: the same kind on every rank)
+            shared = self.shared = isinstance(gathered, np.ndarray) and share_gather(
+                gathered.shape[1], gathered.dtype, comm, self.ordinal)
         if shared is False:
             return None
-        return shared.allgather(mine, gathered)
+        in_block = self.block is not None and gathered is self.block
+        shared.meet()
+        return gathered if in_block else None  # (else the communicator gathers it, now)
 
     def advance(self):
-        # a device array is never used again (its pool makes new ones cheap): not kept
-        spare = self.previous if isinstance(self.previous, np.ndarray) else None
+        # a device array is never used again (its pool makes new ones cheap), nor a shared
+        # block (the ranks agree when one is written): not kept
+        previous = self.previous
+        spare = previous if isinstance(previous, np.ndarray) and not self.was_block else None
+        self.was_block = self.block is not None
         self.spare, self.previous, self.current = spare, self.current, None
+        self.block = None
         self.handed = {}
 
 

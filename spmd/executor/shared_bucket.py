@@ -14,13 +14,16 @@ holds the same bits, as after MPI's allreduce (at 2 ranks the sum a + b is MPI's
 
 Reduce mode's flat sections (passes/reduce_flat.py) go the same way: the reduce-scatter's send
 buffer is this rank's segment (each rank sums only its own section of every segment, nothing
-written back; SharedSections), and the all-gather of the updated parameters goes through a
-staging window (each rank copies its section in, then the others' out; SharedStaging). Both
-take two windows in turn, step after step, so no rank writes one another may still read.
+written back; SharedSections, two windows in turn, so no rank writes one another may still
+read), and the all-gather's result, the updated parameters, is one block every rank maps:
+each owner's update writes its pieces there and the ranks meet, nothing is copied
+(SharedParams, three blocks in turn, each written only when no one refers to it).
 
 The ranks meet in the communicator's own barrier (MPI_Win_sync on either side orders the
 stores), run at once under its watchdog as an inline collective is, named "allreduce": the
 collective timeout, a peer that left the job and the arrival board work as for MPI's allreduce.
+SharedParams meets in an MPI allreduce of one flag a rank instead (whether the next block is
+free), under the same watchdog.
 
 Whether a bucket is shared is decided at its first all-reduce by every rank together (one small
 MPI allreduce of each rank's answer): a communicator of the plain MPI kinds whose ranks are all
@@ -34,6 +37,7 @@ runs at different moments on different ranks), like the arrival board's.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -70,15 +74,15 @@ def share_sections(bucket, comm):
 
 
 def share_gather(section: int, dtype, comm, ordinal: int = 0):
-    """SharedStaging for a flat all-gather of `section` elements per rank (the `ordinal`-th
+    """SharedParams for a flat all-gather of `section` elements per rank (the `ordinal`-th
     of its plan's buffers), or False; collective as `share`."""
-    MPI = _agreed(comm, dtype, np, section)
-    return SharedStaging(section, dtype, comm, MPI, ordinal) if MPI else False
+    MPI = _agreed(comm, dtype, np, section * comm.size, turns=3)
+    return SharedParams(section, dtype, comm, MPI, ordinal) if MPI else False
 
 
-def _agreed(comm, dtype, xp, size: int):
-    """mpi4py's MPI where every rank of `comm` may share this buffer (module doc), else None;
-    the same answer on every rank."""
+def _agreed(comm, dtype, xp, size: int, turns: int = 2):
+    """mpi4py's MPI where every rank of `comm` may share this buffer of `size` elements in
+    `turns` windows (module doc), else None; the same answer on every rank."""
     from ..comm.mpi import MPICommunicator
     from ..comm.mpi_persistent import PersistentMPICommunicator
 
@@ -88,7 +92,7 @@ def _agreed(comm, dtype, xp, size: int):
 
     made = sum(kept[3] for kept in _windows.values())
     able = np.array([enabled and np.dtype(dtype) in _SUMMED and xp in (None, np) and size > 0
-                     and made + 2 * size * np.dtype(dtype).itemsize <= MAX_SHARED_BYTES],
+                     and made + turns * size * np.dtype(dtype).itemsize <= MAX_SHARED_BYTES],
                     dtype=np.int32)
     # every rank takes the same way (under the collective timeout: a rank that never comes
     # fails the others in time, and past it every rank is here for the calls below)
@@ -97,7 +101,7 @@ def _agreed(comm, dtype, xp, size: int):
     return MPI if _one_node(comm.comm, MPI) else None  # (the same answer on every rank)
 
 
-def _window(comm, MPI, nbytes: int, key: tuple) -> tuple:
+def _window(comm, MPI, nbytes: int, key: tuple, whole: bool = False) -> tuple:
     """(an MPI shared window of `nbytes` per rank, locked for Win_sync, every rank's memory
     in it); collective when made. Windows are kept by (`key`: the kind of buffer, its turn, its
     bucket's place among its plan's buckets; the size) and shared by every plan asking for the
@@ -108,6 +112,9 @@ def _window(comm, MPI, nbytes: int, key: tuple) -> tuple:
     nbytes = max(4096, -(-nbytes // 4096) * 4096)
     mpi = comm.comm
     full = (id(mpi), nbytes, *key)
+    if whole:  # one block on rank 0, every rank's view of it (key: the whole size)
+        full = (id(mpi), -nbytes, *key)
+        nbytes = nbytes if comm.rank == 0 else 0
     kept = _windows.get(full)
     if kept is not None and kept[0] is mpi:
         return kept[1], kept[2]
@@ -116,7 +123,7 @@ def _window(comm, MPI, nbytes: int, key: tuple) -> tuple:
     win = MPI.Win.Allocate_shared(nbytes, 1, info=info, comm=mpi)
     info.Free()
     win.Lock_all(MPI.MODE_NOCHECK)  # the epoch Win_sync (the memory barrier) needs
-    memories = [win.Shared_query(k)[0] for k in range(comm.size)]
+    memories = [win.Shared_query(0 if whole else k)[0] for k in range(comm.size)]
     _windows[full] = (mpi, win, memories, nbytes)
     return win, memories
 
@@ -250,35 +257,71 @@ class SharedSections:
         return out
 
 
-class SharedStaging:
-    """A flat all-gather's staging (Reduce mode's updated parameters): two MPI shared windows
-    used in turn, one section per rank; each rank copies its section in, the ranks meet, and
-    each copies the others' sections out. A rank writes a window again only after the next
-    all-gather's meeting, which every rank reaches only after its reads of it."""
+class _Held:
+    __slots__ = ("spare",)  # (one slot: its refcount is calibrated as GatherBuffer's spare)
+
+
+_params: dict = {}  # window key -> the _Held of every turn: shared by the plans sharing it
+
+
+class SharedParams:
+    """A flat all-gather's result (Reduce mode's updated parameters) in node-shared memory:
+    three MPI shared windows, each one block of (comm.size, section) that every rank maps, used
+    in turn. Each owner's update writes its pieces straight into the turn's block (the
+    GatherBuffer hands them out), and once the ranks have met every rank's parameters are
+    views of that block: nothing is copied, the node holds the parameters once.
+
+    A block is written only when no one refers to it any more on any rank: the ranks agree at
+    each meeting (its MPI allreduce of one flag each: the meeting itself) on whether the next
+    turn's block is free, that is, nothing but its _Held refers to it (not a caller's
+    numpy.asarray of a parameter, not another plan sharing the window, whose views are its
+    scope's parameters); a buffer that agreed takes the block at once (`reserved`), so no
+    other plan takes it in between. Not free: that step gathers into a private buffer through
+    the communicator, as an unshared buffer does. Three, not two: when a step decides, the
+    parameters the step read (the turn before) are still held by the run itself. Every rank
+    is past a meeting before it writes a block again, so no rank still reads it."""
 
     def __init__(self, section: int, dtype, comm, MPI, ordinal: int = 0):
         dtype = np.dtype(dtype)
-        self.rank, self.size = comm.rank, comm.size
-        self._meet = _met(comm)
+        self._comm, self.size = comm, comm.size
+        key = ("params", ordinal, comm.size * section * dtype.itemsize)
         self._turns = []
-        for turn in range(2):
-            win, memories = _window(comm, MPI, section * dtype.itemsize,
-                                    ("staging", ordinal, turn))
-            self._turns.append((win, [np.ndarray(section, dtype=dtype, buffer=m)
-                                      for m in memories]))
-        self.turn = 0
+        for turn in range(3):
+            win, memories = _window(comm, MPI, comm.size * section * dtype.itemsize,
+                                    (*key, turn), whole=True)
+            held = _params.get((id(comm.comm), *key, turn))
+            if held is None or held[0] is not win:
+                block = np.ndarray((comm.size, section), dtype=dtype, buffer=memories[0])
+                held = _params[(id(comm.comm), *key, turn)] = (win, _Held())
+                held[1].spare = block
+            self._turns.append(held)
+        self.turn = 0  # the turn of this step
+        self.reserved = None  # the block the ranks agreed this step may write
 
-    def allgather(self, mine, gathered):
-        """`gathered` (comm.size, section) with every rank's section; `mine` is this rank's
-        (gathered[rank] itself, or an array to copy there)."""
-        win, stage = self._turns[self.turn]
-        self.turn ^= 1
-        rank = self.rank
-        stage[rank][...] = mine
-        self._meet(win, "allgather")  # every rank's section is staged
-        for k in range(self.size):
-            if k != rank:
-                gathered[k][...] = stage[k]
-        if mine is not gathered[rank]:
-            gathered[rank][...] = mine
-        return gathered
+    def take(self):
+        """This step's block (agreed at the step before's meeting), or None (gather into a
+        private buffer); the turn moves on either way."""
+        block, self.reserved = self.reserved, None
+        return block
+
+    def meet(self):
+        """The step's meeting, once every rank wrote its pieces (into this step's block, or a
+        private buffer the communicator gathers after); decides the next step's block."""
+        win = self._turns[self.turn][0]
+        self.turn = (self.turn + 1) % 3
+        nxt = self._turns[self.turn][1]
+        free = np.array([_references(nxt) == _ALONE_HELD], dtype=np.int32)
+        win.Sync()  # (this rank's stores are seen by the others after the meeting)
+        agreed = self._comm.iallreduce(free, "min", overlap=False).wait()[0]
+        win.Sync()
+        self.reserved = nxt.spare if agreed else None
+
+
+def _references(held) -> int:
+    return sys.getrefcount(held.spare)
+
+
+_probe = _Held()
+_probe.spare = object()
+_ALONE_HELD = _references(_probe)  # (calibrated: what an access adds differs by version)
+del _probe

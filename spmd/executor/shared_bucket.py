@@ -22,8 +22,7 @@ each owner's update writes its pieces there and the ranks meet, nothing is copie
 The ranks meet in the communicator's own barrier (MPI_Win_sync on either side orders the
 stores), run at once under its watchdog as an inline collective is, named "allreduce": the
 collective timeout, a peer that left the job and the arrival board work as for MPI's allreduce.
-SharedParams meets in an MPI allreduce of one flag a rank instead (whether the next block is
-free), under the same watchdog.
+SharedParams' meeting also carries each rank's word of whether the next block is free.
 
 Whether a bucket is shared is decided at its first all-reduce by every rank together (one small
 MPI allreduce of each rank's answer): a communicator of the plain MPI kinds whose ranks are all
@@ -261,7 +260,17 @@ class _Held:
     __slots__ = ("spare",)  # (one slot: its refcount is calibrated as GatherBuffer's spare)
 
 
-_params: dict = {}  # window key -> the _Held of every turn: shared by the plans sharing it
+class _Rotation:
+    """What every SharedParams of one window key shares (the plans of one shape): the three
+    blocks, each held by a _Held; the flag words; and the turn, moved on by every meeting of
+    any of them (meetings are collective, so it moves alike on every rank)."""
+
+    def __init__(self, wins, helds, flag_win, flags):
+        self.wins, self.helds, self.flag_win, self.flags = wins, helds, flag_win, flags
+        self.turn = 0
+
+
+_rotations: dict = {}  # (id(mpi4py comm), window key) -> _Rotation
 
 
 class SharedParams:
@@ -271,50 +280,64 @@ class SharedParams:
     GatherBuffer hands them out), and once the ranks have met every rank's parameters are
     views of that block: nothing is copied, the node holds the parameters once.
 
-    A block is written only when no one refers to it any more on any rank: the ranks agree at
-    each meeting (its MPI allreduce of one flag each: the meeting itself) on whether the next
-    turn's block is free, that is, nothing but its _Held refers to it (not a caller's
-    numpy.asarray of a parameter, not another plan sharing the window, whose views are its
-    scope's parameters); a buffer that agreed takes the block at once (`reserved`), so no
-    other plan takes it in between. Not free: that step gathers into a private buffer through
-    the communicator, as an unshared buffer does. Three, not two: when a step decides, the
-    parameters the step read (the turn before) are still held by the run itself. Every rank
-    is past a meeting before it writes a block again, so no rank still reads it."""
+    A block is written only when no one refers to it on any rank: at each meeting every rank
+    writes its word of whether the next turn's block is free, that is, nothing but its _Held
+    refers to it (not a caller's numpy.asarray of a parameter, not a plan whose scope's
+    parameters are its views: the plans of one shape share the blocks), and reads the others'
+    after it; a buffer the ranks agreed for takes the block at once (`reserved`), so no other
+    plan takes it in between. Not free: that step gathers into a private buffer through the
+    communicator, as an unshared buffer does. Three, not two: when a step decides, the
+    parameters the step read are still held by the run itself. A flag word has a slot per
+    turn: a rank late in reading one meeting's words never reads the next one's."""
 
     def __init__(self, section: int, dtype, comm, MPI, ordinal: int = 0):
         dtype = np.dtype(dtype)
-        self._comm, self.size = comm, comm.size
-        key = ("params", ordinal, comm.size * section * dtype.itemsize)
-        self._turns = []
+        self._comm = comm
+        nbytes = comm.size * section * dtype.itemsize
+        key = ("params", ordinal, nbytes)
+        wins = []
         for turn in range(3):
-            win, memories = _window(comm, MPI, comm.size * section * dtype.itemsize,
-                                    (*key, turn), whole=True)
-            held = _params.get((id(comm.comm), *key, turn))
-            if held is None or held[0] is not win:
-                block = np.ndarray((comm.size, section), dtype=dtype, buffer=memories[0])
-                held = _params[(id(comm.comm), *key, turn)] = (win, _Held())
-                held[1].spare = block
-            self._turns.append(held)
-        self.turn = 0  # the turn of this step
-        self.reserved = None  # the block the ranks agreed this step may write
+            wins.append(_window(comm, MPI, nbytes, (*key, turn), whole=True))
+        flag_win, flag_memories = _window(comm, MPI, _LINE, (*key, "flags"))
+        rotation = _rotations.get((id(comm.comm), key))
+        if rotation is None or rotation.wins[0] is not wins[0][0]:
+            helds = []
+            for _, memories in wins:
+                helds.append(_Held())
+                helds[-1].spare = np.ndarray((comm.size, section), dtype=dtype,
+                                             buffer=memories[0])
+            rotation = _rotations[(id(comm.comm), key)] = _Rotation(
+                [w for w, _ in wins], helds, flag_win,
+                [np.ndarray(3, dtype=np.int32, buffer=m) for m in flag_memories])
+        self._rotation = rotation
+        self._meet = _met(comm)
+        self.reserved = None  # (the block the ranks agreed this buffer writes next, its window)
+        self._used = None  # the window of the block this step writes
 
     def take(self):
-        """This step's block (agreed at the step before's meeting), or None (gather into a
-        private buffer); the turn moves on either way."""
-        block, self.reserved = self.reserved, None
-        return block
+        """This step's block (agreed at this buffer's meeting before), or None (gather into a
+        private buffer)."""
+        reserved, self.reserved = self.reserved, None
+        if reserved is None:
+            self._used = None
+            return None
+        self._used = reserved[1]
+        return reserved[0]
 
     def meet(self):
         """The step's meeting, once every rank wrote its pieces (into this step's block, or a
-        private buffer the communicator gathers after); decides the next step's block."""
-        win = self._turns[self.turn][0]
-        self.turn = (self.turn + 1) % 3
-        nxt = self._turns[self.turn][1]
-        free = np.array([_references(nxt) == _ALONE_HELD], dtype=np.int32)
-        win.Sync()  # (this rank's stores are seen by the others after the meeting)
-        agreed = self._comm.iallreduce(free, "min", overlap=False).wait()[0]
-        win.Sync()
-        self.reserved = nxt.spare if agreed else None
+        private buffer the communicator gathers after); decides this buffer's next block."""
+        rotation, used = self._rotation, self._used
+        rotation.turn = turn = (rotation.turn + 1) % 3
+        nxt = rotation.helds[turn]
+        rotation.flags[self._comm.rank][turn] = _references(nxt) == _ALONE_HELD
+        if used is not None:
+            used.Sync()  # (this rank's stores into the block are seen by the others after it)
+        self._meet(rotation.flag_win, "allgather")
+        if used is not None:
+            used.Sync()
+        agreed = all(f[turn] for f in rotation.flags)
+        self.reserved = (nxt.spare, rotation.wins[turn]) if agreed else None
 
 
 def _references(held) -> int:

@@ -10,7 +10,9 @@ script it launches itself under `mpiexec -n 1` and `-n 2` and prints a Markdown 
   bucket is summed in node-shared memory, spmd/executor/shared_bucket.py) against a raw
   Allreduce of the same bytes;
 - optimizer-state bytes per rank with Adam in Reduce mode against AllReduce mode;
-- the step in Reduce mode (fused: one reduce-scatter, one all-gather), same rounds.
+- the step in Reduce mode (fused: one reduce-scatter, one all-gather; on one node the
+  all-gather's parameters are a node-shared block the owners update in place), same rounds,
+  and its ratio to AllReduce mode's (the target: <= 1.0).
 
     python bench/data_parallel.py [--rounds 15] [--steps 10] [--out bench/out/data_parallel.md]
 """

@@ -20,8 +20,8 @@ them (`_check`):
   joining this collective fails the wait the same two ways;
 - the hang report: `[rank r/n] <op> ... did not complete within T s: <which ranks never
   arrived>` (the arrival board, comm/arrivals.py), and, for a wait longer than NOTE_AFTER_S,
-  `wait <op>` / `done <op>` in paddle-launch's status file (SPMD_STATUS_FILE), so its failure
-  report can say which op each rank was waiting in.
+  `wait <op>` in paddle-launch's status file (SPMD_STATUS_FILE), and `done <op>` once it
+  completed, so its failure report can say which op each rank was waiting in.
 
 A job-ending wait writes its report on stderr and ends the job: under paddle-launch it records
 the error and exits, so the launcher can still ask the other ranks where they wait; otherwise
@@ -101,8 +101,10 @@ class Watchdog:
                 self._check(wait, now)
                 if now > wait.since + SPIN_S:
                     time.sleep(NAP_S)
-        finally:
-            self._end(wait)
+        except BaseException:
+            self._end(wait, completed=False)
+            raise
+        self._end(wait)
 
     def run(self, op: str, call, args: tuple = (), waiter=None):
         """`call(*args)` on this thread, which cannot leave it (MPI): the watchdog's monitor
@@ -111,9 +113,12 @@ class Watchdog:
         if self._monitor is None:
             self._start_monitor()
         try:
-            return call(*args)
-        finally:
-            self._end(wait)
+            result = call(*args)
+        except BaseException:
+            self._end(wait, completed=False)
+            raise
+        self._end(wait)
+        return result
 
     def result(self, op: str, future, waiter=None):
         """`future`'s result (a collective queued on the communication thread), waited for on
@@ -123,9 +128,12 @@ class Watchdog:
         try:
             while not future.wait(min(NOTE_AFTER_S, max(0.0, wait.deadline - time.monotonic()))):
                 self._check(wait, time.monotonic())
-        finally:
-            self._end(wait)
-        return future.result()
+            result = future.result()
+        except BaseException:
+            self._end(wait, completed=False)
+            raise
+        self._end(wait)
+        return result
 
     @contextlib.contextmanager
     def bounded(self, op: str, waiter=None):
@@ -134,8 +142,10 @@ class Watchdog:
         wait = self._begin(op, BLOCKING, waiter, False)
         try:
             yield wait
-        finally:
-            self._end(wait)
+        except BaseException:
+            self._end(wait, completed=False)
+            raise
+        self._end(wait)
 
     def close(self) -> None:
         """Stop the monitor thread (the communicator's owner is gone; a later `run` starts
@@ -186,10 +196,12 @@ class Watchdog:
             self._waits.append(wait)
         return wait
 
-    def _end(self, wait: Wait) -> None:
+    def _end(self, wait: Wait, completed: bool = True) -> None:
+        """`wait` is over. One that failed stays open in the status file (no `done`): the
+        launcher's report says the rank was waiting in its op when it failed."""
         with self._lock:
             self._waits.remove(wait)
-            if wait.noted:
+            if wait.noted and completed:
                 _append(wait.noted, "done", wait.op)
 
     def _start_monitor(self) -> None:

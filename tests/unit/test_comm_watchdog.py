@@ -192,3 +192,20 @@ def test_a_long_wait_is_in_the_status_file_until_it_ends(tmp_path, monkeypatch):
     assert "error" not in box, box.get("error")
     assert read_status(str(path)).waiting == []  # its `done` closed it
     assert watchdog.watching() == []
+
+
+def test_a_wait_that_fails_stays_open_in_the_status_file(tmp_path, monkeypatch):
+    """The launcher's report says a failed rank was waiting in its op: no `done` for it."""
+    path = tmp_path / "status"
+    monkeypatch.setenv("SPMD_STATUS_FILE", str(path))
+    watchdog = Watchdog(SelfCommunicator(), timeout_s=HANG_GUARD_S)
+
+    def done():  # the backend's own error (NCCL's async error state), once the wait is noted
+        if path.exists() and read_status(str(path)).waiting:
+            raise CommunicationError("the backend failed")
+        return False
+
+    with pytest.raises(CommunicationError, match="the backend failed"):
+        watchdog.poll("reduce_scatter", done)
+    assert [op for op, _ in read_status(str(path)).waiting] == ["reduce_scatter"]
+    assert watchdog.watching() == []

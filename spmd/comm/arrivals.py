@@ -33,7 +33,7 @@ class ArrivalBoard:
     def __init__(self, comm):
         """Collective over the mpi4py communicator `comm` (every rank makes one, together)."""
         self._world_size = comm.Get_size()
-        from .join import joined_start
+        from .join_mark import joined_start
 
         if joined_start():  # worlds joined by connect/accept share no MPI window
             self._slots, self._me, self._ranks = _file_board(comm)

@@ -26,8 +26,8 @@ import threading
 import time
 
 from . import join_point as jp
+from .join_mark import MARK, joined_start  # noqa: F401 - joined_start: join's API too
 
-MARK = "SPMD_JOIN_START"  # set in the process re-executed under its own mpiexec
 _CONNECT_RETRY_S = 0.2
 _HELLO_WAIT_S = 3.0  # a connection that has not said a whole hello by then is refused
 
@@ -60,12 +60,6 @@ def env_only_start(env=None) -> bool:
     endpoints = [e for e in env.get("PADDLE_TRAINER_ENDPOINTS", "").split(",") if e]
     return ids is not None and ids[1] > 1 and len(endpoints) == ids[1] and \
         bool(env.get("PADDLE_CURRENT_ENDPOINT"))
-
-
-def joined_start(env=None) -> bool:
-    """Whether this process was re-executed to join a world of env-only trainers."""
-    env = os.environ if env is None else env
-    return env.get(MARK) == "1"
 
 
 def trainer_rank_size(env=None) -> tuple[int, int]:

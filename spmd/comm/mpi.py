@@ -43,7 +43,7 @@ def world():
                 "use it any more; finalize only at the very end of the program")
         MPI.Init_thread(MPI.THREAD_MULTIPLE)  # what mpi4py's own initialization asks for
     comm = MPI.COMM_WORLD
-    from .join import joined_start
+    from .join_mark import joined_start
 
     if joined_start():  # trainers started without a launcher: their joined world
         from .join import joined_world

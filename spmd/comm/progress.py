@@ -16,9 +16,13 @@ be interrupted) or a peer left before joining it.
 from __future__ import annotations
 
 import functools
-import queue
 import threading
 import time
+
+try:  # queue.SimpleQueue is this C type; taken from it directly, queue.py's imports are spared
+    from _queue import SimpleQueue
+except ImportError:  # not CPython
+    from queue import SimpleQueue
 
 from .. import events
 from ..errors import CommunicationError
@@ -64,7 +68,7 @@ class _Worker:
     its timeout (the job is being torn down) never keeps the interpreter from exiting."""
 
     def __init__(self, name: str):
-        self._queue: queue.Queue = queue.Queue()
+        self._queue = SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 

@@ -3,13 +3,20 @@ dtype) before any op runs, names the program lacks dropped with fluid's warning,
 over places, and a LoD fed to a variable declared without one carried to the ops."""
 from __future__ import annotations
 
-import difflib
 import warnings
 
 import numpy as np
 
 from ..core.lod import LoDTensor, LoDTensorArray, check_lod, lod_key, split_by_sequences
 from ..errors import FeedError
+
+
+def _close_names(name, block) -> list:
+    """The program's names closest to a misspelt feed name, for its error (difflib is
+    imported here, off the start-up path: only a bad feed needs it)."""
+    import difflib
+
+    return difflib.get_close_matches(name, block.vars, n=3)
 
 
 def drop_unknown_feeds(block, feed):
@@ -25,7 +32,7 @@ def drop_unknown_feeds(block, feed):
         if block.has_var(name):
             kept[name] = value
             continue
-        close = difflib.get_close_matches(name, block.vars, n=3)
+        close = _close_names(name, block)
         warnings.warn(f"The variable {name} is not found in program. It is not declared or is "
                       "pruned; its feed is ignored"
                       + (f" (did you mean {close}?)" if close else ""), stacklevel=4)
@@ -44,7 +51,7 @@ def check_feed_names(block, feed: dict, needed: list[str]):
     """Unknown names and missing data feeds, each named, with what would fix it."""
     for name in feed:
         if not block.has_var(name):
-            close = difflib.get_close_matches(name, block.vars, n=3)
+            close = _close_names(name, block)
             raise FeedError(
                 f"feed '{name}' is not a variable of the program"
                 + (f"; did you mean {close}?" if close else "")

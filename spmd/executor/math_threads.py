@@ -12,7 +12,6 @@ setter.
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 
 import numpy as np
@@ -30,6 +29,8 @@ def _openblas():
     """numpy's OpenBLAS (the copy its wheel bundles, or the system's it links), or None."""
     global _lib
     if _lib is False:
+        import glob  # only the first Executor looks (off import spmd's path)
+
         _lib = None
         folder = os.path.dirname(np.__file__)
         candidates = sorted(glob.glob(os.path.join(folder + ".libs", "*openblas*.so*")))

@@ -156,7 +156,7 @@ def _one_node(mpi, MPI) -> bool:
     """Whether every rank of `mpi` shares this node's memory (collective on first call)."""
     known = _nodes.get(id(mpi))
     if known is None or known[0] is not mpi:
-        from ..comm.join import joined_start
+        from ..comm.join_mark import joined_start
 
         if joined_start():  # worlds joined by connect/accept share no MPI window
             alone = False

@@ -295,7 +295,7 @@ class _Parent:
         return code, sig
 
     def _stand_in(self, code: int, sig: int) -> int:
-        from ..comm.join import joined_start
+        from ..comm.join_mark import joined_start
         from ..flags import flags
         from .stand_in import stand_in
 

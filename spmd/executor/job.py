@@ -9,10 +9,10 @@ job (`job_for`) and steps it:
 - a plain Program, or a CompiledProgram without distribution, is a OnePlaceJob on the
   executor's place (one per program and memory options, held by the executor; a
   CompiledProgram holds its own);
-- a CompiledProgram's distribution, or an op of the program's global block, picks another
-  kind from JOB_KINDS: data parallel (parallel.py's DataParallelJob), parameter-server mode's
-  pserver and trainer (spmd/ps/jobs.py). A kind is imported when such a program first runs,
-  so `import spmd` loads none of them.
+- a CompiledProgram's distribution picks another kind from JOB_KINDS (data parallel:
+  parallel.py's DataParallelJob), and an op of the program's global block may ask for one by
+  its OpDef.job_kind (parameter-server mode's pserver and trainer, spmd/ps/jobs.py). A kind
+  is imported when such a program first runs, so `import spmd` loads none of them.
 
 Within a job, a step goes feed -> Plan.run (plan.py: kernels, then the collectives through the
 job's communicators) -> its Outcome (values, LoDs, whether collectives started) -> fetches.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import sys
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from ..core.places import array_module
 from ..core.scope import host_array
 from ..core.selected_rows import dense_of
 from ..errors import InvalidArgumentError
+from ..ops.registry import OP_DEFS
 from . import feed_fetch_ops
 from .feed import drop_unknown_feeds, untracked_lod_feeds, with_lod_levels
 from .fetch import as_fetched
@@ -38,16 +38,12 @@ from .inplace import MemoryOptions
 from .plan import Plan
 from .plan_cache import PlanCache
 
-# The kinds of job other than one place, by what the program holds: a CompiledProgram's
-# distribution, or (for a Program) an op type of its global block. "module:class", imported on
-# the first run of such a program; the class is made with (source, executor place, scope).
-JOB_KINDS: dict = {
-    "data_parallel": "spmd.executor.parallel:DataParallelJob",
-    "listen_and_serv": "spmd.ps.jobs:PServerJob",
-    **{op: "spmd.ps.jobs:TrainerJob" for op in (
-        "send", "recv", "send_barrier", "fetch_barrier", "checkpoint_notify",
-        "distributed_lookup_table")},
-}
+# The kinds of job other than one place a CompiledProgram's distribution names, as
+# "module:class", imported on the first run of such a program; the class is made with (source,
+# executor place, scope). An op asks for its kind itself (OpDef.job_kind: parameter-server
+# mode's send, recv, listen_and_serv, ...), so that no table here lists op types.
+JOB_KINDS: dict = {"data_parallel": "spmd.executor.parallel:DataParallelJob"}
+_LOADED_KINDS: dict = {}  # "module:class" -> the class, once imported
 
 
 def place_rng(seed: int, rank: int | None = None):
@@ -62,11 +58,19 @@ def place_rng(seed: int, rank: int | None = None):
 
 def kind_of(key: str):
     """The job class JOB_KINDS names for `key` (imported now), or None."""
-    kind = JOB_KINDS.get(key)
-    if isinstance(kind, str):
+    return _load(JOB_KINDS.get(key))
+
+
+def _load(kind):
+    """`kind` as a class: a "module:class" path imported now (and noted for
+    end_loaded_kinds), a class as it is, None as None."""
+    if not isinstance(kind, str):
+        return kind
+    loaded = _LOADED_KINDS.get(kind)
+    if loaded is None:
         module, _, name = kind.partition(":")
-        kind = getattr(importlib.import_module(module), name)
-    return kind
+        loaded = _LOADED_KINDS[kind] = getattr(importlib.import_module(module), name)
+    return loaded
 
 
 def make_job(compiled, executor_place, scope):
@@ -82,11 +86,16 @@ def make_job(compiled, executor_place, scope):
 
 
 def program_kind(program):
-    """The job class an op of `program`'s global block asks for (parameter-server mode), or
-    None: a plain program then runs as a OnePlaceJob."""
+    """The job class an op of `program`'s global block asks for (its OpDef.job_kind:
+    parameter-server mode), or None: a plain program then runs as a OnePlaceJob. An op type
+    with no definition asks for nothing here (its plan names it)."""
     for op in program.global_block().ops:
-        if op.type in JOB_KINDS:
-            return kind_of(op.type)
+        try:
+            kind = OP_DEFS[op.type].job_kind
+        except KeyError:
+            continue
+        if kind is not None:
+            return _load(kind)
     return None
 
 
@@ -95,12 +104,7 @@ def end_loaded_kinds(executor) -> None:
     process (parameter-server mode's trainer session: fluid's Executor.close tells every
     pserver this process talked to that it is done, whichever executor ran the steps) ends it
     (`end_process(executor)`). Kinds never imported are not loaded for it."""
-    for path in set(JOB_KINDS.values()):
-        if isinstance(path, str):
-            module = sys.modules.get(path.partition(":")[0])
-            kind = getattr(module, path.partition(":")[2], None) if module else None
-        else:
-            kind = path
+    for kind in list(_LOADED_KINDS.values()):
         end = getattr(kind, "end_process", None)
         if end is not None:
             end(executor)

@@ -12,36 +12,40 @@ arrive), `ref_by_trainer_id` (DC-ASGD: the backup of the trainer that sent), and
 fluid's distributed-table family (`prefetch`, `split_ids`, `merge_ids`, `lookup_sparse_table`).
 
 Control outputs (`Out` of send and the barriers) are dependency markers with no data; their
-variables have type "RAW". The kernels are in spmd/kernels/distributed.py.
+variables have type "RAW". The kernels are in spmd/ps/kernels.py (they call the pserver RPC
+client, which spmd/kernels must not import).
 """
 from __future__ import annotations
 
 from .registry import define_op
+
+# A program holding one of these runs as parameter-server mode's trainer or pserver job.
+TRAINER_JOB, PSERVER_JOB = "spmd.ps.jobs:TrainerJob", "spmd.ps.jobs:PServerJob"
 
 
 def _no_inference(ctx):
     """Outputs are control markers, or variables the transpiler declared with their shapes."""
 
 
-define_op("send", inputs=["X*"], outputs=["Out*"], grad=None,
+define_op("send", inputs=["X*"], outputs=["Out*"], grad=None, job_kind=TRAINER_JOB,
           attrs={"trainer_id": ("int", 0), "epmap": ("strs", []), "sections": ("ints", []),
                  "send_varnames": ("strs", []), "num": ("int", 0),
                  "merge_add": ("bool", False), "use_send_handler": ("bool", True)}
           )(_no_inference)
 
-define_op("recv", inputs=["X*"], outputs=["Out*"], grad=None,
+define_op("recv", inputs=["X*"], outputs=["Out*"], grad=None, job_kind=TRAINER_JOB,
           attrs={"epmap": ("strs", []), "trainer_id": ("int", 0),
                  "with_barrier": ("bool", True), "varnames": ("strs", []),
                  "recv_varnames": ("strs", []), "do_not_run": ("int", 0)})(_no_inference)
 
-define_op("send_barrier", inputs=["X*"], outputs=["Out*"], grad=None,
+define_op("send_barrier", inputs=["X*"], outputs=["Out*"], grad=None, job_kind=TRAINER_JOB,
           attrs={"trainer_id": ("int", 0), "endpoints": ("strs", []),
                  "half_async": ("bool", False)})(_no_inference)
 
-define_op("fetch_barrier", inputs=["X*"], outputs=["Out*"], grad=None,
+define_op("fetch_barrier", inputs=["X*"], outputs=["Out*"], grad=None, job_kind=TRAINER_JOB,
           attrs={"trainer_id": ("int", 0), "endpoints": ("strs", [])})(_no_inference)
 
-define_op("checkpoint_notify", grad=None, side_effects=True,
+define_op("checkpoint_notify", grad=None, side_effects=True, job_kind=TRAINER_JOB,
           attrs={"epmap": ("strs", []), "dir": ("str", ""), "lookup_table": ("str", ""),
                  "trainer_id": ("int", 0)})(_no_inference)
 
@@ -85,7 +89,8 @@ def _split_selected_rows(ctx):
 define_op("fake_init", outputs=["Out"], grad=None, attrs={"shape": ("ints", [])})(_no_inference)
 
 # each output keeps its ids' LoD (a CTR model pools the prefetched rows per sequence)
-define_op("distributed_lookup_table", inputs=["Ids*", "W"], outputs=["Outputs*"], grad=None,
+define_op("distributed_lookup_table", inputs=["Ids*", "W"], outputs=["Outputs*"],
+          grad=None, job_kind=TRAINER_JOB,
           lod_inputs=("Ids",), lod_outputs=("Outputs",),
           attrs={"table_names": ("strs", []), "height_sections": ("ints", []),
                  "endpoints": ("strs", []), "trainer_id": ("int", 0),
@@ -114,7 +119,7 @@ def _ref_by_trainer_id(ctx):
 # `sparse_grad_to_param` "grad_name:param_name", `prefetch_var_name_to_block_id`
 # "ids_name:block_idx". `distributed_mode`: 0 sync, 1 async, 2 half async (fluid's
 # DistributedMode); `Fanin` the number of trainers.
-define_op("listen_and_serv", inputs=["X*"], grad=None,
+define_op("listen_and_serv", inputs=["X*"], grad=None, job_kind=PSERVER_JOB,
           attrs={"endpoint": ("str", "127.0.0.1:6164"), "pserver_id": ("int", 0),
                  "grad_to_block_id": ("strs", []), "distributed_mode": ("int", 0),
                  "dc_asgd": ("bool", False), "optimize_blocks": ("blocks", []),

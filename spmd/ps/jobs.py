@@ -1,6 +1,6 @@
-"""Parameter-server mode's job kinds (executor/job.py's JOB_KINDS names them): a pserver
-program serves (PServerJob), a trainer program runs on one place and, when an executor
-closes, this process's trainer session ends (TrainerJob)."""
+"""Parameter-server mode's job kinds (spmd/ops/distributed.py's ops name them, OpDef.job_kind):
+a pserver program serves (PServerJob), a trainer program runs on one place and, when an
+executor closes, this process's trainer session ends (TrainerJob)."""
 from __future__ import annotations
 
 from ..core.places import array_module

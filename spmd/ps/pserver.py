@@ -1,8 +1,8 @@
 """The pserver side of parameter-server mode at run time: `exe.run(pserver_program)` serves.
 
 A program whose global block holds `listen_and_serv` does not run as a plan: Executor.run
-runs it as a PServerJob (ps/jobs.py, named in executor/job.py's JOB_KINDS, so the executor
-imports nothing of ps until such a program runs), whose ListenAndServ gets the scope the
+runs it as a PServerJob (ps/jobs.py, named by listen_and_serv's OpDef.job_kind, so the
+executor imports nothing of ps until such a program runs), whose ListenAndServ gets the scope the
 startup program filled, starts a PServer on the op's endpoint
 (only that one) with a PServerRuntime as its handler, and serves until every trainer called
 `complete` (Executor.close() on the trainer); then the updated persistables are written back

@@ -1,5 +1,5 @@
 """A CompiledProgram runs as one job, of the kind its distribution names in the table of job
-kinds (executor/job.py's JOB_KINDS, where parameter-server mode names its kinds too):
+kinds (executor/job.py's JOB_KINDS; parameter-server mode's ops name theirs, OpDef.job_kind):
 Executor.run makes it once, on the first run's scope, and steps it; the job holds its own
 plan cache, and nothing calls back into the executor."""
 from __future__ import annotations

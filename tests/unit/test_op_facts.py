@@ -98,3 +98,21 @@ def test_an_ops_definition_and_its_kernel_live_in_modules_of_one_name():
         if kernel_module != expected:
             apart[op_type] = (op_module, kernel_module)
     assert not apart, apart
+
+
+def test_parameter_server_ops_name_the_job_their_program_runs_as():
+    """A program holding send / recv / listen_and_serv runs as parameter-server mode's job;
+    the op says so (OpDef.job_kind), and the executor's table of kinds lists none of them."""
+    import importlib
+
+    from spmd.executor.job import JOB_KINDS
+    from spmd.ops.registry import OP_DEFS, get_op_def
+
+    assert get_op_def("listen_and_serv").job_kind == "spmd.ps.jobs:PServerJob"
+    for op_type in ("send", "recv", "send_barrier", "fetch_barrier", "checkpoint_notify",
+                    "distributed_lookup_table"):
+        assert get_op_def(op_type).job_kind == "spmd.ps.jobs:TrainerJob", op_type
+    for path in {d.job_kind for d in OP_DEFS.values() if d.job_kind}:
+        module, _, name = path.partition(":")
+        assert isinstance(getattr(importlib.import_module(module), name), type), path
+    assert not set(JOB_KINDS) & set(OP_DEFS)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import dataclasses
 import weakref
 
-from .. import profiler as _profiler
 from ..comm.base import SelfCommunicator
 from ..core.lod import lod_key
 from ..errors import CommunicationError, FeedError, NumericError, PreconditionError
+from ..events import profiling as _profiling
 from ..flags import flags
 from ..ops.registry import get_op_def
 from .buckets import attach_buckets
@@ -287,7 +287,9 @@ class Plan:
         """Run once and return its Outcome; `checked`: `feed` is `checked_feed`'s result. A
         failed run raises, the exception saying whether a collective of it may have started
         (`collectives_started(error)`)."""
-        rec = _profiler._active  # profiling off: this read is its whole cost
+        # the profiler's recorder while fluid.profiler profiles (events.py, kept by
+        # spmd/profiler.py); profiling off, this one attribute read is its whole cost
+        rec = _profiling.recorder
         if rec is not None:
             return run_profiled(self, rec, scope, feed, xp, checked)
         env = self._tagged_inputs(scope, feed, xp, checked)

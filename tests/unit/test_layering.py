@@ -172,3 +172,12 @@ def test_the_cycle_finder_finds_a_cycle():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(edges) == [{"a", "b", "c"}]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_profiler_is_asked_through_its_public_state_only():
+    """Whether the profiler records is read as events.profiling.recorder (or
+    profiler.active()), never as the profiler module's private `_active`."""
+    readers = [str(path.relative_to(ROOT)) for path, _ in _modules().values()
+               if path.name != "profiler.py" and "._active" in path.read_text()
+               and "profiler" in path.read_text()]
+    assert not readers, readers

@@ -24,6 +24,8 @@ import threading
 
 import numpy as np
 
+from ..ops.registry import get_op_def
+
 _KINDS: dict[str, type] = {}  # op type -> the bucket kind serving it (@serves)
 
 
@@ -321,10 +323,11 @@ def attach_buckets(steps, block):
             offer(op.input("X"), made.view)
         for spend in step.spends:  # an update may write over its view (inplace.Spend)
             spend.bucket = reduced_into.get(spend.name)
+        passes_through = get_op_def(op.type).passes_inputs_through
         for slot, names_, dup in step.outs:
             for n in names_:
                 last_writer[n] = None if dup or len(names_) > 1 else (step, slot)
-                if op.type != "c_sync_comm_stream":  # (which passes its inputs through)
+                if not passes_through:  # (a wait op's output is its input)
                     reduced_into.pop(n, None)  # written again: no longer the bucket's view
         if made is not None and made.outputs_are_views:
             reduced_into.update((n, step.ctx.bucket) for n in op.output("Out"))

@@ -78,7 +78,7 @@ def _c_allgather_flat(ctx):
 # Waits for every collective this rank has issued so far: placed before the first op that
 # reads a reduced gradient, so communication overlaps the rest of the backward pass.
 define_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
-          grad=None, collective=True)(_same_as_inputs)
+          grad=None, collective=True, passes_inputs_through=True)(_same_as_inputs)
 
 
 @define_op("c_comm_init", grad=None, collective=True,
@@ -120,7 +120,7 @@ def _c_reducescatter(ctx):
 # Compute is synchronous on spmd's places: nothing to wait for (fluid waits for the CUDA
 # compute stream here).
 define_op("c_sync_calc_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": ("int", 0)},
-          grad=None, side_effects=True)(_same_as_inputs)
+          grad=None, side_effects=True, passes_inputs_through=True)(_same_as_inputs)
 
 
 # Elements [start, end) of X flattened, as a view (no copy): Reduce mode's flat piece of a

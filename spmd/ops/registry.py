@@ -124,6 +124,8 @@ class OpDef:
     # drawing nothing: memory_optimize may run it right after its gradient is done
     row_separable: bool = False  # acts on each row of its operands independently: Reduce
     # mode (passes/reduce_mode.py) and the pserver may run it on a chunk of rows
+    passes_inputs_through: bool = False  # its outputs are its inputs, unchanged (a wait):
+    # a value it "writes" is still the one before it (a fused bucket's view stays the view)
     job_kind: str | None = None  # "module:class": a program whose global block holds this op
     # runs as that kind of job (executor/job.py; parameter-server mode's pserver and trainer)
     forward_type: str | None = None  # set on generated *_grad defs
@@ -203,7 +205,8 @@ def _parse_attrs(attrs: dict | None) -> dict[str, AttrSpec]:
 def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_grad_inputs=(),
               nondiff_outputs=(), grad_uses=None, random=False, collective=False,
               share_lod=(), lod_inputs=(), lod_outputs=(), grad_no_need_buffer=(),
-              side_effects=False, movable=False, row_separable=False, job_kind=None):
+              side_effects=False, movable=False, row_separable=False,
+              passes_inputs_through=False, job_kind=None):
     """Decorator registering an op whose shape inference is the decorated function.
 
     LoD: `share_lod` pairs (input slot, output slot) give the output the input's LoD (and
@@ -211,8 +214,8 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
     `ins[slot + "@LOD"]` / returns as `res[slot + "@LOD"]` (its shape inference then sets
     the outputs' lod_level with `ctx.set_lod_level`). `grad_no_need_buffer`: the forward slots
     the generated `<type>_grad` kernel reads only for their shapes (its `no_need_buffer`).
-    `side_effects`, `movable`, `row_separable`, `job_kind`: the OpDef fields of those names
-    (the generated grad op shares `side_effects`)."""
+    `side_effects`, `movable`, `row_separable`, `passes_inputs_through`, `job_kind`: the
+    OpDef fields of those names (the generated grad op shares `side_effects`)."""
     origin = defining_module()
 
     def register(infer):
@@ -225,7 +228,7 @@ def define_op(type: str, inputs=(), outputs=(), attrs=None, grad="default", no_g
                       collective, share_lod=tuple(tuple(p) for p in share_lod),
                       lod_inputs=frozenset(lod_inputs), lod_outputs=frozenset(lod_outputs),
                       side_effects=side_effects, movable=movable, row_separable=row_separable,
-                      job_kind=job_kind)
+                      passes_inputs_through=passes_inputs_through, job_kind=job_kind)
         lod_rules.apply(opdef)
         OP_DEFS.register(type, opdef, origin)
         if grad == "default":

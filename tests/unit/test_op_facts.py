@@ -116,3 +116,15 @@ def test_parameter_server_ops_name_the_job_their_program_runs_as():
         module, _, name = path.partition(":")
         assert isinstance(getattr(importlib.import_module(module), name), type), path
     assert not set(JOB_KINDS) & set(OP_DEFS)
+
+
+def test_wait_ops_say_they_pass_their_inputs_through():
+    """The fused buckets keep a gradient's view across a wait op (executor/buckets.py reads
+    OpDef.passes_inputs_through, no op type)."""
+    from spmd.ops.registry import OP_DEFS, get_op_def
+
+    assert get_op_def("c_sync_comm_stream").passes_inputs_through
+    assert get_op_def("c_sync_calc_stream").passes_inputs_through
+    assert not get_op_def("c_allreduce_sum").passes_inputs_through
+    assert {t for t, d in OP_DEFS.items() if d.passes_inputs_through} == {
+        "c_sync_comm_stream", "c_sync_calc_stream"}

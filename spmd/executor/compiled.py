@@ -248,3 +248,18 @@ def _as_place(p) -> Place:
     if isinstance(p, str) and p.startswith("gpu:"):
         return CUDAPlace(int(p.split(":")[1]))
     raise InvalidArgumentError(f"places entries must be places or 'cpu' / 'gpu:N', got {p!r}")
+
+
+def compiled_of(program):
+    """The CompiledProgram `program` is or stands for (Paddle 2.x's fleet binds one to its
+    Program as `_graph`), or None."""
+    if type(program) is CompiledProgram:
+        return program
+    graph = getattr(program, "_graph", program)
+    return graph if isinstance(graph, CompiledProgram) else None
+
+
+def places_in_process(program, place) -> int:
+    """How many places of this process one run of `program` feeds (each reads a batch)."""
+    places = getattr(program, "places_for", None)  # a CompiledProgram
+    return len(places(place)) if places is not None else 1

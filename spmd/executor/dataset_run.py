@@ -81,7 +81,7 @@ class _Agreement:
     """Whether every rank still has a batch: compiled data parallel across MPI ranks only."""
 
     def __init__(self, program, executor, scope):
-        from .executor import _compiled
+        from .compiled import compiled_of as _compiled
 
         compiled = _compiled(program)
         self.needed, self.tag = False, ""
@@ -120,7 +120,7 @@ def run_from_dataset(executor, program=None, dataset=None, scope=None, thread=0,
     if isinstance(print_period, bool) or not isinstance(print_period, int) or print_period <= 0:
         raise InvalidArgumentError(
             f"train_from_dataset: print_period must be a positive int, got {print_period!r}")
-    from .executor import _places_in_process
+    from .compiled import places_in_process as _places_in_process
 
     names = _fetch_names(fetch_list)
     places = _places_in_process(program, executor.place)

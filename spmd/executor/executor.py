@@ -12,7 +12,8 @@ from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
 from . import prune_program as pruning
 from .allocator import tune_allocator
-from .compiled import CompiledProgram
+from .compiled import compiled_of as _compiled
+from .compiled import places_in_process as _places_in_process
 from .job import ExecutorPlans, OnePlaceJob, end_loaded_kinds, program_kind
 from .math_threads import apply_once as apply_fluid_math_threads
 
@@ -57,21 +58,6 @@ def _call_run_hooks(program, feed, scope, place):
         else:
             hook(feed, scope)
     return feed
-
-
-def _places_in_process(program, place) -> int:
-    """How many places of this process one run of `program` feeds (each reads a batch)."""
-    places = getattr(program, "places_for", None)  # a CompiledProgram
-    return len(places(place)) if places is not None else 1
-
-
-def _compiled(program):
-    """The CompiledProgram `program` is or stands for (Paddle 2.x's fleet binds one to its
-    Program as `_graph`), or None."""
-    if type(program) is CompiledProgram:
-        return program
-    graph = getattr(program, "_graph", program)
-    return graph if isinstance(graph, CompiledProgram) else None
 
 
 def _plain_fetch_names(fetch_list) -> list | None:

@@ -55,7 +55,7 @@ def plan_flat_shards(params_grads, groups: list, nranks: int) -> dict:
     """param -> its Shards: each bucket's parameters laid end to end, in the bucket's order,
     and cut at every multiple of ceil(elements / nranks); a piece within section r belongs to
     rank r. A parameter within one section stays whole."""
-    from .reduce_mode import Shard
+    from .state_sharding import Shard
 
     param_of = {g: p for p, g in params_grads}
     shards: dict = {}

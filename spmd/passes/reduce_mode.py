@@ -22,7 +22,6 @@ sections of each bucket instead (reduce_flat.py): no packing, slicing or concate
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,32 +33,8 @@ from .common import first_index, last_writer, make_op, place_after
 from .reduce_flat import flat_eligible, gather_flat, plan_flat_shards
 from .registry import register_pass
 from .sparse_grads import gather_sparse_gradients
-from .state_sharding import StateSharding
+from .state_sharding import Shard, StateSharding
 from .strategy import ReduceStrategy
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Rows [start, stop) of a parameter, or elements [start, stop) of it flattened (`flat`,
-    reduce_flat.py), owned by `owner`; neither: all of it."""
-
-    param: str
-    index: int
-    rows: tuple | None
-    owner: int
-    flat: tuple | None = None
-
-    @property
-    def cut(self) -> bool:
-        return self.rows is not None or self.flat is not None
-
-    @property
-    def span(self) -> tuple | None:
-        """(start, stop) of the rows or of the flat elements; None for a whole parameter."""
-        return self.rows if self.rows is not None else self.flat
-
-    def name(self, var: str) -> str:
-        return var if not self.cut else f"{var}@SHARD{self.index}"
 
 
 def _nbytes(var) -> int:

@@ -27,6 +27,30 @@ from ..core.scope import host_array
 from ..errors import CommunicationError, PreconditionError
 
 
+@dataclass(frozen=True)
+class Shard:
+    """Rows [start, stop) of a parameter, or elements [start, stop) of it flattened (`flat`,
+    reduce_flat.py), owned by `owner`; neither: all of it."""
+
+    param: str
+    index: int
+    rows: tuple | None
+    owner: int
+    flat: tuple | None = None
+
+    @property
+    def cut(self) -> bool:
+        return self.rows is not None or self.flat is not None
+
+    @property
+    def span(self) -> tuple | None:
+        """(start, stop) of the rows or of the flat elements; None for a whole parameter."""
+        return self.rows if self.rows is not None else self.flat
+
+    def name(self, var: str) -> str:
+        return var if not self.cut else f"{var}@SHARD{self.index}"
+
+
 @dataclass
 class Placement:
     """Where a bound StateSharding's state lives at run time (the job binds it on its first

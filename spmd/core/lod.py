@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .places import host_array
 
 __all__ = ["LOD_SUFFIX", "LoDTensor", "LoDTensorArray", "check_lod", "create_lod_tensor",
            "create_random_int_lodtensor", "lengths_to_offsets", "lod_key", "make_lod",
@@ -158,8 +159,6 @@ class LoDTensor:
         return next(v for v in VarType if v == name)
 
     def __array__(self, dtype=None, copy=None):
-        from .scope import host_array
-
         if self._array is None:
             raise InvalidArgumentError("this LoDTensor holds no data yet: call set(array, place)")
         return host_array(self._array, dtype, copy)

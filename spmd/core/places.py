@@ -1,6 +1,8 @@
 """Places say where arrays live: CPUPlace (numpy) or CUDAPlace(i) (cupy on GPU i)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import PreconditionError
 
 
@@ -140,3 +142,15 @@ def cpu_places(device_count: int | None = None):
 
         device_count = flags().cpu_num
     return [CPUPlace()] * device_count
+
+
+def host_array(a, dtype=None, copy=None):
+    """`a` (numpy or cupy) as a numpy array, following numpy's `__array__(dtype, copy)` protocol:
+    copy=True always returns a fresh array, so `np.array(tensor)` never aliases the scope."""
+    if not isinstance(a, np.ndarray):  # cupy: .get() already makes a host copy
+        a, copy = a.get(), None
+    if copy is False and dtype is not None and np.dtype(dtype) != a.dtype:
+        raise ValueError(f"cannot convert {a.dtype} to {np.dtype(dtype)} without a copy")
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        return a.astype(dtype)
+    return a.copy() if copy else a

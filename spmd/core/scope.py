@@ -6,6 +6,7 @@ import contextlib
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .places import host_array  # noqa: F401 - where most callers import it from
 
 
 class Tensor:
@@ -225,18 +226,6 @@ class Scope:
             return
         owner = self._owner(name) or self
         owner._arrays[name] = array
-
-
-def host_array(a, dtype=None, copy=None):
-    """`a` (numpy or cupy) as a numpy array, following numpy's `__array__(dtype, copy)` protocol:
-    copy=True always returns a fresh array, so `np.array(tensor)` never aliases the scope."""
-    if not isinstance(a, np.ndarray):  # cupy: .get() already makes a host copy
-        a, copy = a.get(), None
-    if copy is False and dtype is not None and np.dtype(dtype) != a.dtype:
-        raise ValueError(f"cannot convert {a.dtype} to {np.dtype(dtype)} without a copy")
-    if dtype is not None and np.dtype(dtype) != a.dtype:
-        return a.astype(dtype)
-    return a.copy() if copy else a
 
 
 _global_scope = Scope()

@@ -30,26 +30,35 @@ PARALLEL_MIN = 1 << 21
 
 
 def fill_threads() -> int:
-    """Threads a large random fill may use: OMP_NUM_THREADS where the user or a launcher set
-    it (spmd sets it to a rank's share of the node's cores under a launcher that starts several
-    ranks on a node, spmd/comm/topology.py), else the cores this process may run on; at most
-    8. fluid's default of 1, which the first Executor writes into OMP_NUM_THREADS when it is
-    unset (spmd/executor/math_threads.py), is for the math library's products: a fill does
-    not follow it, or every default run would initialise its tables on one thread."""
+    """Threads a large random fill may use, at most 8: SPMD_FILL_THREADS where set (the knob
+    that names this count alone); else OMP_NUM_THREADS where the user or a launcher set it
+    (spmd sets it to a rank's share of the node's cores under a launcher that starts several
+    ranks on a node, spmd/comm/topology.py); else the cores this process may run on. fluid's
+    default of 1, which the first Executor writes into an unset OMP_NUM_THREADS for the math
+    library's products (spmd/executor/math_threads.py), is not a fill's count, or every default
+    run would initialise its tables on one thread. The environment cannot tell that default
+    from the same 1 set again later in the process: set SPMD_FILL_THREADS to be sure."""
     import os
 
     from ..core.omp_default import omp_threads_defaulted
 
-    try:
-        threads = 0 if omp_threads_defaulted() else int(os.environ.get("OMP_NUM_THREADS", ""))
-    except ValueError:
-        threads = 0
+    threads = _count(os.environ.get("SPMD_FILL_THREADS"))
+    if threads <= 0 and not omp_threads_defaulted():
+        threads = _count(os.environ.get("OMP_NUM_THREADS"))
     if threads <= 0:
         try:
             threads = len(os.sched_getaffinity(0))
         except AttributeError:
             threads = os.cpu_count() or 1
     return max(1, min(threads, 8))
+
+
+def _count(value: str | None) -> int:
+    """A thread count read from the environment; 0 when unset or not a number."""
+    try:
+        return int(value) if value else 0
+    except ValueError:
+        return 0
 
 
 def _filled(draw, scale, shift, shape, dtype):

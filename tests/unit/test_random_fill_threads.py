@@ -22,7 +22,7 @@ DRAWS = {
 @pytest.mark.parametrize("threads", ["1", "2", "3", "7"])
 @pytest.mark.parametrize("op", sorted(DRAWS))
 def test_a_threaded_fill_is_one_draw_and_continues_the_stream(op, threads, monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    monkeypatch.setenv("SPMD_FILL_THREADS", threads)
     assert fill_threads() == int(threads)
     attrs, whole_draw = DRAWS[op]
     attrs = dict(attrs, shape=[N], dtype="float32", seed=0)
@@ -44,7 +44,7 @@ def test_a_seeded_op_draws_the_same_on_any_thread_count(monkeypatch):
              "shape": [N], "dtype": "float32", "seed": 123}
     tables = []
     for threads in ("1", "4"):
-        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        monkeypatch.setenv("SPMD_FILL_THREADS", threads)
         ctx = KernelContext(rng=np.random.default_rng(0))
         tables.append(run_kernel("uniform_random", np, {}, attrs, {"Out"}, ctx)["Out"])
     np.testing.assert_array_equal(tables[0], tables[1])
@@ -53,12 +53,22 @@ def test_a_seeded_op_draws_the_same_on_any_thread_count(monkeypatch):
 
 
 def test_fill_threads_reads_omp_num_threads(monkeypatch):
+    monkeypatch.delenv("SPMD_FILL_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert fill_threads() == 3
     monkeypatch.setenv("OMP_NUM_THREADS", "64")
     assert fill_threads() == 8  # at most 8
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert 1 <= fill_threads() <= 8
+
+
+def test_spmd_fill_threads_names_the_count_over_omp_num_threads(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("SPMD_FILL_THREADS", "3")
+    assert fill_threads() == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setenv("SPMD_FILL_THREADS", "not a number")  # ignored: OMP_NUM_THREADS's
+    assert fill_threads() == 3
 
 
 def _fill_threads_after_an_executor(env_omp):
@@ -69,7 +79,8 @@ def _fill_threads_after_an_executor(env_omp):
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "SPMD_FILL_THREADS")}
     if env_omp is not None:
         env["OMP_NUM_THREADS"] = env_omp
     code = ("import json, os, spmd.fluid as fluid\n"

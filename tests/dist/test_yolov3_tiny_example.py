@@ -17,6 +17,22 @@ EXAMPLE = "examples/detection/yolov3_tiny.py"
 FLUID = load("detection_roi")["yolov3_tiny_example"]
 
 
+def _initial_parameters():
+    """The parameters every run starts from: the example's own init_parameters (numpy, seeded
+    by each parameter's name) on its program, built here in a scope of its own."""
+    import importlib.util
+
+    import spmd.fluid as fluid
+
+    spec = importlib.util.spec_from_file_location("yolov3_tiny_example", ROOT / EXAMPLE)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    with fluid.unique_name.guard(), fluid.scope_guard(fluid.Scope()):
+        main, startup, *_ = example.build()
+        fluid.Executor(fluid.CPUPlace()).run(startup)
+        return example.init_parameters(main, fluid.global_scope(), fluid.CPUPlace())
+
+
 def _saved(path):
     with np.load(path) as f:
         return {k: f[k] for k in f.files}
@@ -44,9 +60,23 @@ def test_one_process_losses_equal_fluid_and_two_ranks_equal_one(tmp_path):
     ranks = _saved(two)
     params = sorted(k for k in single if k != "losses")
     assert params and sorted(k for k in ranks if k != "losses") == params
-    # float32: 2 ranks sum each batch_norm statistic and gradient in another order than one
-    # process; after 4 steps the parameters agree to ~1e-5 of their scale (1e-4 allowed)
+    # Compared: each parameter's change over the run (final - initial), against the size of
+    # that change. float32: 2 ranks sum each batch_norm statistic and gradient in another order
+    # than one process, so values differ by round-off (~1e-6 of a change); and where a
+    # leaky_relu input lies within that round-off of 0, one run takes the other slope at that
+    # pixel, which moves the first layers' gradients by ~1e-3 of their size from that step on
+    # (measured: the largest 1.6e-3, at yolo_input.bn.offset after step 4, on a CPU where it
+    # happens). A reduction that is wrong (a sum for a mean, a shard left out, a stale
+    # gradient) moves a change by O(1), hence: every parameter within 1e-2 of its change, and
+    # the median parameter within 1e-4 (round-off, not a kink, for most of the network).
+    initial = _initial_parameters()
+    assert sorted(initial) == params
+    errors = {}
     for name in params:
-        scale = max(float(np.abs(single[name]).max()), 1e-3)
-        np.testing.assert_allclose(ranks[name], single[name], rtol=1e-4, atol=1e-4 * scale,
-                                   err_msg=f"{name}: 2 ranks against 1 process")
+        one, many = single[name] - initial[name], ranks[name] - initial[name]
+        size = max(float(np.abs(one).max()), 1e-12)
+        errors[name] = float(np.abs(many - one).max()) / size
+        np.testing.assert_allclose(many, one, rtol=0, atol=1e-2 * size,
+                                   err_msg=f"{name}'s change: 2 ranks against 1 process")
+    assert float(np.median(list(errors.values()))) <= 1e-4, sorted(
+        errors.items(), key=lambda kv: kv[1])[-10:]

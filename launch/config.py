@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import scheduler as sched
+from .env import ps_server_num
 from .mpi import MPIInfo, MPINotFound, find_mpi
 
 DEFAULT_PORT = 6170  # fluid's: used across nodes, where free ports cannot be checked
@@ -346,8 +347,6 @@ def _resolve_ps(training_script, training_script_args, server_num, worker_num, s
                 log_dir, print_config, env) -> LaunchConfig:
     """A parameter-server launch: --server_num pservers and --worker_num trainers on this
     machine, or, under an MPI process manager, its ranks mapped to roles."""
-    from .env import ps_server_num
-
     if not training_script or not os.path.isfile(training_script):
         raise UsageError(f"training script {training_script!r} not found (working directory "
                          f"{os.getcwd()}); pass the path of a Python file")

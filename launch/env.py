@@ -33,8 +33,10 @@ import hashlib
 import os
 import secrets
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from .config import LaunchConfig
+if TYPE_CHECKING:  # a config is only read here (its attributes); launch.config imports this
+    from .config import LaunchConfig
 
 PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 TOKEN_ENV = "SPMD_JOB_TOKEN"  # spmd.job_token's; not imported: under an MPI process manager

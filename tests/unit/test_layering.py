@@ -22,7 +22,6 @@ KNOWN_CYCLES = [
     {"spmd.layers.creation", "spmd.layers.manip", "spmd.layers.tensor"},
     {"spmd.layers.branches", "spmd.layers.dynamic_rnn"},
     {"spmd.io", "spmd.io.state"},
-    {"launch.config", "launch.env"},
 ]
 
 # package (or module) -> what it must never import, directly or inside a function

@@ -22,16 +22,37 @@ import warnings
 import numpy as np
 
 from ..core.operator import OpRole
-from ..core.places import array_module
 from ..core.program import Program, default_main_program
 from ..core.scope import global_scope, host_array
-from ..core.variable import Parameter, Variable
-from ..errors import ArgumentTypeError, InvalidArgumentError, NotFoundError, PreconditionError
+from ..core.variable import Variable
+from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
 from ..executor.feed_fetch_ops import add_feed_fetch_ops, feed_fetch_names
 from ..passes.prune import prune
 from .files import AtomicFiles, npz_bytes, npz_writer, reading, text_writer, write_array
 from .fluid_model import is_fluid_model, program_from_fluid, read_combined, read_fluid_vars
-from .reading import Header, inspect_npy, inspect_npz, read_arrays, read_npz_bytes, read_text
+from .reading import inspect_npy, inspect_npz, read_arrays, read_npz_bytes, read_text
+from .state import (
+    get_program_parameter,
+    get_program_persistable_vars,
+    load_program_state,
+    set_program_state,
+)
+from .variables import (
+    as_program,
+    check_matches,
+    is_belong_to_optimizer,
+    is_parameter,
+    is_persistable,
+    model_prefix,
+    placer,
+    rank_tag,
+    refuse_sharded,
+    split_state,
+    var_file,
+    var_path,  # noqa: F401 - spmd.io.var_path, for fleet and lookup_table_utils
+)
+
+_rank_tag = rank_tag  # spmd.fleet.checkpoint's name for it
 
 __all__ = [
     "get_program_parameter", "get_program_persistable_vars", "is_belong_to_optimizer",
@@ -41,62 +62,13 @@ __all__ = [
 ]
 
 MODEL_FILENAME = "__model__"
-_NOT_SAVED_TYPES = frozenset({"FEED_MINIBATCH", "FETCH_LIST", "READER", "RAW"})
-
-
-def is_parameter(var: Variable) -> bool:
-    """True for Parameters (weights, biases): what save_params writes."""
-    return isinstance(var, Parameter)
-
-
-def is_persistable(var: Variable) -> bool:
-    """True for variables kept in the scope between runs: what save_persistables writes."""
-    return var.persistable and var.type not in _NOT_SAVED_TYPES
-
-
-def is_belong_to_optimizer(var: Variable) -> bool:
-    """Persistables that are not parameters nor data (learning rates, moments, counters)."""
-    return is_persistable(var) and not is_parameter(var) and not var.is_data
-
-
-# -- files -------------------------------------------------------------------------------------
-def _var_file(dirname: str, name: str) -> str:
-    """`<name>.npy`, the file of variable `name` in `dirname`."""
-    if not name or name in (".", "..") or "\0" in name or any(
-            sep and sep in name for sep in ("/", os.sep, os.altsep)):
-        raise InvalidArgumentError(
-            f"variable name {name!r} cannot be used as a file name in '{dirname}'; "
-            f"save with filename='...' to put every variable in one file"
-        )
-    return name + ".npy"
-
-
-def var_path(dirname: str, name: str) -> str:
-    """Where save_vars (without filename=) puts variable `name` under `dirname`."""
-    return os.path.join(dirname, _var_file(dirname, name))
 
 
 # -- variables, scope --------------------------------------------------------------------------
-def _as_program(program, who: str) -> Program:
-    if program is None:
-        return default_main_program()
-    inner = getattr(program, "_program", None)  # a CompiledProgram saves its program
-    if isinstance(inner, Program):
-        # fluid's warning, where passing it changes nothing; a Reduce-mode CompiledProgram
-        # that split the optimizer state is what gathers that state, so it is not warned of
-        shards = getattr(program, "optimizer_state_sharding", lambda: None)()
-        if shards is None:
-            warnings.warn("The input is a CompiledProgram, this is not recommended.",
-                          stacklevel=3)
-        program = inner
-    if not isinstance(program, Program):
-        raise ArgumentTypeError(  # a TypeError, as fluid's
-            f"{who}: main_program must be a Program, got {type(program).__name__}")
-    return program
 
 
 def _select_vars(main_program, vars, predicate, who: str) -> list[Variable]:
-    program = _as_program(main_program, who)
+    program = as_program(main_program, who)
     if vars is None:
         chosen = [v for v in program.list_vars() if predicate is None or predicate(v)]
     else:
@@ -112,17 +84,6 @@ def _select_vars(main_program, vars, predicate, who: str) -> list[Variable]:
     return list(unique.values())
 
 
-def split_state(scope, executor=None, program=None):
-    """The StateSharding whose Reduce-mode optimizer state `scope` holds split across the
-    ranks, asked of the jobs that ran on it: `executor`'s (Executor.state_sharding), or those
-    of a data-parallel CompiledProgram given; None when neither split it."""
-    shards = getattr(program, "optimizer_state_sharding", lambda: None)()
-    if shards is not None and shards[0] is scope:
-        return shards[1]
-    ask = getattr(executor, "state_sharding", None)
-    return ask(scope) if callable(ask) else None
-
-
 def _gather(vars: list[Variable], main_program=None, executor=None) -> dict:
     """Every variable's value from the global scope, as host arrays; raises before any write.
 
@@ -134,7 +95,7 @@ def _gather(vars: list[Variable], main_program=None, executor=None) -> dict:
         ran_on, sharding = shards
         if scope is not ran_on:
             raise InvalidArgumentError(
-                f"{_rank_tag()}the data-parallel program ran on another scope than the global "
+                f"{rank_tag()}the data-parallel program ran on another scope than the global "
                 f"scope this save reads; save inside fluid.scope_guard(<the scope of exe.run>)")
         arrays.update(sharding.gather([v.name for v in vars]))
     not_yet = _schedule_outputs(getattr(main_program, "_program", main_program))
@@ -164,7 +125,7 @@ def _missing_error(sharding, name: str) -> Exception:
     owners = sharding.owners().get(name) if sharding is not None else None
     if owners is not None:
         return PreconditionError(
-            f"{_rank_tag()}cannot save '{name}': ReduceStrategy.Reduce keeps this optimizer "
+            f"{rank_tag()}cannot save '{name}': ReduceStrategy.Reduce keeps this optimizer "
             f"state on rank(s) {owners} only. Pass the data-parallel CompiledProgram as "
             f"main_program and call the save on every rank (it assembles the state from its "
             f"owners, a collective); every rank that saves writes the whole checkpoint")
@@ -173,45 +134,9 @@ def _missing_error(sharding, name: str) -> Exception:
         f"(exe.run(fluid.default_startup_program())) first")
 
 
-def _rank_tag() -> str:
-    from ..comm.topology import detect
-
-    topology = detect()
-    return f"{topology.tag()} " if topology.size > 1 else ""
-
-
-def _refuse_sharded(vars: list[Variable], executor=None, program=None):
-    """Loading state a Reduce-mode program has split would leave the split copies stale."""
-    sharding = split_state(global_scope(), executor, program)
-    owners = sharding.owners() if sharding is not None else {}
-    sharded = [v.name for v in vars if v.name in owners]
-    if sharded:
-        raise PreconditionError(
-            f"{_rank_tag()}cannot load {sharded[:3]}{'...' if len(sharded) > 3 else ''}: a "
-            f"Reduce-mode data-parallel program has already split this optimizer state across "
-            f"the ranks in this scope. Load a checkpoint before the program's first run: run "
-            f"the startup program into a fresh scope, load, then run the CompiledProgram")
-
-
-def _check_matches(var: Variable, header: Header):
-    """Before anything is read: the file holds what the program declares."""
-    got_shape, got_dtype, path = header.shape, header.dtype.name, header.path
-    want = var.shape
-    shape_ok = not want or (len(want) == len(got_shape) and all(
-        w < 0 or w == g for w, g in zip(want, got_shape)))
-    if shape_ok and got_dtype == var.dtype:
-        return
-    shown = "[" + ", ".join("None" if d < 0 else str(d) for d in want) + "]"
-    raise InvalidArgumentError(
-        f"variable '{var.name}' loaded from '{path}' has shape {list(got_shape)} and dtype "
-        f"{got_dtype}, but the program declares shape {shown} and dtype {var.dtype}; the "
-        f"file was saved from a different model (or another version of it)"
-    )
-
-
 def _read_checked(vars: list[Variable], headers: dict, into: dict | None = None) -> dict:
     for var in vars:
-        _check_matches(var, headers[var.name])
+        check_matches(var, headers[var.name])
     return read_arrays([headers[v.name] for v in vars], into)
 
 
@@ -243,7 +168,7 @@ def _in_place_targets(executor, vars: list[Variable]) -> dict:
         a = scope.get(var.name)
         if (type(a) is not np.ndarray or a.base is not None or a.nbytes < LOAD_IN_PLACE_MIN
                 or not (a.flags.c_contiguous and a.flags.writeable)
-                or _placer(executor, scope, var.name) is not np.asarray):
+                or placer(executor, scope, var.name) is not np.asarray):
             continue
         if sys.getrefcount(a) == _ALONE:
             targets[var.name] = a
@@ -253,27 +178,15 @@ def _in_place_targets(executor, vars: list[Variable]) -> dict:
 def _store(executor, vars: list[Variable], arrays: dict):
     """Place every array, then assign all: a failure leaves the scope untouched."""
     scope = global_scope()
-    placed = {v.name: _placer(executor, scope, v.name)(arrays[v.name]) for v in vars}
+    placed = {v.name: placer(executor, scope, v.name)(arrays[v.name]) for v in vars}
     for name, array in placed.items():
         scope._assign(name, array)
-
-
-def _placer(executor, scope, name: str):
-    """numpy or cupy `asarray`: the executor's place, else where the current value lives."""
-    if executor is not None and getattr(executor, "place", None) is not None:
-        return array_module(executor.place).asarray
-    current = scope.get(name)
-    if current is not None and not isinstance(current, np.ndarray):
-        import cupy
-
-        return cupy.asarray
-    return np.asarray
 
 
 def _stage_vars(files: AtomicFiles, arrays: dict, filename: str | None):
     if filename is None:
         for name, array in arrays.items():
-            files.write(_var_file(files.directory, name), lambda f, a=array: write_array(f, a))
+            files.write(var_file(files.directory, name), lambda f, a=array: write_array(f, a))
     else:
         files.write(filename, npz_writer(arrays))
 
@@ -287,7 +200,7 @@ def _read_vars(dirname: str, vars: list[Variable], filename: str | None,
             headers = inspect_npz(os.path.join(dirname, filename), [v.name for v in vars],
                                   manifest.get(filename))
         else:
-            files = {v.name: _var_file(dirname, v.name) for v in vars}
+            files = {v.name: var_file(dirname, v.name) for v in vars}
             headers = {n: inspect_npy(os.path.join(dirname, f), n, manifest.get(f))
                        for n, f in files.items()}
         return _read_checked(vars, headers, into)
@@ -346,15 +259,15 @@ def load_vars(executor, dirname: str, main_program: Program | None = None, vars=
     """
     if dirname is None:  # fluid's load from memory
         selected = _select_vars(main_program, vars, predicate, "load_vars")
-        _refuse_sharded(selected, executor, main_program)
+        refuse_sharded(selected, executor, main_program)
         by_name = {v.name: v for v in selected}
         arrays = read_npz_bytes(filename, list(by_name),
-                                lambda h: _check_matches(by_name[h.name], h))
+                                lambda h: check_matches(by_name[h.name], h))
         _store(executor, selected, arrays)
         return
     dirname = _check_dirname(dirname, "load_vars")
     selected = _select_vars(main_program, vars, predicate, "load_vars")
-    _refuse_sharded(selected, executor, main_program)
+    refuse_sharded(selected, executor, main_program)
     if filename:
         dirname, filename = os.path.split(os.path.join(dirname, filename))
     else:  # a schedule's rate saved before any run (or by fluid, a temporary there) has no file
@@ -419,7 +332,7 @@ def save_inference_model(dirname: str, feeded_var_names, target_vars, executor,
     >>> # program, feed_names, fetch_vars = load_inference_model("infer", exe)
     """
     dirname = _check_dirname(dirname, "save_inference_model")
-    program = _as_program(main_program, "save_inference_model")
+    program = as_program(main_program, "save_inference_model")
     feeds = _name_list(feeded_var_names, "feeded_var_names")
     targets = _name_list(target_vars, "target_vars", (Variable, str))
     for n in feeds + targets:
@@ -589,15 +502,6 @@ def _read_model(model_path: str, entry: dict | None, text: str | None = None):
 
 
 # -- paddle 2.x --------------------------------------------------------------------------------
-def _model_prefix(model_path) -> str:
-    model_path = os.fspath(model_path)
-    for suffix in (".pdparams", ".pdopt", ".pdmodel"):
-        if model_path.endswith(suffix):
-            model_path = model_path[: -len(suffix)]
-    if not os.path.basename(model_path):
-        raise InvalidArgumentError(
-            f"model_path must be 'dirname/filename', got {model_path!r} (the filename is empty)")
-    return model_path
 
 
 def save(program: Program, model_path: str, protocol: int = 4) -> None:
@@ -607,8 +511,8 @@ def save(program: Program, model_path: str, protocol: int = 4) -> None:
 
     >>> # spmd.io.save(main_program, "ckpt/step_100")
     """
-    prefix = _model_prefix(model_path)
-    given, program = program, _as_program(program, "save")
+    prefix = model_prefix(model_path)
+    given, program = program, as_program(program, "save")
     params = _gather([v for v in program.list_vars() if is_parameter(v)])
     opt = _gather([v for v in program.list_vars() if is_belong_to_optimizer(v)], given)
     text = program.to_json()
@@ -628,8 +532,8 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
 
     >>> # spmd.io.load(main_program, "ckpt/step_100", exe)
     """
-    prefix = _model_prefix(model_path)
-    program = _as_program(program, "load")
+    prefix = model_prefix(model_path)
+    program = as_program(program, "load")
     directory, base = os.path.split(prefix)
     if not os.path.exists(prefix + ".pdparams") and os.path.exists(model_path):
         _load_old_format(program, model_path, executor, var_list)
@@ -637,7 +541,7 @@ def load(program: Program, model_path: str, executor=None, var_list=None) -> Non
     with reading(directory) as manifest:  # .pdparams and .pdopt from one save
         params = [v for v in program.list_vars() if is_parameter(v)]
         opt = [v for v in program.list_vars() if is_belong_to_optimizer(v)]
-        _refuse_sharded(opt, executor)
+        refuse_sharded(opt, executor)
         headers = inspect_npz(prefix + ".pdparams", [v.name for v in params],
                               manifest.get(base + ".pdparams"))
         if opt:
@@ -683,12 +587,3 @@ def _load_old_format(program, model_path: str, executor, var_list) -> None:
             f"load: '{model_path}' does not hold the variables as the program declares them "
             f"(is it what save_params / save_persistables / save_vars wrote for it?): {e}"
         ) from e
-
-
-# last: state.py builds on the helpers above (spmd/io/state.py)
-from .state import (  # noqa: E402
-    get_program_parameter,
-    get_program_persistable_vars,
-    load_program_state,
-    set_program_state,
-)

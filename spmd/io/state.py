@@ -27,18 +27,18 @@ from ..core.program import Program
 from ..core.scope import global_scope
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, NotFoundError, PreconditionError
-from . import (
-    _as_program,
-    _check_matches,
-    _model_prefix,
-    _placer,
-    _refuse_sharded,
-    _var_file,
-    is_parameter,
-    is_persistable,
-)
 from .files import reading
 from .reading import inspect_npy, inspect_npz, read_arrays
+from .variables import (
+    as_program,
+    check_matches,
+    is_parameter,
+    is_persistable,
+    model_prefix,
+    placer,
+    refuse_sharded,
+    var_file,
+)
 
 __all__ = ["get_program_parameter", "get_program_persistable_vars", "load_program_state",
            "set_program_state"]
@@ -57,7 +57,7 @@ def _program(program, who: str) -> Program:
     if program is None:
         raise InvalidArgumentError(
             f"{who}: program is None; pass the Program, e.g. fluid.default_main_program()")
-    return _as_program(program, who)
+    return as_program(program, who)
 
 
 def get_program_parameter(program) -> list:
@@ -97,7 +97,7 @@ def load_program_state(model_path, var_list=None) -> dict:
         raise InvalidArgumentError(
             f"load_program_state: model_path must be a path, got {model_path!r}")
     model_path = os.fspath(model_path)
-    prefix = _model_prefix(model_path)
+    prefix = model_prefix(model_path)
     wanted = _wanted(var_list)
     if os.path.exists(prefix + ".pdparams"):
         return _read_saved(prefix)
@@ -180,12 +180,12 @@ def _read_files(directory: str, wanted: dict, filename: str | None) -> dict:
             headers = inspect_npz(os.path.join(directory, filename), list(wanted),
                                   manifest.get(filename))
         else:
-            files = {n: _var_file(directory, n) for n in wanted}
+            files = {n: var_file(directory, n) for n in wanted}
             headers = {n: inspect_npy(os.path.join(directory, f), n, manifest.get(f))
                        for n, f in files.items()}
         for name, var in wanted.items():
             if var is not None:
-                _check_matches(var, headers[name])
+                check_matches(var, headers[name])
         return read_arrays([headers[n] for n in wanted])
 
 
@@ -214,10 +214,10 @@ def set_program_state(program, state_dict) -> None:
             f"in the scope; run the startup program first (exe.run(fluid.default_startup_"
             f"program())), in the same fluid.scope_guard as this call")
     chosen = [v for v in persistables if v.name in state_dict]
-    _refuse_sharded(chosen)
+    refuse_sharded(chosen)
     values = {v.name: _checked_value(v.name, state_dict[v.name], scope.get(v.name))
               for v in chosen}
-    placed = {n: _placer(None, scope, n)(a) for n, a in values.items()}
+    placed = {n: placer(None, scope, n)(a) for n, a in values.items()}
     for name, array in placed.items():
         scope._assign(name, array)
     used = set(values)

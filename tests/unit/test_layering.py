@@ -21,7 +21,6 @@ KNOWN_CYCLES = [
     {"spmd.layers.conv", "spmd.layers.pool"},
     {"spmd.layers.creation", "spmd.layers.manip", "spmd.layers.tensor"},
     {"spmd.layers.branches", "spmd.layers.dynamic_rnn"},
-    {"spmd.io", "spmd.io.state"},
 ]
 
 # package (or module) -> what it must never import, directly or inside a function

@@ -10,93 +10,23 @@ work channel-first), so every data_format fluid accepts gives fluid's numbers.
 from __future__ import annotations
 
 import math
-import numbers
 
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
 from .initializer import NormalInitializer
+from .layout import (
+    FORMATS,
+    channel_back,
+    channel_first,
+    check_format,
+    is_int,
+    nd_ints,
+    resolve_padding,
+)
+from .pool import adaptive_pool2d, adaptive_pool3d, pool2d, pool3d  # re-exported (__all__)
 
 __all__ = ["adaptive_pool2d", "adaptive_pool3d", "conv2d", "conv2d_transpose", "conv3d",
            "conv3d_transpose", "deformable_conv", "pool2d", "pool3d"]
-
-_FLOATS = {"float16", "float32", "float64"}
-FORMATS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _pair(value, arg: str, where: str, minimum: int, nd: int = 2) -> list[int]:
-    """An int or a list of nd ints, as fluid's convert_to_list(value, nd)."""
-    values = list(value) if isinstance(value, (list, tuple)) else [value] * nd
-    if len(values) != nd or not all(_is_int(v) and v >= minimum for v in values):
-        raise InvalidArgumentError(
-            f"{where}: {arg} must be an int or {nd} ints >= {minimum}, got {value!r}")
-    return [int(v) for v in values]
-
-
-def _padding(padding, data_format: str, where: str, nd: int = 2) -> tuple[list[int], str]:
-    """fluid's padding forms -> (paddings, padding_algorithm): "SAME"/"VALID"; p; one int per
-    dim; [before, after] per dim; or one pair per dim of the data format (batch and channel
-    pairs [0, 0])."""
-    if isinstance(padding, str):
-        algo = padding.upper()
-        if algo not in ("SAME", "VALID"):
-            raise InvalidArgumentError(
-                f"{where}: padding must be 'SAME', 'VALID' or ints, got {padding!r}")
-        return [0] * nd, algo
-    if isinstance(padding, (list, tuple)) and len(padding) == nd + 2 and all(
-            isinstance(p, (list, tuple)) for p in padding):
-        last = data_format.endswith("C")
-        spatial = padding[1:nd + 1] if last else padding[2:]
-        batch_channel = [padding[0], padding[-1] if last else padding[1]]
-        if any(list(p) != [0, 0] for p in batch_channel):
-            raise InvalidArgumentError(
-                f"{where}: padding of the batch and channel dims must be [0, 0], got {padding}")
-        padding = [v for pair in spatial for v in pair]
-    values = list(padding) if isinstance(padding, (list, tuple)) else [padding] * nd
-    if len(values) not in (nd, 2 * nd) or not all(_is_int(v) and v >= 0 for v in values):
-        raise InvalidArgumentError(
-            f"{where}: padding must be an int >= 0, {nd} or {2 * nd} ints, or 'SAME'/'VALID'; "
-            f"got {padding!r}")
-    values = [int(v) for v in values]
-    if len(values) == 2 * nd and values[::2] == values[1::2]:
-        values = values[::2]  # symmetric: fluid stores one value per dim
-    return values, "EXPLICIT"
-
-
-def _check_format(input, data_format: str, where: str, nd: int = 2):
-    check_variable(input, "input", where, dtypes=_FLOATS)
-    if data_format not in FORMATS[nd]:
-        raise InvalidArgumentError(
-            f"{where}: data_format must be one of {list(FORMATS[nd])}, got {data_format!r}")
-    if input.ndim != nd + 2:
-        raise InvalidArgumentError(
-            f"{where}: input must be {nd + 2}-D ({data_format}), got {input.name} of shape "
-            f"{list(input.shape)}")
-
-
-def _transpose(helper, x, perm):
-    out = helper.create_variable_for_type_inference(x.dtype)
-    xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
-    helper.append_op("transpose2", {"X": [x]}, {"Out": [out], "XShape": [xshape]},
-                     {"axis": list(perm)})
-    return out
-
-
-def channel_first(helper, x, data_format: str):
-    """x laid out channel-first for the op (a transpose when data_format is channel-last)."""
-    if not data_format.endswith("C"):
-        return x
-    return _transpose(helper, x, [0, x.ndim - 1, *range(1, x.ndim - 1)])
-
-
-def channel_back(helper, y, data_format: str):
-    """The op's channel-first output back in the caller's data_format."""
-    if not data_format.endswith("C"):
-        return y
-    return _transpose(helper, y, [0, *range(2, y.ndim), 1])
 
 
 def _channels(input, data_format: str, where: str) -> int:
@@ -109,10 +39,10 @@ def _channels(input, data_format: str, where: str) -> int:
 
 def _groups(groups, channels: int, num_filters: int, where: str) -> int:
     groups = 1 if groups is None else groups
-    if not _is_int(num_filters) or num_filters <= 0:
+    if not is_int(num_filters) or num_filters <= 0:
         raise InvalidArgumentError(f"{where}: num_filters must be a positive int, got "
                                    f"{num_filters!r}")
-    if not _is_int(groups) or groups <= 0 or channels % groups or num_filters % groups:
+    if not is_int(groups) or groups <= 0 or channels % groups or num_filters % groups:
         raise InvalidArgumentError(
             f"{where}: groups={groups} must be a positive int dividing the input channels "
             f"({channels}) and num_filters ({num_filters})")
@@ -129,14 +59,14 @@ def _finish(helper, pre, data_format: str, nd: int):
 def _conv_nd(nd, input, num_filters, filter_size, stride, padding, dilation, groups,
              param_attr, bias_attr, use_cudnn, act, name, data_format):
     where = f"conv{nd}d"
-    _check_format(input, data_format, where, nd)
+    check_format(input, data_format, where, nd)
     if not isinstance(use_cudnn, bool):
         raise InvalidArgumentError(f"{where}: use_cudnn must be True or False, got "
                                    f"{use_cudnn!r}")
     channels = _channels(input, data_format, where)
     groups = _groups(groups, channels, num_filters, where)
-    filter_size = _pair(filter_size, "filter_size", where, 1, nd)
-    paddings, algorithm = _padding(padding, data_format, where, nd)
+    filter_size = nd_ints(filter_size, "filter_size", where, 1, nd)
+    paddings, algorithm = resolve_padding(padding, data_format, where, nd)
     op_type = where
     if nd == 2 and channels == groups and num_filters % channels == 0 and not use_cudnn:
         op_type = "depthwise_conv2d"  # fluid 1.8 picks the depthwise kernel this way
@@ -149,8 +79,8 @@ def _conv_nd(nd, input, num_filters, filter_size, stride, padding, dilation, gro
     x = channel_first(helper, input, data_format)
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(op_type, {"Input": [x], "Filter": [w]}, {"Output": [out]},
-                     {"strides": _pair(stride, "stride", where, 1, nd), "paddings": paddings,
-                      "dilations": _pair(dilation, "dilation", where, 1, nd), "groups": groups,
+                     {"strides": nd_ints(stride, "stride", where, 1, nd), "paddings": paddings,
+                      "dilations": nd_ints(dilation, "dilation", where, 1, nd), "groups": groups,
                       "padding_algorithm": algorithm, "data_format": FORMATS[nd][0]},
                      compat_attrs={"use_cudnn": bool(use_cudnn), "use_mkldnn": False,
                                    "fuse_relu_before_depthwise_conv": False})
@@ -188,10 +118,10 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
 def _transpose_filter_size(filter_size, output_size, input, data_format, stride, dilation,
                            paddings, nd, where):
     if filter_size is not None:
-        return _pair(filter_size, "filter_size", where, 1, nd)
+        return nd_ints(filter_size, "filter_size", where, 1, nd)
     if output_size is None:
         raise InvalidArgumentError(f"{where}: give filter_size, or output_size to derive it")
-    output_size = _pair(output_size, "output_size", where, 1, nd)
+    output_size = nd_ints(output_size, "output_size", where, 1, nd)
     sp = input.shape[1:nd + 1] if data_format.endswith("C") else input.shape[2:]
     pads = paddings if len(paddings) == 2 * nd else [p for p in paddings for _ in range(2)]
     # fluid's rule: the filter that makes the natural output size equal output_size
@@ -203,15 +133,15 @@ def _conv_transpose_nd(nd, input, num_filters, output_size, filter_size, padding
                        dilation, groups, param_attr, bias_attr, use_cudnn, act, name,
                        data_format):
     where = f"conv{nd}d_transpose"
-    _check_format(input, data_format, where, nd)
+    check_format(input, data_format, where, nd)
     channels = _channels(input, data_format, where)
     groups = _groups(groups, channels, num_filters, where)
-    stride = _pair(stride, "stride", where, 1, nd)
-    dilation = _pair(dilation, "dilation", where, 1, nd)
-    paddings, algorithm = _padding(padding, data_format, where, nd)
+    stride = nd_ints(stride, "stride", where, 1, nd)
+    dilation = nd_ints(dilation, "dilation", where, 1, nd)
+    paddings, algorithm = resolve_padding(padding, data_format, where, nd)
     filter_size = _transpose_filter_size(filter_size, output_size, input, data_format, stride,
                                          dilation, paddings, nd, where)
-    output_size = [] if output_size is None else _pair(output_size, "output_size", where, 1, nd)
+    output_size = [] if output_size is None else nd_ints(output_size, "output_size", where, 1, nd)
     op_type = where
     if nd == 2 and channels == groups and num_filters == channels and not use_cudnn:
         op_type = "depthwise_conv2d_transpose"
@@ -257,7 +187,6 @@ def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                               data_format)
 
 
-
 def deformable_conv(input, offset, mask, num_filters, filter_size, stride=1, padding=0,
                     dilation=1, groups=None, deformable_groups=None, im2col_step=None,
                     param_attr=None, bias_attr=None, modulated=True, name=None):
@@ -278,7 +207,7 @@ def deformable_conv(input, offset, mask, num_filters, filter_size, stride=1, pad
         raise InvalidArgumentError(f"{where}: input must be 4-D NCHW, got {list(input.shape)}")
     channels = _channels(input, "NCHW", where)
     groups_value = _groups(groups, channels, num_filters, where)
-    filter_size = _pair(filter_size, "filter_size", where, 1)
+    filter_size = nd_ints(filter_size, "filter_size", where, 1)
     helper = LayerHelper(where, param_attr=param_attr, bias_attr=bias_attr, name=name)
     std = math.sqrt(2.0 / (math.prod(filter_size) * channels))
     w = helper.create_parameter(helper.param_attr,
@@ -290,11 +219,9 @@ def deformable_conv(input, offset, mask, num_filters, filter_size, stride=1, pad
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("deformable_conv" if modulated else "deformable_conv_v1", inputs,
                      {"Output": [out]},
-                     {"strides": _pair(stride, "stride", where, 1),
-                      "paddings": _pair(padding, "padding", where, 0),
-                      "dilations": _pair(dilation, "dilation", where, 1),
+                     {"strides": nd_ints(stride, "stride", where, 1),
+                      "paddings": nd_ints(padding, "padding", where, 0),
+                      "dilations": nd_ints(dilation, "dilation", where, 1),
                       "groups": groups_value, "deformable_groups": deformable_groups or 1,
                       "im2col_step": im2col_step or 64})
     return helper.append_bias_op(out, dim_start=1, dim_end=2)
-
-from .pool import adaptive_pool2d, adaptive_pool3d, pool2d, pool3d  # noqa: E402 - uses the helpers above

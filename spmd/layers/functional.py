@@ -9,6 +9,7 @@ import numbers
 
 from ..errors import InvalidArgumentError
 from . import conv as _conv
+from . import layout
 from . import loss as _loss
 from . import math_ops as _m
 from . import nn as _nn
@@ -148,15 +149,15 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
            data_format="NCHW", name=None):
     """Convolution of NCHW `x` with the given filter Variable [M, C/groups, kh, kw]."""
     where = "conv2d"
-    _conv._check_format(x, data_format, where)
+    layout.check_format(x, data_format, where)
     check_variable(weight, "weight", where)
-    paddings, algorithm = _conv._padding(padding, data_format, where)
+    paddings, algorithm = layout.resolve_padding(padding, data_format, where)
     helper = LayerHelper("conv2d", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("conv2d", {"Input": [x], "Filter": [weight]}, {"Output": [out]},
-                     {"strides": _conv._pair(stride, "stride", where, 1),
+                     {"strides": layout.nd_ints(stride, "stride", where, 1),
                       "paddings": paddings,
-                      "dilations": _conv._pair(dilation, "dilation", where, 1),
+                      "dilations": layout.nd_ints(dilation, "dilation", where, 1),
                       "groups": int(groups), "padding_algorithm": algorithm,
                       "data_format": data_format})
     if bias is not None:

@@ -12,9 +12,9 @@ import warnings
 from ..core import unique_name
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
-from .conv import channel_back, channel_first
 from .helper import LayerHelper, check_variable
 from .initializer import ConstantInitializer, NormalInitializer
+from .layout import channel_back, channel_first
 from .param_attr import ParamAttr
 
 __all__ = ["batch_norm", "data_norm", "group_norm", "inplace_abn", "instance_norm", "layer_norm",

@@ -7,8 +7,8 @@ through spmd.layers.conv).
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from .conv import FORMATS, _check_format, _padding, _pair, channel_back, channel_first
 from .helper import LayerHelper, check_variable
+from .layout import FORMATS, channel_back, channel_first, check_format, nd_ints, resolve_padding
 
 __all__ = ["adaptive_pool2d", "adaptive_pool3d", "pool2d", "pool3d"]
 
@@ -25,8 +25,8 @@ def _ksize(pool_size, global_pooling: bool, nd: int, where: str) -> list[int]:
             raise InvalidArgumentError(
                 f"{where}: pool_size={pool_size!r} is a 0-sized window; pool_size=0 is only "
                 f"meant with global_pooling=True (pass that, or a window size >= 1)")
-        return _pair(pool_size, "pool_size", where, 1, nd)
-    return _pair(pool_size, "pool_size", where, -1, nd)
+        return nd_ints(pool_size, "pool_size", where, 1, nd)
+    return nd_ints(pool_size, "pool_size", where, -1, nd)
 
 
 def _pool_nd(nd, input, pool_size, pool_type, pool_stride, pool_padding, global_pooling,
@@ -38,10 +38,10 @@ def _pool_nd(nd, input, pool_size, pool_type, pool_stride, pool_padding, global_
     if not isinstance(use_cudnn, bool):
         raise InvalidArgumentError(f"{where}: use_cudnn must be True or False, got "
                                    f"{use_cudnn!r}")
-    _check_format(input, data_format, where, nd)
+    check_format(input, data_format, where, nd)
     ksize = _ksize(pool_size, global_pooling, nd, where)
-    strides = _pair(pool_stride, "pool_stride", where, 1, nd)
-    paddings, algorithm = _padding(pool_padding, data_format, where, nd)
+    strides = nd_ints(pool_stride, "pool_stride", where, 1, nd)
+    paddings, algorithm = resolve_padding(pool_padding, data_format, where, nd)
     if algorithm == "VALID" and ceil_mode:
         raise InvalidArgumentError(f"{where}: pool_padding='VALID' needs ceil_mode=False")
     helper = LayerHelper(where, name=name)
@@ -102,7 +102,7 @@ def _adaptive_nd(nd, input, pool_size, pool_type, require_index, name):
     if input.ndim != nd + 2:
         raise InvalidArgumentError(f"{where}: input must be {nd + 2}-D channel-first, got "
                                    f"{list(input.shape)}")
-    ksize = _pair(pool_size, "pool_size", where, 1, nd)
+    ksize = nd_ints(pool_size, "pool_size", where, 1, nd)
     attrs = {"ksize": ksize, "adaptive": True}
     if pool_type == "max":  # fluid builds every adaptive max pool on the with-index op
         helper = LayerHelper(f"max_pool{nd}d_with_index", name=name)

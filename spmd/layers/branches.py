@@ -25,6 +25,7 @@ from .sub_block import (
     _pack,
     _same_structure,
     body_interface,
+    reads_fed_lod,
 )
 from .tensor import assign, cast, fill_constant
 
@@ -137,12 +138,6 @@ def select_output(input, outputs, mask):
     return outputs
 
 
-def _reads_fed_lod(x, levels: int) -> None:
-    from .dynamic_rnn import _reads_fed_lod as reads
-
-    reads(x, levels)
-
-
 def split_lod_tensor(input, mask, level=0):
     """The rows of `input` where the [N, 1] bool `mask` holds, and the others (fluid's
     split_lod_tensor, IfElse's input split): (out_true, out_false). Given a LoD input, the
@@ -153,7 +148,7 @@ def split_lod_tensor(input, mask, level=0):
     if not isinstance(level, int) or isinstance(level, bool):
         raise ControlFlowTypeError(
             f"fluid.layers.split_lod_tensor: level must be an int, got {type(level).__name__}")
-    _reads_fed_lod(input, level + 1)  # a fed input's sequences are split, as fluid's
+    reads_fed_lod(input, level + 1)  # a fed input's sequences are split, as fluid's
     helper = LayerHelper("split_lod_tensor")
     out_true = helper.create_variable_for_type_inference(input.dtype)
     out_false = helper.create_variable_for_type_inference(input.dtype)
@@ -168,7 +163,7 @@ def merge_lod_tensor(in_true, in_false, x, mask, level=0):
     where = "fluid.layers.merge_lod_tensor"
     for value, what in ((x, "x"), (mask, "mask"), (in_true, "in_true"), (in_false, "in_false")):
         _check_var(value, what, where)
-    _reads_fed_lod(x, level + 1)
+    reads_fed_lod(x, level + 1)
     helper = LayerHelper("merge_lod_tensor")
     out = helper.create_variable_for_type_inference(in_true.dtype)
     helper.append_op("merge_lod_tensor",

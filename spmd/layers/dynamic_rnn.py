@@ -40,7 +40,7 @@ from .helper import LayerHelper
 from .logic import less_than
 from .loops import While
 from .math_ops import increment
-from .sub_block import ControlFlowTypeError, _check_var
+from .sub_block import ControlFlowTypeError, _check_var, reads_fed_lod
 from .tensor import fill_constant
 from .tensor_array import array_read, array_write
 
@@ -72,15 +72,6 @@ def _one(x, what: str, where: str):
     return _check_var(x, what, where)
 
 
-def _reads_fed_lod(x, levels: int) -> None:
-    """A fed variable declared without LoD (layers.data's default lod_level 0) whose LoD an op
-    reads: fluid reads whatever LoD the feed carries at run time, so spmd tracks the fed LoD
-    of `x` from here on (its lod_level raised to `levels`); a feed without that many levels
-    then fails in the op, naming the level, as in fluid."""
-    if x.is_data and x.lod_level < levels:
-        x.lod_level = levels
-
-
 def lod_rank_table(x, level=0):
     """The sequences of LoD level `level` of `x` as (index, length) items, longest first.
 
@@ -89,7 +80,7 @@ def lod_rank_table(x, level=0):
     x = _one(x, "x", "lod_rank_table")
     if not isinstance(level, int) or isinstance(level, bool) or level < 0:
         raise InvalidArgumentError(f"lod_rank_table: level must be an int >= 0, got {level!r}")
-    _reads_fed_lod(x, level + 1)
+    reads_fed_lod(x, level + 1)
     helper = LayerHelper("lod_rank_table")
     table = helper.create_variable(generate("lod_rank_table"), dtype="int64", type=RANK_TABLE,
                                    stop_gradient=True)
@@ -125,7 +116,7 @@ def lod_tensor_to_array(x, table):
     """
     x = _one(x, "x", "lod_tensor_to_array")
     table = _check_table(table, "lod_tensor_to_array")
-    _reads_fed_lod(x, _table_level(table) + 1)
+    reads_fed_lod(x, _table_level(table) + 1)
     helper = LayerHelper("lod_tensor_to_array")
     array = helper.create_variable(generate("lod_tensor_to_array"), dtype=x.dtype, type=ARRAY)
     helper.append_op("lod_tensor_to_array", {"X": [x], "RankTable": [table]},
@@ -176,7 +167,7 @@ def reorder_lod_tensor_by_rank(x, rank_table):
     >>> # y = fluid.layers.reorder_lod_tensor_by_rank(x, table)
     """
     _check_var(x, "x", "reorder_lod_tensor_by_rank")
-    _reads_fed_lod(x, 1)  # a fed x's sequences are reordered when the feed has LoD, as fluid
+    reads_fed_lod(x, 1)  # a fed x's sequences are reordered when the feed has LoD, as fluid
     if not isinstance(rank_table, Variable):
         raise ControlFlowTypeError("reorder_lod_tensor_by_rank: rank_table must be a Variable")
     if rank_table.type != RANK_TABLE:

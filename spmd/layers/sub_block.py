@@ -26,6 +26,15 @@ def _check_var(value, what: str, where: str, dtypes=None) -> Variable:
     return value
 
 
+def reads_fed_lod(x, levels: int) -> None:
+    """A fed variable declared without LoD (layers.data's default lod_level 0) whose LoD an op
+    reads: fluid reads whatever LoD the feed carries at run time, so spmd tracks the fed LoD
+    of `x` from here on (its lod_level raised to `levels`); a feed without that many levels
+    then fails in the op, naming the level, as in fluid."""
+    if x.is_data and x.lod_level < levels:
+        x.lod_level = levels
+
+
 def _numel(shape) -> int:
     n = 1
     for d in shape:

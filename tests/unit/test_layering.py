@@ -19,7 +19,6 @@ KNOWN_CYCLES = [
     {"spmd.core.fluid_compat", "spmd.core.op_desc", "spmd.core.operator", "spmd.core.program",
      "spmd.core.pruning", "spmd.core.serialization", "spmd.core.variable"},
     {"spmd.layers.creation", "spmd.layers.manip", "spmd.layers.tensor"},
-    {"spmd.layers.branches", "spmd.layers.dynamic_rnn"},
 ]
 
 # package (or module) -> what it must never import, directly or inside a function

@@ -55,7 +55,7 @@ _STAR_MODULES = (
     "activation", "control_flow", "conv", "crf", "ctc", "dynamic_rnn", "host", "index", "io",
     "learning_rate_scheduler", "linalg", "logic", "loss", "manip", "math_ops", "metric_op",
     "nn", "norm", "random", "rnn", "sequence", "sequence_rnn", "sparse", "static_rnn", "tensor",
-    "tensor_array", "vision", "decode", "decode_helpers", "rnn_cells", "detection_ssd",
+    "creation", "tensor_array", "vision", "decode", "decode_helpers", "rnn_cells", "detection_ssd",
     "detection_roi", "detection_proposals", "instag",
 )
 _INITIALIZERS = (

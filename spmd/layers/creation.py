@@ -13,6 +13,8 @@ from ..core.dtypes import convert_dtype
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError
 from .helper import LayerHelper, check_variable
+from .manip import stack
+from .tensor import assign, cast, fill_constant
 
 __all__ = [
     "arange", "argmax", "argmin", "argsort", "create_tensor", "diag", "eye",
@@ -21,12 +23,6 @@ __all__ = [
 ]
 
 _NUMERIC = {"float32", "float64", "int32", "int64"}
-
-
-def _tensor():
-    from . import tensor  # tensor.py star-imports this module: resolve it when called
-
-    return tensor
 
 
 def create_tensor(dtype, name=None, persistable=False):
@@ -40,11 +36,11 @@ def create_tensor(dtype, name=None, persistable=False):
 
 def _scalar_var(value, dtype, arg, where):
     if isinstance(value, Variable):
-        return value if value.dtype == dtype else _tensor().cast(value, dtype)
+        return value if value.dtype == dtype else cast(value, dtype)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError(
             f"{where}: {arg} must be an int, a float or a Variable, got {value!r}")
-    return _tensor().fill_constant([1], dtype, value)
+    return fill_constant([1], dtype, value)
 
 
 def _range_op(start, end, step, dtype, where):
@@ -112,8 +108,6 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
                 not isinstance(b, int) or b <= 0 for b in batch_shape):
             raise InvalidArgumentError(
                 f"eye: batch_shape must be a list of positive ints, got {batch_shape!r}")
-        from .manip import stack
-
         for b in reversed(batch_shape):
             out = stack([out] * b, axis=0)
     return out
@@ -125,7 +119,7 @@ def diag(diagonal):
     >>> # diag(np.array([1, 2], "int64"))  -> [[1, 0], [0, 2]]
     """
     if isinstance(diagonal, np.ndarray):
-        diagonal = _tensor().assign(diagonal)
+        diagonal = assign(diagonal)
     check_variable(diagonal, "diagonal", "diag", dtypes=_NUMERIC)
     helper = LayerHelper("diag")
     out = helper.create_variable_for_type_inference(diagonal.dtype, stop_gradient=True)
@@ -158,7 +152,7 @@ def full(shape, fill_value, out=None, dtype=None, device=None, stop_gradient=Tru
     >>> # full([2, 2], 7.0)
     """
     dtype = convert_dtype(dtype or "float32")
-    out = _tensor().fill_constant(shape, dtype, fill_value, out=out, name=name)
+    out = fill_constant(shape, dtype, fill_value, out=out, name=name)
     out.stop_gradient = stop_gradient
     return out
 

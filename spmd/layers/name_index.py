@@ -16,6 +16,11 @@ MODULES = {
         "adaptive_pool2d", "adaptive_pool3d", "conv2d", "conv2d_transpose", "conv3d",
         "conv3d_transpose", "deformable_conv", "pool2d", "pool3d",
     ),
+    "creation": (
+        "arange", "argmax", "argmin", "argsort", "create_tensor", "diag", "eye",
+        "fill_constant_batch_size_like", "full", "full_like", "linspace", "ones_like", "range",
+        "reverse", "tril", "triu", "zeros_like",
+    ),
     "crf": (
         "chunk_eval", "crf_decoding", "linear_chain_crf",
     ),
@@ -132,11 +137,9 @@ MODULES = {
         "StaticRNN",
     ),
     "tensor": (
-        "arange", "argmax", "argmin", "argsort", "assign", "cast", "concat", "create_global_var",
-        "create_parameter", "create_tensor", "diag", "eye", "fill_constant",
-        "fill_constant_batch_size_like", "flatten", "full", "full_like", "gather", "linspace",
-        "one_hot", "ones", "ones_like", "range", "reshape", "reverse", "slice", "split", "squeeze",
-        "sums", "transpose", "tril", "triu", "unsqueeze", "zeros", "zeros_like",
+        "assign", "cast", "concat", "create_global_var", "create_parameter", "fill_constant",
+        "flatten", "gather", "one_hot", "ones", "reshape", "slice", "split", "squeeze", "sums",
+        "transpose", "unsqueeze", "zeros",
     ),
     "tensor_array": (
         "array_length", "array_read", "array_write", "create_array", "is_empty",

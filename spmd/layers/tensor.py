@@ -439,9 +439,3 @@ def one_hot(input, depth, allow_out_of_range=False):
     helper.append_op("one_hot", inputs, {"Out": [out]}, {"depth": depth},
                      compat_attrs={"allow_out_of_range": bool(allow_out_of_range)})
     return out
-
-
-from .creation import *  # noqa: E402,F403 - fluid keeps these in layers/tensor.py too
-from .creation import __all__ as _creation_names  # noqa: E402
-
-__all__ += _creation_names

@@ -14,6 +14,10 @@ from __future__ import annotations
 import contextlib
 
 from ..errors import ArgumentTypeError
+from .op_desc import append_bound_op, block_var, materialize_pending
+from .op_role import OpRole
+from .op_schema import OpSchema
+from .pruning import prune_with_input
 
 __all__ = ["BlockCompat", "OperatorCompat", "ProgramCompat", "VariableCompat"]
 
@@ -64,19 +68,13 @@ class BlockDescView:
 
     def var(self, name):
         """The VarDesc of `name` (str or bytes), made if missing, as fluid's BlockDesc.Var."""
-        from .op_desc import block_var
-
         return block_var(self._block, name)
 
     def find_var(self, name):
-        from .op_desc import block_var
-
         return block_var(self._block, name, create=False)
 
     def append_op(self):
         """An empty OpDesc that becomes an op of this block once filled (spmd/core/op_desc.py)."""
-        from .op_desc import append_bound_op
-
         return append_bound_op(self._block)
 
     def all_vars(self) -> list:
@@ -143,8 +141,6 @@ class OpDescView:
     def infer_shape(self, block_desc=None) -> None:
         """Infer the op's output shapes again from its inputs' (fluid's OpDesc.InferShape),
         as `append_op` did when it built the op."""
-        from .operator import OpSchema
-
         op = self._op
         OpSchema.build(op.block, op.type, op.inputs, op.outputs, dict(op.attrs), op.role,
                        op.idx)
@@ -213,15 +209,11 @@ class ProgramCompat:
     def _sync_with_cpp(self) -> None:
         """fluid syncs its Python IR with the C++ descriptors; spmd's IR is the Python one,
         but for the ops filled in through `block.desc.append_op()`: appended here."""
-        from .op_desc import materialize_pending
-
         materialize_pending(self)
 
     @contextlib.contextmanager
     def _optimized_guard(self, param_and_grads):
         """Ops appended inside are optimizer ops (OpRole.OPTIMIZE), as fluid's guard does."""
-        from .operator import OpRole
-
         with self.role_guard(OpRole.OPTIMIZE):
             yield
 
@@ -229,16 +221,12 @@ class ProgramCompat:
     def _lr_schedule_guard(self, is_with_opt: bool = False):
         """Ops appended inside compute the learning rate (run once per step, forward role in
         spmd, as they read no gradient)."""
-        from .operator import OpRole
-
         with self.role_guard(OpRole.FORWARD):
             yield
 
     def _prune_with_input(self, feeded_var_names, targets):
         """A copy keeping only the ops that compute `targets` (Variables, names or Operators)
         from `feeded_var_names`, and the variables those ops name (spmd/core/pruning.py)."""
-        from .pruning import prune_with_input
-
         return prune_with_input(self, feeded_var_names, targets)
 
     def _prune(self, targets):
@@ -356,8 +344,6 @@ class OperatorCompat:
 
     def _is_optimize_op(self) -> bool:
         """An optimizer's op (fluid's OpRole.Optimize bit of op_role)."""
-        from .operator import OpRole
-
         return self.role is OpRole.OPTIMIZE
 
     @property

@@ -5,7 +5,7 @@ yet in a program (a grad op made by get_grad_op_desc, or one a test is filling i
 appended to a block, it becomes a real op of that block (built and shape-inferred by spmd's op
 definition) as soon as its inputs exist there.
 
->>> from spmd.core.op_desc import ProgramDesc
+>>> from spmd.core.program import ProgramDesc
 >>> prog = ProgramDesc()
 >>> block = prog.block(0)
 >>> for name in (b"x1", b"x2"):
@@ -20,8 +20,13 @@ definition) as soon as its inputs exist there.
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
+from .dtypes import VarType, convert_dtype
+from .op_schema import OpSchema
+from .shapes import normalize_shape
 
-__all__ = ["OpDesc", "ProgramDesc", "VarDescHandle", "materialize_pending"]
+# below the IR classes (fluid_compat.py's desc views hand these out): ProgramDesc(), which makes
+# a Program, is in program.py
+__all__ = ["OpDesc", "VarDescHandle", "append_bound_op", "block_var", "materialize_pending"]
 
 
 def _name(name) -> str:
@@ -44,20 +49,14 @@ class VarDescHandle:
         return list(self._var.shape)
 
     def set_shape(self, shape) -> None:
-        from .variable import normalize_shape
-
         self._var.shape = normalize_shape(shape, self._var.name)
         self._changed()
 
     def dtype(self):
-        from .dtypes import VarType
-
         return VarType(self._var.dtype) if not isinstance(self._var.dtype, VarType) \
             else self._var.dtype
 
     def set_dtype(self, dtype) -> None:
-        from .dtypes import convert_dtype
-
         self._var.dtype = convert_dtype(dtype)
         self._changed()
 
@@ -167,8 +166,6 @@ class OpDesc:
 
     def check_attrs(self) -> None:
         """Check the attributes against the op's definition and fill in the defaults."""
-        from .operator import OpSchema
-
         self._attrs = OpSchema.validate_attrs(self._type, self._attrs)
 
     def _slots(self) -> tuple[dict, dict]:
@@ -190,8 +187,6 @@ class OpDesc:
         if block is None:
             raise InvalidArgumentError(f"OpDesc('{self._type}').infer_shape: give the block "
                                        f"(block.desc) whose variables it reads")
-        from .operator import OpSchema
-
         ins, outs = self._slots()
         OpSchema.build(block, self._type, ins, outs, dict(self._attrs), block.program.current_role,
                        len(block.ops))
@@ -226,10 +221,3 @@ def materialize_pending(program) -> None:
     for block in program.blocks:
         for desc in list(block.__dict__.get("_pending_op_descs", [])):
             desc.materialize()
-
-
-def ProgramDesc():  # noqa: N802 - fluid's class name
-    """`core.ProgramDesc()`: the desc of a new, empty program (its block(0), var, append_op)."""
-    from .program import Program
-
-    return Program().desc

@@ -1,43 +1,9 @@
 """Operator: one typed op in a Block, with validated attributes and a role."""
 from __future__ import annotations
 
-import enum
-
 from .fluid_compat import OperatorCompat
-
-
-class OpSchema:
-    """How core reaches the op definitions without importing them (core <- ops): spmd.ops
-    installs `build(block, type, inputs, outputs, attrs, role, position) -> Operator` and
-    `validate_attrs(type, attrs) -> dict` here when it is imported."""
-
-    build = None
-    validate_attrs = None
-    # `block_attrs(type) -> {name: "block" | "blocks"}`: the attributes that name sub-blocks
-    block_attrs = staticmethod(lambda type: {})
-
-
-def install_op_schema(build, validate_attrs, block_attrs=None):
-    OpSchema.build = staticmethod(build)
-    OpSchema.validate_attrs = staticmethod(validate_attrs)
-    if block_attrs is not None:
-        OpSchema.block_attrs = staticmethod(block_attrs)
-
-
-class OpRole(enum.Enum):
-    """What an op is for; passes select ops by role, never by parsing names."""
-
-    FORWARD = "forward"
-    BACKWARD = "backward"
-    OPTIMIZE = "optimize"
-    COMMUNICATE = "communicate"
-    LOSS = "loss"  # the op seeding loss@GRAD: the data-parallel scale pass rewrites it
-    # fluid's LRSched: a learning-rate schedule and its step counter. Run every training step
-    # on every rank; not differentiated; dropped by clone(for_test=True), as in fluid
-    LR_SCHED = "lr_sched"
-    # the updates EMA and ModelAverage append: on every rank (never sharded by Reduce mode, as
-    # optimizer updates are); dropped by clone(for_test=True), as fluid drops them
-    AVERAGE = "average"
+from .op_role import OpRole
+from .op_schema import OpSchema, install_op_schema  # noqa: F401 - spmd.ops installs it from here
 
 
 class Operator(OperatorCompat):

@@ -360,6 +360,12 @@ _main_program = Program()
 _startup_program = Program()
 
 
+def ProgramDesc():  # noqa: N802 - fluid's class name
+    """`core.ProgramDesc()`: the desc of a new, empty program (its block(0), var, append_op;
+    the handles are spmd/core/op_desc.py's)."""
+    return Program().desc
+
+
 def default_main_program() -> Program:
     return _main_program
 

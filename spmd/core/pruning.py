@@ -18,7 +18,7 @@ sub-blocks whole and needs every outer variable they read.
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from .operator import OpRole
+from .op_role import OpRole
 
 
 def _as_list(items) -> list:

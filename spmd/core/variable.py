@@ -1,29 +1,10 @@
 """Variable and Parameter: named, typed, shaped slots of a Block; a Scope holds their data."""
 from __future__ import annotations
 
-import numbers
-
 from ..errors import InvalidArgumentError
 from .dtypes import convert_dtype
 from .fluid_compat import VariableCompat
-
-
-def normalize_shape(shape, name: str) -> tuple:
-    """`shape` as a tuple of ints, None and negative dims becoming -1 (unknown)."""
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-        raise InvalidArgumentError(
-            f"variable '{name}': shape must be a list of ints (None or -1 for unknown), "
-            f"got {shape!r}")
-    dims = []
-    for d in shape:
-        if d is None:
-            dims.append(-1)
-        elif isinstance(d, numbers.Integral) and not isinstance(d, bool):
-            dims.append(int(d) if d >= 0 else -1)
-        else:
-            raise InvalidArgumentError(
-                f"variable '{name}': shape {list(shape)!r} has a dim {d!r} that is not an int")
-    return tuple(dims)
+from .shapes import normalize_shape
 
 
 class Variable(VariableCompat):

@@ -379,7 +379,7 @@ def get_grad_op_desc(op_desc, no_grad_set, grad_sub_block_list=()):
 
 def ProgramDesc():  # noqa: N802 - fluid's class name
     """The desc of a new, empty program (`core.ProgramDesc().block(0)`)."""
-    from ..core.op_desc import ProgramDesc as new_desc
+    from ..core.program import ProgramDesc as new_desc
 
     return new_desc()
 

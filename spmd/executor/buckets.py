@@ -122,12 +122,33 @@ class Bucket:
         return shared.allreduce(arrays)
 
 
+class KeptOutputs:
+    """The outputs a flat reduce-scatter summed in node-shared memory hands on, kept for each
+    of the two result arrays it sums into in turn (kernels/collective.py
+    c_reduce_scatter_owned, _keep_outputs):
+    `entries`, (result, the inputs its passed-through pieces are cut from, outputs) each;
+    `older`, the entry a new result replaces. (The kept views refer to their result, so an
+    update never spends one, inplace.Spend: sgd writes its handed piece of the all-gather's
+    buffer then, and spending would gain nothing.)"""
+
+    __slots__ = ("entries", "older")
+
+    def __init__(self):
+        self.entries = [(None, (), None), (None, (), None)]
+        self.older = 0
+
+
 @serves("c_reduce_scatter_owned")
 class SectionsBucket(Bucket):
     """A flat reduce-scatter's send buffer (passes/reduce_flat.py): its inputs end to end,
-    padded to nranks equal sections. Its outputs are this rank's sections, not its views."""
+    padded to nranks equal sections. Its outputs are this rank's sections, not its views
+    (summed in node-shared memory, views kept in `kept` from step to step)."""
 
     outputs_are_views = False
+
+    def __init__(self, shapes: list[tuple], dtype: str, ordinal: int = 0):
+        super().__init__(shapes, dtype, ordinal)
+        self.kept = KeptOutputs()
 
     @classmethod
     def for_op(cls, op, block, ctx, ordinal: int):
@@ -188,11 +209,14 @@ class GatherBuffer:
 
     `piece(xp, i)`: where this rank's piece i goes in the step's buffer, shaped as the piece
     (None for a piece another rank owns); the all-gather kernel skips the copy of a piece its
-    producer wrote there (`handed`). `advance()`: the step's all-gather is done."""
+    producer wrote there (`handed`, a list by piece index: the kernel reads it by
+    subscript, no call per piece). `gather_across(...)`: the step's all-gather, which also
+    ends the step (the next one's node-shared block, if the ranks agreed on one, is chosen
+    there; else the next step chooses on first use)."""
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
                  "current", "handed", "previous", "_lock", "shared", "ordinal", "block",
-                 "was_block")
+                 "was_block", "_pieces", "_reshaped")
 
     outputs_are_views = False  # (the parameters are, but nothing spends them as gradients)
 
@@ -211,10 +235,12 @@ class GatherBuffer:
         self.ordinal = ordinal
         self.shapes, self.owners, self.dtype = shapes, list(owners), dtype
         self.sizes = [math.prod(s) for s in shapes]
+        self._reshaped = [None if len(s) == 1 else s for s in shapes]
         self._ctx = ctx
         self._layout = None  # (rank, nranks, offsets, section)
         self.current = None
-        self.handed: dict = {}
+        self._pieces = len(shapes)
+        self.handed: list = [None] * self._pieces  # piece index -> its view handed out
         self.previous = None
         self.spare = None
         self._lock = threading.Lock()  # update ops may ask at once (ExecutionStrategy.num_threads)
@@ -233,34 +259,32 @@ class GatherBuffer:
         return self._layout
 
     def buffer(self, xp):
-        """This step's buffer."""
+        """This step's buffer (chosen here, once a step: no frame of its own for the choice)."""
         if self.current is None:
             with self._lock:
                 if self.current is None:
-                    self._choose(xp)
+                    # (a node-shared block the ranks agreed on is chosen already, by the
+                    # step before: gather_across)
+                    _, nranks, _, section = self._layout or self.layout()
+                    # (no local name for the spare: it would count as one more reference)
+                    if (self.spare is not None and xp is np
+                            and self.spare.shape == (nranks, section)
+                            and _references(self) == _ALONE):
+                        self.current = self.spare
+                    else:
+                        self.current = xp.empty((nranks, section), dtype=self.dtype)
+                    self.spare = None
         return self.current
-
-    def _choose(self, xp):
-        _, nranks, _, section = self.layout()
-        # node-shared (shared_bucket.SharedParams): the block every rank agreed on, if any
-        self.block = self.shared.take() if self.shared else None
-        if self.block is not None:
-            self.current, self.spare = self.block, None
-            return
-        # (no local name for the spare: it would count as one more reference)
-        if (self.spare is not None and xp is np
-                and self.spare.shape == (nranks, section) and _references(self) == _ALONE):
-            self.current = self.spare
-        else:
-            self.current = xp.empty((nranks, section), dtype=self.dtype)
-        self.spare = None
 
     def piece(self, xp, i: int):
         rank, _, offsets, _ = self._layout or self.layout()  # (made once: no call after)
         if self.owners[i] != rank:
             return None
         current = self.current if self.current is not None else self.buffer(xp)
-        view = current[rank, offsets[i]:offsets[i] + self.sizes[i]].reshape(self.shapes[i])
+        view = current[rank, offsets[i]:offsets[i] + self.sizes[i]]
+        shape = self._reshaped[i]  # (None: a 1-D piece is the slice itself, no reshape call)
+        if shape is not None:
+            view = view.reshape(shape)
         self.handed[i] = view
         return view
 
@@ -272,7 +296,9 @@ class GatherBuffer:
         node-shared block (executor/shared_bucket.py: the owners wrote their sections into it,
         `mine` being this rank's, and the ranks met); None where it is a private buffer (the
         communicator gathers then: the first step, a block someone still refers to, or no
-        sharing). Collective: the first call decides, on every rank alike."""
+        sharing). Either way the step is done with this buffer after it; where the ranks
+        agreed on the next step's block at this meeting, it is the next step's buffer from
+        now. Collective: the first call decides, on every rank alike."""
         shared = self.shared
         if shared is None:
             from .shared_bucket import share_gather
@@ -280,21 +306,24 @@ class GatherBuffer:
             # (a device array is never shared: the same kind on every rank)
             shared = self.shared = isinstance(gathered, np.ndarray) and share_gather(
                 gathered.shape[1], gathered.dtype, comm, self.ordinal)
-        if shared is False:
-            return None
-        in_block = self.block is not None and gathered is self.block
-        shared.meet()
-        return gathered if in_block else None  # (else the communicator gathers it, now)
-
-    def advance(self):
-        # a device array is never used again (its pool makes new ones cheap), nor a shared
-        # block (the ranks agree when one is written): not kept
+        every = nxt = None
+        if shared is not False:
+            in_block = self.block is not None and gathered is self.block
+            nxt = shared.meet()  # the next step's block, or None
+            every = gathered if in_block else None  # (else the communicator gathers it, now)
+        # the step is done with its buffer (here, not in a method: no frame a step). A device
+        # array is never used again (its pool makes new ones cheap), nor a shared block (the
+        # ranks agree when one is written): not kept as the spare
         previous = self.previous
-        spare = previous if isinstance(previous, np.ndarray) and not self.was_block else None
+        spare = previous if type(previous) is np.ndarray and not self.was_block else None
         self.was_block = self.block is not None
         self.spare, self.previous, self.current = spare, self.current, None
         self.block = None
-        self.handed = {}
+        self.handed = [None] * self._pieces
+        if nxt is not None:  # the next step's buffer, chosen now (the updates then find it)
+            self.current = self.block = nxt
+            self.spare = None
+        return every
 
 
 def attach_buckets(steps, block):

@@ -239,16 +239,25 @@ class SharedSections:
                                 [d[lo:lo + self.section] for d in data]))
         self.turn = 0
         self.buffer, self.views = self._turns[0][1], self._turns[0][2]
+        # this rank's sums, one array a turn: a step's result is read within its step (by
+        # the updates), and written again two steps later, so the views of it the
+        # reduce-scatter hands on can be kept (kernels/collective.py _keep_outputs)
+        self._results = [np.empty(self.section, dtype=dtype) for _ in range(2)]
 
     def reduce_scatter(self, arrays, bucket):
         """The sum over the ranks of this rank's section of `arrays` (the bucket's members in
-        order), a fresh array; `bucket`'s buffer and views move to the next window."""
-        win, _, views, parts = self._turns[self.turn]
+        order), into this turn's result array (the same one every other step); `bucket`'s
+        buffer and views move to the next window."""
+        turn = self.turn
+        win, _, views, parts = self._turns[turn]
         for a, view in zip(arrays, views):
             if a is not view:  # its producer did not write it in place
                 view[...] = a
         self._meet(win, "reduce_scatter")  # every segment holds its rank's gradients
-        out = _summed(parts, np.empty(self.section, dtype=views[0].dtype))
+        out = self._results[turn]
+        np.add(parts[0], parts[1], out=out)  # (_summed's order, without its frame)
+        for part in parts[2:]:
+            out += part
         self.turn ^= 1
         _, buffer, views, _ = self._turns[self.turn]
         self.buffer, self.views = buffer, views
@@ -284,9 +293,9 @@ class SharedParams:
     writes its word of whether the next turn's block is free, that is, nothing but its _Held
     refers to it (not a caller's numpy.asarray of a parameter, not a plan whose scope's
     parameters are its views: the plans of one shape share the blocks), and reads the others'
-    after it; a buffer the ranks agreed for takes the block at once (`reserved`), so no other
-    plan takes it in between. Not free: that step gathers into a private buffer through the
-    communicator, as an unshared buffer does. Three, not two: when a step decides, the
+    after it; a buffer the ranks agreed for takes the block at once (`meet` returns it), so no
+    other plan takes it in between. Not free: that step gathers into a private buffer through
+    the communicator, as an unshared buffer does. Three, not two: when a step decides, the
     parameters the step read are still held by the run itself. A flag word has a slot per
     turn: a rank late in reading one meeting's words never reads the next one's."""
 
@@ -311,33 +320,30 @@ class SharedParams:
                 [np.ndarray(3, dtype=np.int32, buffer=m) for m in flag_memories])
         self._rotation = rotation
         self._meet = _met(comm)
-        self.reserved = None  # (the block the ranks agreed this buffer writes next, its window)
-        self._used = None  # the window of the block this step writes
-
-    def take(self):
-        """This step's block (agreed at this buffer's meeting before), or None (gather into a
-        private buffer)."""
-        reserved, self.reserved = self.reserved, None
-        if reserved is None:
-            self._used = None
-            return None
-        self._used = reserved[1]
-        return reserved[0]
+        self._used = None  # the window of the block this step writes (None: a private buffer)
 
     def meet(self):
         """The step's meeting, once every rank wrote its pieces (into this step's block, or a
-        private buffer the communicator gathers after); decides this buffer's next block."""
+        private buffer the communicator gathers after); decides this buffer's next block, and
+        returns it: the block the next step writes (every rank agreed it is free), or None
+        (the next step gathers into a private buffer)."""
         rotation, used = self._rotation, self._used
         rotation.turn = turn = (rotation.turn + 1) % 3
         nxt = rotation.helds[turn]
-        rotation.flags[self._comm.rank][turn] = _references(nxt) == _ALONE_HELD
+        # (_references' expression inlined: the same count, no frame a step)
+        rotation.flags[self._comm.rank][turn] = sys.getrefcount(nxt.spare) == _ALONE_HELD
         if used is not None:
             used.Sync()  # (this rank's stores into the block are seen by the others after it)
         self._meet(rotation.flag_win, "allgather")
         if used is not None:
             used.Sync()
-        agreed = all(f[turn] for f in rotation.flags)
-        self.reserved = (nxt.spare, rotation.wins[turn]) if agreed else None
+        agreed = True  # (a loop, not all() over a generator: no calls per rank)
+        for flags in rotation.flags:
+            if not flags[turn]:
+                agreed = False
+                break
+        self._used = rotation.wins[turn] if agreed else None
+        return nxt.spare if agreed else None
 
 
 def _references(held) -> int:

@@ -6,9 +6,11 @@ the outputs are complete once the next c_sync_comm_stream (or the end of the run
 asks for it to run at once.
 
 Outputs are views of a fresh buffer (or of the plan's persistent bucket, or of the buffer
-the plan chose for a flat all-gather's step: executor/buckets.py), never the inputs reduced in
-place: a gradient array may be shared by several variables (a kernel may return its input as
-an output), and reducing it in place would change them all. (c_reduce_scatter_owned passes the
+the plan chose for a flat all-gather's step: executor/buckets.py; or, for a flat
+reduce-scatter summed in node-shared memory, of one of its two result arrays, each written
+every other step, its views kept with it), never the inputs reduced in place: a gradient
+array may be shared by several variables (a kernel may return its input as an output), and
+reducing it in place would change them all. (c_reduce_scatter_owned passes the
 pieces another rank owns through unchanged: nothing here reads them.)
 """
 from __future__ import annotations
@@ -95,15 +97,6 @@ def _sections(arrays, owners, nranks: int):
     return flat_sections([a.size for a in arrays], owners, nranks)
 
 
-def _cached(ctx, key, make):
-    """make(), kept in the op's scratch for as long as `key` (what it depends on) holds: the
-    layout of a collective's pieces is the same every step."""
-    cached = ctx.scratch.get("layout")
-    if cached is None or cached[0] != key:
-        cached = ctx.scratch["layout"] = (key, make())
-    return cached[1]
-
-
 def _padded(xp, ctx, size: int, dtype):
     """The op's packing buffer, made once (kept in its context's scratch): zeros, so the
     padding at the end of the shorter sections stays zero; the pieces are written over every
@@ -125,16 +118,39 @@ def _cut(x, a: int, b: int, flat: bool):
 @kernel("c_reduce_scatter_owned", context=True)
 def c_reduce_scatter_owned(xp, ins, attrs, want, ctx):
     xs, comm, flat = ins["X"], ctx.comm, attrs["flat"]
-    _check_one_dtype(xs, "c_reduce_scatter_owned")
     rank = comm.rank
-    pieces, section = _cached(ctx, (rank, comm.size, tuple(map(_SHAPE, xs))),
-                              lambda: _owned_layout(xs, attrs, comm))
+    # the layout, the same every step, kept in the op's scratch while its key holds: the
+    # world, the inputs' shapes and dtypes (so the one-dtype check runs only when it is
+    # made); looked up inline, no frame a step
+    key = (rank, comm.size, tuple(map(_SHAPE, xs)), tuple(map(_DTYPE, xs)))
+    cached = ctx.scratch.get("layout")
+    if cached is None or cached[0] != key:
+        _check_one_dtype(xs, "c_reduce_scatter_owned")
+        cached = ctx.scratch["layout"] = (key, _owned_layout(xs, attrs, comm))
+    pieces, section, passing = cached[1]
     # overlapped unless nothing is left to overlap: `mine` is then filled by the
     # c_sync_comm_stream before the optimizer reads it (the buffer waits as long)
-    overlap, bucket, mine = not attrs["use_calc_stream"], ctx.bucket, None
+    overlap, bucket, mine, held = not attrs["use_calc_stream"], ctx.bucket, None, None
     if bucket is not None and not overlap:  # summed in node-shared memory where every rank
         comm.wait_all()  # is on this node (executor/shared_bucket.py), else None
-        mine = bucket.sum_section(comm, xs)
+        shared = bucket.shared  # (once shared: straight to it, no frame a step)
+        mine = shared.reduce_scatter(xs, bucket) if shared else bucket.sum_section(comm, xs)
+        if mine is not None:  # one of two arrays, in turn: its outputs are kept with it
+            held = bucket.kept
+    if held is not None:
+        # the outputs kept with `mine` (buckets.KeptOutputs), unless an input a passed-through
+        # piece is cut from changed (looked up here: no frame a step)
+        entries = held.entries
+        entry = entries[0] if entries[0][0] is mine else entries[1]
+        outs = entry[2] if entry[0] is mine else None
+        if outs is not None:
+            for (_, src), was in zip(passing, entry[1]):
+                if xs[src] is not was:
+                    outs = None
+                    break
+        if outs is None:
+            outs = _keep_outputs(held, mine, xs, pieces, passing, rank, flat)
+        return {"Out": outs}
     if mine is None:
         if bucket is not None:
             # flat sections: the bucket, the inputs laid end to end, is the send buffer itself
@@ -149,21 +165,47 @@ def c_reduce_scatter_owned(xp, ins, attrs, want, ctx):
                 buf[start:start + size] = _cut(xs[src], a, b, flat).reshape(-1)
         out = xp.empty(section, dtype=buf.dtype) if overlap else None
         mine = comm.ireduce_scatter(buf, out=out, overlap=overlap).out
-    return {"Out": [mine[at:at + size].reshape(shape) if owner == rank
-                    else _cut(xs[src], a, b, flat)
-                    for src, a, b, owner, at, size, shape in pieces]}
+    return {"Out": _owned_outputs(mine, xs, pieces, rank, flat)}
+
+
+def _owned_outputs(mine, xs, pieces, rank: int, flat: bool) -> list:
+    """The op's outputs: views of `mine` (this rank's summed section) for its own pieces, the
+    other pieces passed through."""
+    return [mine[at:at + size].reshape(shape) if owner == rank else _cut(xs[src], a, b, flat)
+            for src, a, b, owner, at, size, shape in pieces]
+
+
+def _keep_outputs(held, mine, xs, pieces, passing, rank: int, flat: bool) -> list:
+    """The outputs over `mine`, one of the two result arrays node-shared summing uses in turn
+    (executor/shared_bucket.py SharedSections), made and kept in `held` (buckets.KeptOutputs)
+    with the result they view and the inputs the passed-through pieces are cut from: the
+    steps after make no views while those stay."""
+    entries = held.entries
+    if entries[0][0] is mine:
+        slot = 0
+    elif entries[1][0] is mine:
+        slot = 1
+    else:  # a new result array: it replaces the older one
+        slot = held.older
+        held.older ^= 1
+    outs = _owned_outputs(mine, xs, pieces, rank, flat)
+    entries[slot] = (mine, [xs[src] for _, src in passing], outs)
+    return outs
 
 
 def _owned_layout(xs, attrs, comm):
     """c_reduce_scatter_owned's pieces, (source, start, end, owner, offset in the owner's
-    section, size, shape) each, and the section size."""
+    section, size, shape) each; the section size; and (output index, source) of each piece
+    another rank owns (passed through)."""
     flat = attrs["flat"]
     arrays = [_cut(xs[src], a, b, flat) for src, a, b in
               zip(attrs["sources"], attrs["starts"], attrs["ends"])]
     offsets, section = _sections(arrays, attrs["owners"], comm.size)
-    return [(src, a, b, owner, at, x.size, x.shape) for src, a, b, owner, at, x in
-            zip(attrs["sources"], attrs["starts"], attrs["ends"], attrs["owners"], offsets,
-                arrays)], section
+    pieces = [(src, a, b, owner, at, x.size, x.shape) for src, a, b, owner, at, x in
+              zip(attrs["sources"], attrs["starts"], attrs["ends"], attrs["owners"], offsets,
+                  arrays)]
+    passing = [(k, piece[0]) for k, piece in enumerate(pieces) if piece[3] != comm.rank]
+    return pieces, section, passing
 
 
 @kernel("c_allgather_owned", context=True)
@@ -185,25 +227,31 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
     """Every owner's flat pieces gathered; each output is the next counts[j] pieces, which lie
     end to end in the gathered sections, as one view shaped by dims (no concatenation)."""
     arrays, comm = ins["X"], ctx.comm
-    _check_one_dtype(arrays, "c_allgather_flat")
     rank, dtype = comm.rank, arrays[0].dtype
-    mine_at, spans, section = _cached(ctx, (rank, comm.size, tuple(map(_SIZE, arrays))),
-                                      lambda: _gather_layout(arrays, attrs, comm))
+    # (kept as c_reduce_scatter_owned's, keyed by sizes)
+    key = (rank, comm.size, tuple(map(_SIZE, arrays)), tuple(map(_DTYPE, arrays)))
+    cached = ctx.scratch.get("layout")
+    if cached is None or cached[0] != key:
+        _check_one_dtype(arrays, "c_allgather_flat")
+        cached = ctx.scratch["layout"] = (key, _gather_layout(arrays, attrs, comm))
+    mine_at, spans, section = cached[1]
     # the buffer the plan chose for this step (executor/buckets.py GatherBuffer: never the
     # one the parameters are views of now, and never one a caller still holds), which the
     # update ops may have written their pieces into already; else a new one. Gathered in
     # place, this rank's pieces packed straight into its section.
-    gather, gathered, handed = ctx.bucket, None, {}
+    gather, gathered, handed = ctx.bucket, None, None
     if gather is not None:
-        gathered, handed = gather.buffer(xp), gather.handed
+        # (chosen already where an update asked for its piece: no call then)
+        gathered = gather.current if gather.current is not None else gather.buffer(xp)
+        handed = gather.handed  # piece index -> the view handed out, or None
         if gathered.shape != (comm.size, section) or gathered.dtype != dtype:
-            gathered, handed = None, {}
+            gathered, handed = None, None
     if gathered is None:
         gathered = xp.empty((comm.size, section), dtype=dtype)
     mine = gathered[rank]
     for i, at, size in mine_at:
         a = arrays[i]
-        if a is not handed.get(i):  # its producer did not write it in place
+        if handed is None or a is not handed[i]:  # its producer did not write it in place
             mine[at:at + size] = a.reshape(-1)
     every = None
     if gather is not None:  # through node-shared memory where every rank is on this node
@@ -211,9 +259,9 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
     if every is None:
         every = comm.iallgather(mine, out=gathered, overlap=False).wait()
     every = every.reshape(-1)
-    if gather is not None:
-        gather.advance()
-    return {"Out": [every[a:b].reshape(shape) for a, b, shape in spans]}
+    # (shape None: a 1-D output is its span itself, no reshape call)
+    return {"Out": [every[a:b] if shape is None else every[a:b].reshape(shape)
+                    for a, b, shape in spans]}
 
 
 def _gather_layout(arrays, attrs, comm):
@@ -231,7 +279,8 @@ def _gather_layout(arrays, attrs, comm):
                 raise ValueError(f"c_allgather_flat: piece {i} does not follow piece {i - 1} "
                                  f"in the sections; the pieces are not in section order")
             size += arrays[i].size
-        spans.append((first, first + size, tuple(dims[d:d + ndim])))
+        shape = tuple(dims[d:d + ndim])
+        spans.append((first, first + size, None if shape == (size,) else shape))
         k, d = k + count, d + ndim
     return mine_at, spans, section
 

@@ -13,9 +13,6 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# Import cycles older than this test, in other areas (each to go: issue 25 item 2 and later);
-# a new cycle, or one of these grown, fails.
-KNOWN_CYCLES: list[set[str]] = []
 
 # package (or module) -> what it must never import, directly or inside a function
 ONE_WAY = {
@@ -149,18 +146,12 @@ def test_no_import_cycle_among_comm_guard_and_profiler():
     assert _cycles(inside) == []
 
 
-def test_no_import_cycle_but_the_known_ones():
-    known = [frozenset(c) for c in KNOWN_CYCLES]
-    new = [sorted(c) for c in _cycles(_graph()) if not any(c <= k for k in known)]
-    assert not new, "import cycles (break each: a lower module, or the import moved):\n" + \
-        "\n".join(" <-> ".join(c) for c in new)
-
-
-def test_every_known_cycle_still_occurs():
-    """A cycle broken comes off KNOWN_CYCLES, so the list says what is left."""
-    found = [frozenset(c) for c in _cycles(_graph())]
-    gone = [sorted(c) for c in KNOWN_CYCLES if not any(frozenset(c) <= f for f in found)]
-    assert not gone, gone
+def test_no_import_cycle_in_spmd_or_launch():
+    """Not one cycle in the import graph of spmd/ and launch/ (imports inside functions count:
+    a lazy import does not break a cycle, a lower module does)."""
+    cycles = [sorted(c) for c in _cycles(_graph())]
+    assert not cycles, "import cycles (break each: a lower module, or the import moved):\n" + \
+        "\n".join(" <-> ".join(c) for c in cycles)
 
 
 def test_the_cycle_finder_finds_a_cycle():

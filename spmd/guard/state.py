@@ -45,28 +45,32 @@ HOW = {LOST: "(its supervisor's connection broke: the whole process was killed)"
 
 
 class SharedState:
-    """The slots, as a numpy int64 view, and the address text."""
+    """The slots, as a view of 64-bit ints, and the address text. No numpy: it is made before
+    the fork, and whatever the process holds then, the program's child and its supervisor
+    copy page by page as they touch it (numpy's import, made then, cost a supervised rank
+    ~40 ms of its start-up: bench/startup.py)."""
 
     def __init__(self, shared: bool = True):
-        import numpy as np  # here: `import spmd` without a supervisor loads no numpy
-
         size = _SLOTS * 8 + _TEXT + _ERROR
-        # MAP_SHARED: the fork keeps one copy both processes see; in-process use needs none
+        # MAP_SHARED: the fork keeps one copy both processes see; in-process use needs none.
+        # An anonymous mapping starts zeroed.
         self._map = mmap.mmap(-1, size, flags=mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE)
-        self.slots = np.ndarray((_SLOTS,), dtype=np.int64, buffer=self._map)
-        self.slots[:] = 0
+        self.slots = memoryview(self._map)[:_SLOTS * 8].cast("q")  # aligned 8-byte stores
         self.slots[EXIT_CODE] = -1
-        self._text = np.ndarray((_TEXT,), dtype=np.uint8, buffer=self._map, offset=_SLOTS * 8)
-        self._error = np.ndarray((_ERROR,), dtype=np.uint8, buffer=self._map,
-                                 offset=_SLOTS * 8 + _TEXT)
         # the program writes a byte here when it sets the address: a supervisor waiting for
         # it wakes at once instead of at its next poll (the job's first collective waits)
         self._wake = os.pipe() if shared else None
 
+    def _put(self, offset: int, length: int, text: str) -> None:
+        raw = text.encode()[:length - 1]
+        self._map[offset:offset + length] = raw + bytes(length - len(raw))
+
+    def _get(self, offset: int, length: int) -> bytes:
+        raw = self._map[offset:offset + length]
+        return raw[:raw.index(0)] if 0 in raw else raw
+
     def set_address(self, text: str) -> None:
-        raw = text.encode()[:_TEXT - 1]
-        self._text[:] = 0
-        self._text[:len(raw)] = list(raw)
+        self._put(_SLOTS * 8, _TEXT, text)
         self.slots[ADDRESS_READY] = 1
         if self._wake is not None:
             os.write(self._wake[1], b"!")
@@ -81,18 +85,14 @@ class SharedState:
             os.read(self._wake[0], 64)
 
     def address(self) -> str:
-        raw = self._text.tobytes()
-        return raw[:raw.index(0)].decode() if 0 in raw else raw.decode()
+        return self._get(_SLOTS * 8, _TEXT).decode()
 
     def set_error(self, text: str) -> None:
         """The program: the one line that says why it fails (before FAILING is set)."""
-        raw = text.encode()[:_ERROR - 1]
-        self._error[:] = 0
-        self._error[:len(raw)] = list(raw)
+        self._put(_SLOTS * 8 + _TEXT, _ERROR, text)
 
     def error(self) -> str:
-        raw = self._error.tobytes()
-        return raw[:raw.index(0)].decode(errors="replace")
+        return self._get(_SLOTS * 8 + _TEXT, _ERROR).decode(errors="replace")
 
     def record_failure(self, rank: int, collectives: int, code: int, sig: int) -> None:
         """A peer failed: kept when it is the earliest heard of, by (collectives, rank)."""

@@ -26,6 +26,10 @@ them (`_check`):
 A job-ending wait writes its report on stderr and ends the job: under paddle-launch it records
 the error and exits, so the launcher can still ask the other ranks where they wait; otherwise
 MPI_Abort (through the guard) ends every rank.
+
+One wait is not a communicator's, so no watchdog's: MPI's own start-up (comm/mpi.py's
+init_mpi_within), before any communicator exists. It is bounded by the same collective
+timeout and stops, like a watched wait, when the guard hears that a peer died.
 """
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ before it ends on any other (give or take the clocks' recorded read uncertainty)
 from __future__ import annotations
 
 import json
-import statistics
 import time
 
 import pytest
@@ -107,14 +106,12 @@ def check_collectives_are_causal(ran, size, uncertainty_us):
     for m in members:
         runs = [series[(r, m)] for r in range(size)]
         assert len({len(s) for s in runs}) == 1, [len(s) for s in runs]
-        end_gaps = []
+        # a rank's clock set late shows as a late start, one set early as an early end:
+        # either way this fails, so no bound on durations is needed as well
         for k in range(len(runs[0])):
             starts = [s[k]["ts"] for s in runs]
             ends = [s[k]["ts"] + s[k]["dur"] for s in runs]
             assert max(starts) <= min(ends) + tol, (m, k, starts, ends)
-            end_gaps.append(max(ends) - min(ends))
-        # a sanity bound, not a speed: misaligned clocks would put ends far apart
-        assert statistics.median(end_gaps) < 1e6, end_gaps
 
 
 def test_merge_command_writes_one_trace(mpi_tmp_path, capsys):

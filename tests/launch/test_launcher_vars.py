@@ -121,8 +121,10 @@ def test_the_launcher_reads_the_table_without_arming_a_supervisor(token):
     (MPI_Init after the job: 'PMI_Init returned -1'). The launcher is never a rank."""
     from launch_helpers import MPIEXEC, PYTHON, run
 
+    # one write a rank: print() writes each argument apart, and unbuffered ranks interleave them
     code = ("import os, launch.scheduler, spmd.guard as g; "
-            "print('supervised', os.environ.get('SPMD_SUPERVISED'), g.supervised())")
+            "os.write(1, f\"supervised {os.environ.get('SPMD_SUPERVISED')} {g.supervised()}\\n\""
+            ".encode())")
     res = run([MPIEXEC, "-n", "2", PYTHON, "-c", code], token, timeout=60)
     assert res.returncode == 0, res.output[-3000:]
     assert res.stdout.count("supervised None False") == 2, res.output[-3000:]

@@ -16,22 +16,29 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..lazy import LazyTable, defining_module, read_index
+from ..record import Record
 from . import lod_rules
 
 GRAD_SUFFIX = "@GRAD"
 REQUIRED = object()  # an attribute default meaning "the user must give it"
 
 
-@dataclass(frozen=True)
-class Slot:
-    name: str
-    duplicable: bool = False
-    optional: bool = False
+class Slot(Record):
+    """An op's input or output slot: its name, whether it takes a list, whether it may be
+    left unbound. Immutable by use (hashable)."""
+
+    __slots__ = ("name", "duplicable", "optional")
+    _fields = __slots__
+
+    def __init__(self, name: str, duplicable: bool = False, optional: bool = False):
+        self.name, self.duplicable, self.optional = name, duplicable, optional
+
+    def __hash__(self):
+        return hash((self.name, self.duplicable, self.optional))
 
     @staticmethod
     def parse(spec: str) -> Slot:
@@ -98,53 +105,76 @@ def _is_dtype(v) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class AttrSpec:
-    kind: str
-    default: Any = REQUIRED
+class AttrSpec(Record):
+    """An attribute's kind (a key of _ATTR_KINDS) and default (REQUIRED: the user gives it)."""
+
+    __slots__ = ("kind", "default")
+    _fields = __slots__
+
+    def __init__(self, kind: str, default: Any = REQUIRED):
+        self.kind, self.default = kind, default
+
+    def __hash__(self):
+        return hash(self.kind)  # the default may be a list
 
 
-@dataclass
 class OpDef:
-    type: str
-    inputs: tuple[Slot, ...]
-    outputs: tuple[Slot, ...]
-    attrs: dict[str, AttrSpec]
-    infer: Callable[[InferContext], None]
-    grad: Any = "default"  # "default" | None | callable grad maker
-    no_grad_inputs: frozenset[str] = frozenset()  # slots never differentiated (labels, ids)
-    nondiff_outputs: frozenset[str] = frozenset()  # outputs whose gradient is never needed
-    grad_uses: tuple[str, ...] | None = None  # forward slots the grad op reads; None = all
-    random: bool = False  # kernel draws from the program's random generator
-    collective: bool = False  # kernel talks to other ranks (through its context's ctx.comm);
-    # a plan with one marks its run as having started collectives (executor/plan.py)
-    side_effects: bool = False  # acts outside its outputs (user Python, files, the network):
-    # the SSA executor keeps it in program order (executor/ssa.py)
-    movable: bool = False  # an elementwise optimizer update touching only its own slots and
-    # drawing nothing: memory_optimize may run it right after its gradient is done
-    row_separable: bool = False  # acts on each row of its operands independently: Reduce
-    # mode (passes/reduce_mode.py) and the pserver may run it on a chunk of rows
-    passes_inputs_through: bool = False  # its outputs are its inputs, unchanged (a wait):
-    # a value it "writes" is still the one before it (a fused bucket's view stays the view)
-    job_kind: str | None = None  # "module:class": a program whose global block holds this op
-    # runs as that kind of job (executor/job.py; parameter-server mode's pserver and trainer)
-    forward_type: str | None = None  # set on generated *_grad defs
-    # LoD (spmd/core/lod.py): (input slot, output slot) pairs whose output keeps the input's
-    # LoD, as fluid's ShareLoD; slots whose LoD the kernel reads (`ins["X@LOD"]`) or writes
-    # (`res["Out@LOD"]`)
-    share_lod: tuple[tuple[str, str], ...] = ()
-    lod_inputs: frozenset[str] = frozenset()
-    lod_outputs: frozenset[str] = frozenset()
-    # input slots whose values the kernel reads only for shape, dtype, ndim and size (fluid's
-    # DECLARE_NO_NEED_BUFFER_VARS_INFERER): the plan may drop their buffers before the op runs
-    # and give the kernel a stand-in (spmd/executor/stand_in.py)
-    no_need_buffer: frozenset[str] = frozenset()
-    input_slots: dict[str, Slot] = field(init=False)
-    output_slots: dict[str, Slot] = field(init=False)
+    """What spmd knows of one op type, declared by define_op where the op is defined. A plain
+    class (see spmd/record.py); lod_rules.apply completes share_lod after it is made."""
 
-    def __post_init__(self):
-        self.input_slots = {s.name: s for s in self.inputs}
-        self.output_slots = {s.name: s for s in self.outputs}
+    def __init__(self, type: str, inputs: tuple, outputs: tuple, attrs: dict,
+                 infer: Callable, grad: Any = "default", no_grad_inputs: frozenset = frozenset(),
+                 nondiff_outputs: frozenset = frozenset(), grad_uses: tuple | None = None,
+                 random: bool = False, collective: bool = False, side_effects: bool = False,
+                 movable: bool = False, row_separable: bool = False,
+                 passes_inputs_through: bool = False, job_kind: str | None = None,
+                 forward_type: str | None = None, share_lod: tuple = (),
+                 lod_inputs: frozenset = frozenset(), lod_outputs: frozenset = frozenset(),
+                 no_need_buffer: frozenset = frozenset()):
+        self.type = type
+        self.inputs: tuple[Slot, ...] = inputs
+        self.outputs: tuple[Slot, ...] = outputs
+        self.attrs: dict[str, AttrSpec] = attrs
+        self.infer = infer
+        self.grad = grad  # "default" | None | callable grad maker
+        self.no_grad_inputs = no_grad_inputs  # slots never differentiated (labels, ids)
+        self.nondiff_outputs = nondiff_outputs  # outputs whose gradient is never needed
+        self.grad_uses = grad_uses  # forward slots the grad op reads; None = all
+        self.random = random  # kernel draws from the program's random generator
+        # kernel talks to other ranks (through its context's ctx.comm); a plan with one marks
+        # its run as having started collectives (executor/plan.py)
+        self.collective = collective
+        # acts outside its outputs (user Python, files, the network): the SSA executor keeps
+        # it in program order (executor/ssa.py)
+        self.side_effects = side_effects
+        # an elementwise optimizer update touching only its own slots and drawing nothing:
+        # memory_optimize may run it right after its gradient is done
+        self.movable = movable
+        # acts on each row of its operands independently: Reduce mode
+        # (passes/reduce_mode.py) and the pserver may run it on a chunk of rows
+        self.row_separable = row_separable
+        # its outputs are its inputs, unchanged (a wait): a value it "writes" is still the one
+        # before it (a fused bucket's view stays the view)
+        self.passes_inputs_through = passes_inputs_through
+        # "module:class": a program whose global block holds this op runs as that kind of job
+        # (executor/job.py; parameter-server mode's pserver and trainer)
+        self.job_kind = job_kind
+        self.forward_type = forward_type  # set on generated *_grad defs
+        # LoD (spmd/core/lod.py): (input slot, output slot) pairs whose output keeps the
+        # input's LoD, as fluid's ShareLoD; slots whose LoD the kernel reads (`ins["X@LOD"]`)
+        # or writes (`res["Out@LOD"]`)
+        self.share_lod: tuple[tuple[str, str], ...] = share_lod
+        self.lod_inputs = lod_inputs
+        self.lod_outputs = lod_outputs
+        # input slots whose values the kernel reads only for shape, dtype, ndim and size
+        # (fluid's DECLARE_NO_NEED_BUFFER_VARS_INFERER): the plan may drop their buffers before
+        # the op runs and give the kernel a stand-in (spmd/executor/stand_in.py)
+        self.no_need_buffer = no_need_buffer
+        self.input_slots: dict[str, Slot] = {s.name: s for s in inputs}
+        self.output_slots: dict[str, Slot] = {s.name: s for s in outputs}
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.type!r})"
 
     def validate_attrs(self, attrs: dict, where: str) -> dict:
         """Return a complete, coerced attribute dict or raise naming the bad attribute."""
@@ -287,15 +317,16 @@ def get_op_def(type: str) -> OpDef:
         ) from None
 
 
-@dataclass
-class VarInfo:
+class VarInfo(Record):
     """What shape inference sees of a variable: its name, shape (-1 = unknown), dtype and
     lod_level (how many levels of LoD it carries at run time)."""
 
-    name: str
-    shape: tuple
-    dtype: str
-    lod_level: int = 0
+    __slots__ = ("name", "shape", "dtype", "lod_level")
+    _fields = __slots__
+    __hash__ = None  # changeable, as the dataclass it was
+
+    def __init__(self, name: str, shape: tuple, dtype: str, lod_level: int = 0):
+        self.name, self.shape, self.dtype, self.lod_level = name, shape, dtype, lod_level
 
 
 class InferContext:

@@ -14,7 +14,7 @@ profiled_run.py; the unprofiled loop (`_execute`) stays here, inlined on purpose
 """
 from __future__ import annotations
 
-import dataclasses
+import copy
 import weakref
 
 from ..comm.base import SelfCommunicator
@@ -23,6 +23,7 @@ from ..errors import CommunicationError, FeedError, NumericError, PreconditionEr
 from ..events import profiling as _profiling
 from ..flags import flags
 from ..ops.registry import get_op_def
+from ..record import Record
 from .buckets import attach_buckets
 from .feed import check_feed_names, convert_feed, unset_value
 from .inplace import DyingInputs, MemoryOptions, MemoryReport
@@ -174,7 +175,7 @@ class Plan:
 
         >>> # exe.plan_cache.find(main, ["x"], [loss.name]).memory_report().lent_last_run
         """
-        return dataclasses.replace(self._memory_report)
+        return copy.copy(self._memory_report)  # the caller's own, as the report stood
 
     def shared_buckets(self) -> int:
         """How many of this plan's fused all-reduce buckets are summed in node-shared memory
@@ -381,14 +382,16 @@ class Plan:
         return error
 
 
-@dataclasses.dataclass
-class Outcome:
+class Outcome(Record):
     """What one run of a plan gave: the fetched values, the LoD of each (None when the plan
     tracks no LoD), and whether its collectives ran (so they started on the other ranks)."""
 
-    values: list
-    lods: list | None
-    started_collectives: bool
+    __slots__ = ("values", "lods", "started_collectives")
+    _fields = __slots__
+    __hash__ = None
+
+    def __init__(self, values: list, lods: list | None, started_collectives: bool):
+        self.values, self.lods, self.started_collectives = values, lods, started_collectives
 
 
 def collectives_started(error: BaseException) -> bool:

@@ -19,24 +19,26 @@ process that is not saving never pairs these broadcasts with a training step's c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..core.scope import host_array
 from ..errors import CommunicationError, PreconditionError
+from ..record import Record
 
 
-@dataclass(frozen=True)
-class Shard:
+class Shard(Record):
     """Rows [start, stop) of a parameter, or elements [start, stop) of it flattened (`flat`,
     reduce_flat.py), owned by `owner`; neither: all of it."""
 
-    param: str
-    index: int
-    rows: tuple | None
-    owner: int
-    flat: tuple | None = None
+    __slots__ = ("param", "index", "rows", "owner", "flat")
+    _fields = __slots__
+
+    def __init__(self, param: str, index: int, rows: tuple | None, owner: int,
+                 flat: tuple | None = None):
+        self.param, self.index, self.rows, self.owner, self.flat = param, index, rows, owner, flat
+
+    def __hash__(self):
+        return hash(self._values())
 
     @property
     def cut(self) -> bool:
@@ -51,31 +53,39 @@ class Shard:
         return var if not self.cut else f"{var}@SHARD{self.index}"
 
 
-@dataclass
-class Placement:
+class Placement(Record):
     """Where a bound StateSharding's state lives at run time (the job binds it on its first
     run): the data-parallel program's global block, the places' scopes and global ranks, the
     communicator over the processes (None in a world of one process), the "[rank r/n] " tag,
     each whole state variable's pieces in assembly order, and why saving broke (if it did)."""
 
-    block: object
-    scopes: list
-    ranks: list
-    comm: object
-    tag: str
-    pieces: dict
-    broken: str = ""
+    __slots__ = ("block", "scopes", "ranks", "comm", "tag", "pieces", "broken")
+    _fields = __slots__
+    __hash__ = None
+
+    def __init__(self, block, scopes: list, ranks: list, comm, tag: str, pieces: dict,
+                 broken: str = ""):
+        self.block, self.scopes, self.ranks, self.comm = block, scopes, ranks, comm
+        self.tag, self.pieces, self.broken = tag, pieces, broken
 
 
-@dataclass
-class StateSharding:
-    state_owner: dict = field(default_factory=dict)  # state var -> owner rank
-    state_source: dict = field(default_factory=dict)  # chunk state var -> (whole var, rows)
-    shards: dict = field(default_factory=dict)  # param -> [Shard] (reduce_mode.py)
-    # chunk state vars whose `rows` are elements of the whole flattened (reduce_flat.py)
-    state_flat: set = field(default_factory=set)
-    # bound by its job on the first run (bind)
-    placement: Placement | None = field(default=None, compare=False, repr=False)
+class StateSharding(Record):
+    """Which rank owns each piece of optimizer state, and (once bound) where it lives."""
+
+    # compared and shown by these; `placement` (bound by its job on the first run) is not
+    _fields = ("state_owner", "state_source", "shards", "state_flat")
+    __hash__ = None
+
+    def __init__(self, state_owner: dict | None = None, state_source: dict | None = None,
+                 shards: dict | None = None, state_flat: set | None = None,
+                 placement: Placement | None = None):
+        self.state_owner = {} if state_owner is None else state_owner  # state var -> owner
+        # chunk state var -> (whole var, rows)
+        self.state_source = {} if state_source is None else state_source
+        self.shards = {} if shards is None else shards  # param -> [Shard] (reduce_mode.py)
+        # chunk state vars whose `rows` are elements of the whole flattened (reduce_flat.py)
+        self.state_flat = set() if state_flat is None else state_flat
+        self.placement = placement
 
     def owners(self) -> dict:
         """whole state variable -> the ranks that hold it (or its chunks)."""

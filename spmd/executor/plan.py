@@ -388,7 +388,6 @@ class Outcome(Record):
 
     __slots__ = ("values", "lods", "started_collectives")
     _fields = __slots__
-    __hash__ = None
 
     def __init__(self, values: list, lods: list | None, started_collectives: bool):
         self.values, self.lods, self.started_collectives = values, lods, started_collectives

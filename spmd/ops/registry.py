@@ -20,25 +20,22 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..lazy import LazyTable, defining_module, read_index
-from ..record import Record
+from ..record import FrozenRecord, Record
 from . import lod_rules
 
 GRAD_SUFFIX = "@GRAD"
 REQUIRED = object()  # an attribute default meaning "the user must give it"
 
 
-class Slot(Record):
+class Slot(FrozenRecord):
     """An op's input or output slot: its name, whether it takes a list, whether it may be
-    left unbound. Immutable by use (hashable)."""
+    left unbound."""
 
     __slots__ = ("name", "duplicable", "optional")
     _fields = __slots__
 
     def __init__(self, name: str, duplicable: bool = False, optional: bool = False):
         self.name, self.duplicable, self.optional = name, duplicable, optional
-
-    def __hash__(self):
-        return hash((self.name, self.duplicable, self.optional))
 
     @staticmethod
     def parse(spec: str) -> Slot:
@@ -323,7 +320,6 @@ class VarInfo(Record):
 
     __slots__ = ("name", "shape", "dtype", "lod_level")
     _fields = __slots__
-    __hash__ = None  # changeable, as the dataclass it was
 
     def __init__(self, name: str, shape: tuple, dtype: str, lod_level: int = 0):
         self.name, self.shape, self.dtype, self.lod_level = name, shape, dtype, lod_level

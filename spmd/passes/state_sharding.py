@@ -23,10 +23,10 @@ import numpy as np
 
 from ..core.scope import host_array
 from ..errors import CommunicationError, PreconditionError
-from ..record import Record
+from ..record import FrozenRecord, Record
 
 
-class Shard(Record):
+class Shard(FrozenRecord):
     """Rows [start, stop) of a parameter, or elements [start, stop) of it flattened (`flat`,
     reduce_flat.py), owned by `owner`; neither: all of it."""
 
@@ -36,9 +36,6 @@ class Shard(Record):
     def __init__(self, param: str, index: int, rows: tuple | None, owner: int,
                  flat: tuple | None = None):
         self.param, self.index, self.rows, self.owner, self.flat = param, index, rows, owner, flat
-
-    def __hash__(self):
-        return hash(self._values())
 
     @property
     def cut(self) -> bool:
@@ -61,7 +58,6 @@ class Placement(Record):
 
     __slots__ = ("block", "scopes", "ranks", "comm", "tag", "pieces", "broken")
     _fields = __slots__
-    __hash__ = None
 
     def __init__(self, block, scopes: list, ranks: list, comm, tag: str, pieces: dict,
                  broken: str = ""):
@@ -74,7 +70,6 @@ class StateSharding(Record):
 
     # compared and shown by these; `placement` (bound by its job on the first run) is not
     _fields = ("state_owner", "state_source", "shards", "state_flat")
-    __hash__ = None
 
     def __init__(self, state_owner: dict | None = None, state_source: dict | None = None,
                  shards: dict | None = None, state_flat: set | None = None,

@@ -80,6 +80,7 @@ class DataParallelJob:
         places = compiled.places_for(executor_place)
         self.topology = detect()
         self.exec_strategy = compiled._exec_strategy
+        self.in_program_order = bool(build_strategy.enable_sequential_execution)
         self.plans = PlanCache()  # (data-parallel program, feed names, fetch names, place)
         warn_unacted(build_strategy)
         warn_unacted(self.exec_strategy)
@@ -341,7 +342,11 @@ class DataParallelJob:
 
     def _threads_per_place(self) -> int:
         """ExecutionStrategy.num_threads shared by this process's places (fluid's one pool
-        for all of them): each its own thread at least."""
+        for all of them): each its own thread at least. BuildStrategy's
+        enable_sequential_execution asks for program order, as fluid's sequential_execution_pass
+        gives it: one thread a place, whatever num_threads says."""
+        if self.in_program_order:
+            return 1
         return max(1, int(self.exec_strategy.num_threads) // len(self.places))
 
     def _run_on_places(self, fn, count: int | None = None):

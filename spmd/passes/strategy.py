@@ -159,6 +159,11 @@ _ACTED = {
                                       "within the node (spmd/comm/hierarchy.py; MPI host "
                                       "arrays; refused on GPU where the layout is "
                                       "hierarchical)",
+        "enable_sequential_execution": "True: ops run in program order, one thread a place, "
+                                       "whatever ExecutionStrategy.num_threads says (fluid's "
+                                       "sequential_execution_pass); False: num_threads > 1 "
+                                       "runs independent ops at once (bitwise the same "
+                                       "numbers)",
         "hierarchical_allreduce_inter_nranks": "processes per node for the hierarchical "
                                                "allreduce, checked against the job (> 1, "
                                                "dividing the processes); 0: SPMD_NODE_SIZE, "
@@ -192,12 +197,6 @@ _UNACTED = {
         "fuse_relu_depthwise_conv": Unacted("relu and depthwise_conv2d run as two kernels"),
         "enable_auto_fusion": Unacted("no automatic fusion: only the fusions asked for by "
                                       "name (fuse_elewise_add_act_ops, fuse_bn_act_ops)"),
-        # fluid 1.8: True adds dependencies so ops run in program order; nothing in spmd
-        # reads it: program order is ExecutionStrategy.num_threads 0 or 1 (the default)
-        "enable_sequential_execution": Unacted(
-            "ops run in program order when ExecutionStrategy.num_threads is 0 or 1 (the "
-            "default), whatever this says; with num_threads > 1 independent ops run at once "
-            "(bitwise the same numbers): set num_threads=1 for program order"),
         # fluid 1.8: True caches each op's RuntimeContext (a speed knob); spmd's compiled plan
         # binds every op once and reuses it every run, whatever the value
         "cache_runtime_context": Unacted("the compiled plan binds every op once and reuses "

@@ -108,19 +108,21 @@ def lod_feeds():
     return out
 
 
-def compiled(main, loss, threads, places=1):
-    es = fluid.ExecutionStrategy()
+def compiled(main, loss, threads, places=1, sequential=False):
+    es, bs = fluid.ExecutionStrategy(), fluid.BuildStrategy()
     es.num_threads = threads
+    bs.enable_sequential_execution = sequential
     return fluid.CompiledProgram(main).with_data_parallel(
-        loss_name=loss.name, exec_strategy=es, places=[fluid.CPUPlace()] * places)
+        loss_name=loss.name, build_strategy=bs, exec_strategy=es,
+        places=[fluid.CPUPlace()] * places)
 
 
-def train(model, feeds, threads, places=1):
+def train(model, feeds, threads, places=1, sequential=False):
     """(losses as bytes, parameters and optimizer state as bytes, the plan's schedule)."""
     main, startup, loss = _program(model)
     scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
-    program = compiled(main, loss, threads, places)
+    program = compiled(main, loss, threads, places, sequential)
     losses = [np.asarray(exe.run(program, feed=f, fetch_list=[loss], scope=scope)[0]).tobytes()
               for f in feeds]
     state = {v.name: np.array(scope.find_var(v.name).get_tensor()).tobytes()
@@ -168,6 +170,18 @@ def test_two_places_with_threads_equal_one_thread(places):
     assert got[0] == want[0] and got[1] == want[1]
     _, _, shared = train(lambda: two_tower(dropout=True), data[:1], 3, places)
     assert shared.threads == 3 // places
+
+
+@pytest.mark.parametrize("places", [1, 2])
+def test_sequential_execution_runs_in_program_order_whatever_num_threads(places):
+    """BuildStrategy.enable_sequential_execution (fluid's sequential_execution_pass): one op
+    at a time on each place, in program order, though num_threads asks for 4 a place; the
+    same numbers."""
+    data = dense_feeds(rows=24)
+    want = train(lambda: two_tower(dropout=True), data, 1, places)
+    got = train(lambda: two_tower(dropout=True), data, 4 * places, places, sequential=True)
+    assert got[2].threads == 1 and got[2].max_in_flight == 1
+    assert got[0] == want[0] and got[1] == want[1]
 
 
 def test_independent_ops_run_at_once():

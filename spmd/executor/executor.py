@@ -2,8 +2,6 @@
 finds or makes the job of what it is given and steps it."""
 from __future__ import annotations
 
-import weakref
-
 from .. import guard
 from ..core.places import CPUPlace, Place
 from ..core.program import Program, default_main_program
@@ -100,8 +98,9 @@ class Executor:
         # it too), by id: held here as their plans were, so close() stops their threads
         self._jobs: dict = {}
         self._compiled_jobs: dict = {}
-        # scope -> the StateSharding a job of this executor split its optimizer state by
-        self._split_scopes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # the jobs that split their scopes' optimizer state (Reduce mode), kept by close():
+        # a save or load after it must still see the split (state_sharding)
+        self._closed_splits: list = []
         # run(use_prune=True): cache key -> (the program given, its pruned program); and per
         # CompiledProgram given, its first pruned copy, whose variables later copies share
         self._pruned_programs: dict = {}
@@ -130,17 +129,9 @@ class Executor:
         if fetch_names is None or use_prune:  # optimizer ops to split off, or pruning asked
             program, feed, fetch_names = self._split_fetches(program, feed, fetch_list, use_prune)
         feed = _call_run_hooks(program, feed, scope, self.place)
-        compiled = _compiled(program)
-        if compiled is None and type(program) is not Program and not isinstance(program, Program):
-            raise InvalidArgumentError(
-                f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
-            )
-        job = self._job(compiled.job_on(self.place, scope) if compiled is not None else program)
+        job = self._job(program, scope)
         if not job.started:
             job.start(scope, self.state_sharding)
-            if job.state_sharding is not None:  # Reduce mode split the state of its scopes
-                for place_scope in job.scopes:
-                    self._split_scopes[place_scope] = job.state_sharding
         return job.step(scope, feed, fetch_names, return_numpy, return_merged)
 
     def _split_fetches(self, program, feed, fetch_list, use_prune):
@@ -155,16 +146,23 @@ class Executor:
             program, feed = self._pruned(program, feed, given_fetches, fetch_list, optimize_ops)
         return program, feed, [_fetch_name(f) for f in fetch_list]
 
-    def _job(self, program_or_job):
-        """The job of a plain program (one per program, kept here), or a CompiledProgram's
-        job, noted as one this executor ran (plan_cache, state_sharding, close)."""
-        if type(program_or_job) is not Program and not isinstance(program_or_job, Program):
-            self._compiled_jobs[id(program_or_job)] = program_or_job
-            return program_or_job
-        job = self._jobs.get(program_or_job._uid)
+    def _job(self, program, scope):
+        """The job that runs `program`: a plain program's (one per program, kept here), or
+        a CompiledProgram's on this place and scope, noted as one this executor ran
+        (plan_cache, state_sharding, close)."""
+        compiled = _compiled(program)
+        if compiled is not None:
+            job = compiled.job_on(self.place, scope)
+            self._compiled_jobs[id(job)] = job
+            return job
+        if type(program) is not Program and not isinstance(program, Program):
+            raise InvalidArgumentError(
+                f"Executor.run expects a Program or CompiledProgram, got {type(program).__name__}"
+            )
+        job = self._jobs.get(program._uid)
         if job is None:
-            kind = program_kind(program_or_job) or OnePlaceJob
-            job = self._jobs[program_or_job._uid] = kind(program_or_job, self.place)
+            kind = program_kind(program) or OnePlaceJob
+            job = self._jobs[program._uid] = kind(program, self.place)
         return job
 
     def _every_job(self) -> list:
@@ -177,9 +175,13 @@ class Executor:
 
     def state_sharding(self, scope):
         """The StateSharding whose Reduce-mode optimizer state `scope` holds split across the
-        ranks, by a job this executor started on it (the split outlives the job); None when
-        none split it. io's saves and loads check it."""
-        return self._split_scopes.get(scope)
+        ranks, by a job this executor started on it (asked of the jobs: the split outlives
+        close()); None when none split it. io's saves and loads check it."""
+        for job in self._every_job() + self._closed_splits:
+            sharding = job.state_sharding
+            if sharding is not None and any(place_scope is scope for place_scope in job.scopes):
+                return sharding
+        return None
 
     def _pruned(self, program, feed, given_fetches, fetch_list, optimize_ops):
         """(the pruned program, the feed it takes), pruned once per cache key, as fluid's."""
@@ -229,6 +231,7 @@ class Executor:
         it also tells every pserver this trainer is done (fluid's Executor.close)."""
         for job in self._every_job():
             job.close()
+        self._closed_splits = [job for job in self._every_job() if job.state_sharding is not None]
         self._jobs.clear()
         self._compiled_jobs.clear()
         self._pruned_programs.clear()

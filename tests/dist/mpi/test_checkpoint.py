@@ -132,6 +132,11 @@ def test_reduce_mode_state_without_the_compiled_program_is_a_clear_error(mpi_tmp
                        r"\[.*\] in this scope was already split"):
         exe.run(again, feed={"x": shard(x, t.rank, t.size), "y": shard(y, t.rank, t.size)},
                 scope=scope)
+    # the split outlives Executor.close(): a save after it still sees it
+    exe.close()
+    with fluid.scope_guard(scope), pytest.raises(PreconditionError, match=tag + r"cannot save "
+                                                 r"'.*': ReduceStrategy.Reduce keeps"):
+        fluid.io.save_persistables(exe, str(tmp_path / "a"), main_program=main)
     assert not (tmp_path / "a").exists() or not list((tmp_path / "a").iterdir())
 
 

@@ -106,7 +106,8 @@ def _gather(vars: list[Variable], main_program=None, executor=None) -> dict:
         if value is None and var.name in not_yet:
             continue  # fluid holds it as a temporary of the main program and saves nothing
         if value is None:
-            raise _missing_error(split_state(scope, executor, main_program), var.name)
+            raise _missing_error(split_state(scope, executor, main_program), var.name,
+                                 _state_of_trained_parameter(main_program, scope, var.name))
         arrays[var.name] = host_array(value)
     return arrays
 
@@ -121,7 +122,7 @@ def _schedule_outputs(program) -> set[str]:
             for n in op.output_arg_names}
 
 
-def _missing_error(sharding, name: str) -> Exception:
+def _missing_error(sharding, name: str, parameter: str | None = None) -> Exception:
     owners = sharding.owners().get(name) if sharding is not None else None
     if owners is not None:
         return PreconditionError(
@@ -129,9 +130,26 @@ def _missing_error(sharding, name: str) -> Exception:
             f"state on rank(s) {owners} only. Pass the data-parallel CompiledProgram as "
             f"main_program and call the save on every rank (it assembles the state from its "
             f"owners, a collective); every rank that saves writes the whole checkpoint")
+    tag = rank_tag()
+    if parameter is not None:  # its parameter has a value: the startup program ran
+        return PreconditionError(
+            f"{tag}cannot save '{name}' (optimizer state of {parameter!r}): it has no value in "
+            f"the scope. If a data-parallel CompiledProgram with ReduceStrategy.Reduce "
+            f"trained it, each place holds only the state it owns: pass that CompiledProgram as "
+            f"main_program (or give the save its executor) and call the save on every rank")
     return PreconditionError(
-        f"cannot save variable '{name}': it has no value in the scope; run the startup program "
-        f"(exe.run(fluid.default_startup_program())) first")
+        f"{tag}cannot save variable '{name}': it has no value in the scope; run the startup "
+        f"program (exe.run(fluid.default_startup_program())) first")
+
+
+def _state_of_trained_parameter(program, scope, name: str) -> str | None:
+    """The parameter whose optimizer state `name` is, when that parameter has a value in
+    `scope` (so the startup program ran); else None."""
+    state = getattr(getattr(program, "_program", program), "optimizer_state", None) or {}
+    for parameter, names in state.items():
+        if name in names and scope.get(parameter) is not None:
+            return parameter
+    return None
 
 
 def _read_checked(vars: list[Variable], headers: dict, into: dict | None = None) -> dict:

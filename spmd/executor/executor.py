@@ -8,7 +8,6 @@ from ..core.program import Program, default_main_program
 from ..core.scope import global_scope
 from ..core.variable import Variable
 from ..errors import InvalidArgumentError, PreconditionError
-from . import prune_program as pruning
 from .allocator import tune_allocator
 from .compiled import compiled_of as _compiled
 from .compiled import places_in_process as _places_in_process
@@ -141,6 +140,8 @@ class Executor:
         if not isinstance(fetch_list, (list, tuple)):
             fetch_list = [fetch_list]
         given_fetches = fetch_list
+        from . import prune_program as pruning  # (only for such runs)
+
         fetch_list, optimize_ops = pruning.split_optimize_ops(fetch_list)
         if optimize_ops or use_prune:
             program, feed = self._pruned(program, feed, given_fetches, fetch_list, optimize_ops)
@@ -185,6 +186,8 @@ class Executor:
 
     def _pruned(self, program, feed, given_fetches, fetch_list, optimize_ops):
         """(the pruned program, the feed it takes), pruned once per cache key, as fluid's."""
+        from . import prune_program as pruning
+
         key = pruning.cache_key(program, feed, given_fetches)
         cached = self._pruned_programs.get(key)
         if cached is None:
@@ -203,6 +206,8 @@ class Executor:
     def _prune_program(self, program, feed=None, fetch_list=None, optimize_ops=None):
         """fluid's Executor._prune_program: `program` pruned to `fetch_list` and
         `optimize_ops` (every optimizer op when none is named) from the feeds."""
+        from . import prune_program as pruning
+
         return pruning.prune(program, feed, fetch_list or [], optimize_ops or [])
 
     def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0,

@@ -30,9 +30,6 @@ from .inplace import DyingInputs, MemoryOptions, MemoryReport
 from .liveness import liveness, ops_for_rank
 from .lod_binding import NO_LOD, tracked_names
 from .numeric_check import check_feeds
-from .profiled_run import run_profiled
-from .run_errors import op_failed, uninitialized
-from .ssa import ScheduleReport, SSAExecutor, sequential_report
 from .stand_in import ShapeOnly
 from .steps import Binding, bind_steps
 
@@ -139,7 +136,11 @@ class Plan:
         """The SSA executor running the steps on `threads` threads (none for one thread)."""
         if threads > 1 and dying is not None:
             dying.keep_thread_safe(self.steps, self._scope_updates)
-        self._ssa = SSAExecutor(self.steps, threads, self._scope_updates) if threads > 1 else None
+        self._ssa = None
+        if threads > 1:  # (ssa.py imported only then)
+            from .ssa import SSAExecutor
+
+            self._ssa = SSAExecutor(self.steps, threads, self._scope_updates)
         if self._ssa is not None:  # its threads end with the plan
             weakref.finalize(self, self._ssa.close)
         self._sequential = None  # schedule_report of a one-thread plan, made on demand
@@ -187,16 +188,19 @@ class Plan:
         """
         return sum(1 for s in self.steps if getattr(s.ctx.bucket, "shared", None))
 
-    def schedule_report(self) -> ScheduleReport:
-        """How this plan runs its ops: on how many threads, how many stay in program order,
-        the depth and width of their dependency graph (what several threads could run at
-        once), and the most ops seen running at once (1 for one thread).
+    def schedule_report(self):
+        """How this plan runs its ops (an ssa.ScheduleReport): on how many threads, how
+        many stay in program order, the depth and width of their dependency graph (what
+        several threads could run at once), and the most ops seen running at once (1 for
+        one thread).
 
         >>> # exe.plan_cache.find(main, ["x"], [loss.name]).schedule_report().max_in_flight
         """
         if self._ssa is not None:
             return self._ssa.report()
         if self._sequential is None:
+            from .ssa import sequential_report
+
             self._sequential = sequential_report(self.steps, self._scope_updates)
         return self._sequential
 
@@ -266,6 +270,8 @@ class Plan:
             if value is None:  # a tensor array starts empty (feed.unset_value)
                 value = unset_value(self.block._var_recursive(n))
                 if value is None:
+                    from .run_errors import uninitialized
+
                     raise uninitialized(self.block._var_recursive(n))
             env[n] = value
         if self.lod_aware:
@@ -292,6 +298,8 @@ class Plan:
         # spmd/profiler.py); profiling off, this one attribute read is its whole cost
         rec = _profiling.recorder
         if rec is not None:
+            from .profiled_run import run_profiled  # (with the profiler: only when profiling)
+
             return run_profiled(self, rec, scope, feed, xp, checked)
         env = self._tagged_inputs(scope, feed, xp, checked)
         if self._ssa is not None and xp.__name__ == "numpy":
@@ -377,6 +385,8 @@ class Plan:
         if isinstance(e, (CommunicationError, NumericError)):
             error = e  # already names the rank and the collective, or the op
         else:
+            from .run_errors import op_failed
+
             error = op_failed(self.tag, e, step.where, env)
         error.collectives_started = started
         return error

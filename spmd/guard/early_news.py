@@ -20,10 +20,9 @@ Ranks on other nodes are not told this way: Hydra's end of the job stops them (i
 """
 from __future__ import annotations
 
-import json
+import _socket  # not socket.py: its enums cost milliseconds of every rank's start-up
 import os
 import select
-import socket
 import struct
 
 _MAGIC = b"SPMD-EARLY-1 "
@@ -41,10 +40,10 @@ class EarlyNews:
     def __init__(self, rank: int, size: int):
         self.rank, self.size = rank, size
         self.parent = os.getppid()
-        self.sock: socket.socket | None = None
+        self.sock: _socket.socket | None = None
         try:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_PASSCRED, 1)
             sock.bind(_name(self.parent, rank))
             sock.setblocking(False)
             self.sock = sock
@@ -55,6 +54,8 @@ class EarlyNews:
         """Send `record` to each of `ranks` on this node; the ranks it reached."""
         if self.sock is None:
             return set()
+        import json  # (only when a program died)
+
         data = _MAGIC + json.dumps(record).encode()
         reached = set()
         for r in ranks:
@@ -74,7 +75,7 @@ class EarlyNews:
         found = []
         while True:
             try:
-                data, ancillary, _, _ = self.sock.recvmsg(_MAX, socket.CMSG_SPACE(12))
+                data, ancillary, _, _ = self.sock.recvmsg(_MAX, _socket.CMSG_SPACE(12))
             except (BlockingIOError, InterruptedError):
                 return found
             except OSError:
@@ -86,12 +87,14 @@ class EarlyNews:
     def _accepted(self, data: bytes, ancillary) -> dict | None:
         sender = None
         for level, kind, raw in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(raw) >= 12:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_CREDENTIALS and len(raw) >= 12:
                 sender = struct.unpack("iII", raw[:12])
         if sender is None or sender[1] != os.getuid() or _parent_of(sender[0]) != self.parent:
             return None  # not a sibling of this supervisor: not this job's
         if not data.startswith(_MAGIC):
             return None
+        import json
+
         try:
             record = json.loads(data[len(_MAGIC):])
         except ValueError:

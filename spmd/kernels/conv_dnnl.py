@@ -77,6 +77,8 @@ def _signatures(lib):
         "dnnl_stream_create": [_PVP, _VP, ctypes.c_uint],
         "dnnl_memory_desc_create_with_tag": [_PVP, ctypes.c_int, _DIMS, ctypes.c_int,
                                              ctypes.c_int],
+        "dnnl_memory_desc_create_with_strides": [_PVP, ctypes.c_int, _DIMS, ctypes.c_int,
+                                                 _DIMS],
         "dnnl_memory_desc_get_size": [_VP],
         "dnnl_memory_desc_equal": [_VP, _VP],
         "dnnl_primitive_attr_create": [_PVP],
@@ -203,6 +205,14 @@ class _Step:
                                          self.plain[arg], self.inner[arg]))
         self.scratch = _Memory(lib, engine, lib.dnnl_primitive_desc_query_md(
             pd, _Q_SCRATCHPAD, 0), own=True)
+        # the memory objects never change (run() only points the plain ones at new data), so
+        # each execution's argument array is built once here, not per call
+        self.plan = [self._args(r, [(_ARG_SRC, s.handle), (_ARG_DST, d.handle)])
+                     for r, s, d in self.reorders_in]
+        self.plan.append(self._args(self.prim, [(a, m.handle) for a, m in self.inner.items()]
+                                    + [(_ARG_SCRATCHPAD, self.scratch.handle)]))
+        self.plan += [self._args(r, [(_ARG_SRC, s.handle), (_ARG_DST, d.handle)])
+                      for r, s, d in self.reorders_out]
 
     def destroy(self):
         lib = self.lib
@@ -213,21 +223,18 @@ class _Step:
             lib.dnnl_memory_destroy(m.handle)
         lib.dnnl_primitive_destroy(self.prim)
 
-    def _execute(self, prim, stream, pairs):
-        args = (_Arg * len(pairs))(*[_Arg(a, m) for a, m in pairs])
-        _ok(self.lib, self.lib.dnnl_primitive_execute(prim, stream, len(pairs), args), "execute")
+    @staticmethod
+    def _args(prim, pairs):
+        return prim, len(pairs), (_Arg * len(pairs))(*[_Arg(a, m) for a, m in pairs])
 
     def run(self, stream, arrays: dict):
+        lib = self.lib
         for arg, arr in arrays.items():
-            _ok(self.lib, self.lib.dnnl_memory_set_data_handle(
-                self.plain[arg].handle, _VP(arr.ctypes.data)), "data handle")
-        for reorder, src, dst in self.reorders_in:
-            self._execute(reorder, stream, [(_ARG_SRC, src.handle), (_ARG_DST, dst.handle)])
-        self._execute(self.prim, stream, [(a, m.handle) for a, m in self.inner.items()]
-                      + [(_ARG_SCRATCHPAD, self.scratch.handle)])
-        for reorder, src, dst in self.reorders_out:
-            self._execute(reorder, stream, [(_ARG_SRC, src.handle), (_ARG_DST, dst.handle)])
-        _ok(self.lib, self.lib.dnnl_stream_wait(stream), "stream wait")
+            _ok(lib, lib.dnnl_memory_set_data_handle(self.plain[arg].handle, arr.ctypes.data),
+                "data handle")
+        for prim, count, args in self.plan:
+            _ok(lib, lib.dnnl_primitive_execute(prim, stream, count, args), "execute")
+        _ok(lib, lib.dnnl_stream_wait(stream), "stream wait")
 
 
 def _reorder(lib, engine, src_md, dst_md):
@@ -342,6 +349,76 @@ def _run(g, phase: str, arrays: dict):
     conv.step(phase).run(stream, {arg: np.ascontiguousarray(arrays[key], dtype=np.float32)
                                   for arg, key in keys.items()})
     return out
+
+
+class _Copy:
+    """A reorder between two strided float32 layouts of one shape (a strided copy)."""
+
+    def __init__(self, shape, src_strides, dst_strides):
+        st = _load()
+        lib = self.lib = st["lib"]
+        self.mds = []
+        for strides in (src_strides, dst_strides):
+            md = _VP()
+            _ok(lib, lib.dnnl_memory_desc_create_with_strides(
+                ctypes.byref(md), len(shape), _DIMS(*shape), _F32, _DIMS(*strides)),
+                "memory descriptor")
+            self.mds.append(md)
+        self.prim = _reorder(lib, st["engine"], *self.mds)
+        self.src, self.dst = (_Memory(lib, st["engine"], md, own=False) for md in self.mds)
+        self.args = _Step._args(self.prim, [(_ARG_SRC, self.src.handle),
+                                            (_ARG_DST, self.dst.handle)])
+
+    def run(self, stream, dst, src):
+        lib = self.lib
+        _ok(lib, lib.dnnl_memory_set_data_handle(self.src.handle, src.ctypes.data), "data handle")
+        _ok(lib, lib.dnnl_memory_set_data_handle(self.dst.handle, dst.ctypes.data), "data handle")
+        prim, count, args = self.args
+        _ok(lib, lib.dnnl_primitive_execute(prim, stream, count, args), "execute")
+        _ok(lib, lib.dnnl_stream_wait(stream), "stream wait")
+
+    def destroy(self):
+        self.lib.dnnl_primitive_destroy(self.prim)
+        for m in (self.src, self.dst):
+            self.lib.dnnl_memory_destroy(m.handle)
+        for md in self.mds:
+            self.lib.dnnl_memory_desc_destroy(md)
+
+
+def _element_strides(a):
+    """a's strides in elements, or None where one is negative or not a whole element."""
+    out = []
+    for s in a.strides:
+        if s < 0 or s % a.itemsize:
+            return None
+        out.append(s // a.itemsize)
+    return out
+
+
+def strided_copy(dst, src) -> bool:
+    """dst[...] = src, float32 arrays of one shape with any (non-negative) strides, through
+    oneDNN's reorder: a copy, bit for bit, several times faster than numpy's for views that
+    interleave (a 2x2 pooling window's four pixels apart: 0.44 against 1.14 ms for a
+    [64, 32, 24, 24] map, AVX-512). False, with nothing done, where oneDNN is absent or off."""
+    if (not _use or src.dtype != np.float32 or dst.dtype != np.float32
+            or src.shape != dst.shape or src.size == 0 or not available()):
+        return False
+    keep = [i for i, n in enumerate(src.shape) if n != 1]  # size-1 dims: any stride, dropped
+    ss, ds = _element_strides(src), _element_strides(dst)
+    if ss is None or ds is None or not 0 < len(keep) <= 12:
+        return False
+    shape = tuple(src.shape[i] for i in keep)
+    key = ("copy", shape, tuple(ss[i] for i in keep), tuple(ds[i] for i in keep))
+    stream, cache = _thread_state()
+    copy = cache.get(key)
+    if copy is None:
+        copy = cache[key] = _Copy(*key[1:])
+        while len(cache) > MAX_CACHED:
+            cache.popitem(last=False)[1].destroy()
+    else:
+        cache.move_to_end(key)
+    copy.run(stream, dst, src)
+    return True
 
 
 def forward(x, w, g):

@@ -82,9 +82,17 @@ def _tile_offsets(view):
 def _tiled_pool(xp, view, is_max):
     """pool_nd over a _tiles view: the offsets reduced in row-major order, as _window_slices
     would (the same sums, bit for bit)."""
-    offsets = _tile_offsets(view)
-    acc = view[next(offsets)].copy()
-    for at in offsets:
+    offsets = list(_tile_offsets(view))
+    if is_max and len(offsets) > 1:
+        # the first two offsets straight into a new array: a pass less than copying the first
+        # (np.maximum makes no NaN of its own, so the operands alone give the bits; the sum
+        # keeps the copy: inf + -inf there is a NaN whose sign bit numpy's loops set apart
+        # for contiguous and strided operands, tests/unit/test_pool_tiled_bits.py)
+        acc = xp.maximum(view[offsets[0]], view[offsets[1]])
+        rest = offsets[2:]
+    else:
+        acc, rest = view[offsets[0]].copy(), offsets[1:]
+    for at in rest:
         if is_max:
             xp.maximum(acc, view[at], out=acc)
         else:
@@ -105,19 +113,51 @@ def _tiled_grad(xp, x, dy, view, is_max, divisor):
         for at in _tile_offsets(view):
             xp.copyto(dview[at], share)
         return dx
+    if xp is np and _planes_grad(x, dy, view, dview):
+        return dx
     best = _tiled_pool(xp, view, True)
     offsets = list(_tile_offsets(view))
-    taken = None
-    for i, at in enumerate(offsets):
-        hit = view[at] == best
-        if taken is None:
-            taken = hit
-        else:
-            xp.greater(hit, taken, out=hit)  # hit and not taken before
-            if i + 1 < len(offsets):
-                taken |= hit
+    taken = xp.equal(view[offsets[0]], best)
+    xp.multiply(dy, taken, out=dview[offsets[0]])
+    hit = xp.empty_like(taken)  # one mask buffer for all the other offsets
+    for i, at in enumerate(offsets[1:], 2):
+        xp.equal(view[at], best, out=hit)
+        xp.greater(hit, taken, out=hit)  # hit and not taken before
+        if i < len(offsets):
+            taken |= hit
         xp.multiply(dy, hit, out=dview[at])
     return dx
+
+
+def _planes_grad(x, dy, view, dview) -> bool:
+    """_tiled_grad's max-pool gradient into dview, with the window pixels first copied apart
+    into one contiguous [N, C, *out] plane per offset and the gradient planes copied back,
+    each by conv_dnnl.strided_copy (oneDNN's reorder): numpy's ufuncs over the interleaved
+    views run element by element, over the planes vectorised. The same masks (equality with
+    the window maximum, the first hit in row-major order) and the same products, so the same
+    bits. False, nothing written, where oneDNN does not take the copy."""
+    from . import conv_dnnl
+
+    nd = x.ndim - 2
+    order = [3 + 2 * i for i in range(nd)] + [0, 1] + [2 + 2 * i for i in range(nd)]
+    k = view.shape[3::2]
+    planes = np.empty((*k, *dy.shape), dtype=x.dtype)
+    if not conv_dnnl.strided_copy(planes, view.transpose(order)):
+        return False
+    flat = planes.reshape(-1, *dy.shape)
+    best = np.maximum(flat[0], flat[1]) if len(flat) > 1 else flat[0].copy()
+    for p in flat[2:]:  # the maximum only meets == below: its sign of zero does not count
+        np.maximum(best, p, out=best)
+    taken = np.equal(flat[0], best)
+    np.multiply(dy, taken, out=flat[0])  # each plane turns gradient once its mask is made
+    hit = np.empty_like(taken)
+    for i in range(1, len(flat)):
+        np.equal(flat[i], best, out=hit)
+        np.greater(hit, taken, out=hit)  # hit and not taken before
+        if i + 1 < len(flat):
+            taken |= hit
+        np.multiply(dy, hit, out=flat[i])
+    return conv_dnnl.strided_copy(dview.transpose(order), planes)
 
 
 def _window_slices(xt, ksize, strides, out):

@@ -154,3 +154,36 @@ def test_geometries_beyond_the_cache_are_freed_and_remade(monkeypatch):
         for case, ref in zip(cases, want):
             for what, got, r in zip(("forward", "filter", "input"), _products(*case), ref):
                 _close(got, r, what)
+
+
+@needs_dnnl
+def test_strided_copy_copies_views_bit_for_bit():
+    """oneDNN's reorder as a strided copy (pool.py's window planes): any non-negative strides,
+    size-1 dims, NaN payloads and signed zeros kept; what it cannot take it declines, leaving
+    dst as it was."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 6, 8)).astype(np.float32)
+    x.flat[::5] = -0.0
+    x.view(np.uint32).flat[::7] = 0x7FC00001  # a NaN with a payload
+    tiles = np.lib.stride_tricks.as_strided(x, (3, 4, 3, 2, 4, 2),
+                                            (x.strides[0], x.strides[1], 2 * x.strides[2],
+                                             x.strides[2], 2 * x.strides[3], x.strides[3]))
+    for src in (tiles.transpose(3, 5, 0, 1, 2, 4), x[:, :1, ::2, 1::3], x.transpose(2, 0, 3, 1)):
+        dst = np.empty(src.shape, np.float32)
+        assert conv_dnnl.strided_copy(dst, src)
+        assert np.array_equal(dst.view(np.uint32), np.ascontiguousarray(src).view(np.uint32))
+        back = np.zeros_like(x)
+        view = back[:, :1, ::2, 1::3] if src.shape == x[:, :1, ::2, 1::3].shape else None
+        if view is not None:  # into a strided destination
+            assert conv_dnnl.strided_copy(view, dst)
+            assert np.array_equal(view.view(np.uint32), dst.view(np.uint32))
+            assert not back[:, 1:].any()
+    dst = np.zeros((8,), np.float32)
+    for src in (x[0, 0, 0, ::-1], x[0, 0, 0].astype(np.float64)):  # declined
+        assert not conv_dnnl.strided_copy(dst if src.dtype == np.float32 else dst, src)
+    assert not dst.any()
+    previous = conv_dnnl.use(False)
+    try:
+        assert not conv_dnnl.strided_copy(np.empty_like(x), x)
+    finally:
+        conv_dnnl.use(previous)

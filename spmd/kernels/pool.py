@@ -138,11 +138,8 @@ def _planes_grad(x, dy, view, dview) -> bool:
     bits. False, nothing written, where oneDNN does not take the copy."""
     from . import conv_dnnl
 
-    nd = x.ndim - 2
-    order = [3 + 2 * i for i in range(nd)] + [0, 1] + [2 + 2 * i for i in range(nd)]
-    k = view.shape[3::2]
-    planes = np.empty((*k, *dy.shape), dtype=x.dtype)
-    if not conv_dnnl.strided_copy(planes, view.transpose(order)):
+    planes = _window_planes(view)
+    if planes is None:
         return False
     flat = planes.reshape(-1, *dy.shape)
     best = np.maximum(flat[0], flat[1]) if len(flat) > 1 else flat[0].copy()
@@ -157,7 +154,41 @@ def _planes_grad(x, dy, view, dview) -> bool:
         if i + 1 < len(flat):
             taken |= hit
         np.multiply(dy, hit, out=flat[i])
-    return conv_dnnl.strided_copy(dview.transpose(order), planes)
+    return conv_dnnl.strided_copy(dview.transpose(_planes_order(view)), planes)
+
+
+def _planes_order(view):
+    """The axes of a _tiles view with the window offsets first: [k0, k1, ..., N, C, *out]."""
+    nd = (view.ndim - 2) // 2
+    return [3 + 2 * i for i in range(nd)] + [0, 1] + [2 + 2 * i for i in range(nd)]
+
+
+def _window_planes(view):
+    """The _tiles view's pixels as contiguous [*k, N, C, *out] planes, one per window offset,
+    copied by oneDNN's reorder (conv_dnnl.strided_copy); None where it does not take them."""
+    from . import conv_dnnl
+
+    k, out = view.shape[3::2], view.shape[2::2]
+    planes = np.empty((*k, *view.shape[:2], *out), dtype=view.dtype)
+    return planes if conv_dnnl.strided_copy(planes, view.transpose(_planes_order(view))) \
+        else None
+
+
+def _planes_max(view):
+    """_tiled_pool's max over the window planes: the same maxima in the same order over
+    contiguous operands (np.maximum picks between equal operands, +0 and -0 or two NaNs, by
+    position alone, contiguous or strided: tests/unit/test_pool_tiled_bits.py); None where the
+    planes are not made."""
+    planes = _window_planes(view)
+    if planes is None:
+        return None
+    flat = planes.reshape(-1, *planes.shape[(view.ndim - 2) // 2:])  # [offsets, N, C, *out]
+    if len(flat) == 1:
+        return flat[0]
+    acc = np.maximum(flat[0], flat[1])
+    for p in flat[2:]:
+        np.maximum(acc, p, out=acc)
+    return acc
 
 
 def _window_slices(xt, ksize, strides, out):
@@ -237,7 +268,9 @@ def pool_nd(xp, ins, attrs, want):
     ksize, strides, pads, out = _pool_setup(x, attrs)
     view = _tiles(xp, x, ksize, strides, pads, out)
     if view is not None:
-        acc = _tiled_pool(xp, view, is_max)
+        acc = _planes_max(view) if is_max and xp is np else None
+        if acc is None:
+            acc = _tiled_pool(xp, view, is_max)
         if is_max:
             xp.maximum(acc, np.finfo(acc.dtype).min, out=acc)
         else:

@@ -96,10 +96,15 @@ def _layout(x, how):
                                       ((2, 2, 4, 4), (4, 4))])
 @pytest.mark.parametrize("how", LAYOUTS)
 @pytest.mark.parametrize("kind", ["max", "avg"])
-def test_tiled_forward_bits(shape, k, how, kind):
+@pytest.mark.parametrize("onednn", [True, False], ids=["onednn-copies", "numpy"])
+def test_tiled_forward_bits(shape, k, how, kind, onednn):
     x = _layout(_awkward(shape, 1), how)
     attrs = dict(ATTRS, pooling_type=kind, ksize=list(k), strides=list(k))
-    got = run_kernel("pool2d", np, {"X": x}, attrs, {"Out"})["Out"]
+    previous = conv_dnnl.use(onednn)
+    try:
+        got = run_kernel("pool2d", np, {"X": x}, attrs, {"Out"})["Out"]
+    finally:
+        conv_dnnl.use(previous)
     want = _plain_forward(x, k, kind)
     assert got.shape == want.shape
     assert np.array_equal(_bits(got), _bits(want))

@@ -1,9 +1,13 @@
 """Kernels: pool2d, pool3d and max_pool{2,3}d_with_index on channel-first inputs.
 
 Fixed windows that tile the map (stride == window, no padding: the common 2x2/2 pooling) are
-read in place as a strided view [N, C, out0, k0, out1, k1, ...] and reduced over the window
-offsets, with no copy of the input. Other fixed windows: the input is laid out [*spatial, N*C]
-and reduced over the shifted slices, one per window offset (Python loops over offsets only).
+read as a strided view [N, C, out0, k0, out1, k1, ...] and reduced over the window offsets;
+for max pooling on numpy with oneDNN installed, the view is first copied apart into one
+contiguous plane per offset by oneDNN's reorder (conv_dnnl.strided_copy), as numpy's ufuncs run
+element by element over interleaved views but vectorised over planes (the gradient planes go
+back the same way), with the same operations in the same order. Other fixed windows: the input
+is laid out [*spatial, N*C] and reduced over the shifted slices, one per window offset (Python
+loops over offsets only).
 Adaptive windows differ in size from cell to cell, so each output cell is reduced on its own
 (output maps are small: that is what adaptive pooling is for). Max pooling sends the gradient
 to the first maximum of each window in row-major order, as fluid does; padding never counts

@@ -6,9 +6,9 @@ True
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from .errors import InvalidArgumentError
+from .record import FrozenRecord
 
 
 def _read_int(env, name: str, default: int, minimum: int | None = None) -> int:
@@ -59,8 +59,16 @@ def _read_bool(env, name: str, default: bool) -> bool:
         f"environment variable {name}={raw!r} is not a boolean; set it to 1 or 0")
 
 
-@dataclass(frozen=True)
-class Flags:
+class Flags(FrozenRecord, frozen=True):
+    """Every flag spmd reads, as one `flags()` call read them (a FrozenRecord: never changed
+    after it is made)."""
+
+    __slots__ = ("cpu_num", "fuse_parameter_memory_size_mb", "selected_gpus",
+                 "collective_timeout_s", "gpu_comm", "host_comm", "malloc_tune", "status_file",
+                 "worker_log", "check_nan_inf", "supervise", "ps_rpc_deadline_s",
+                 "ps_idle_timeout_s", "node_size", "join_timeout_s", "job_token", "env_start")
+    _fields = __slots__
+
     cpu_num: int
     """CPU_NUM: places per process for CPU data parallelism (fluid's default: 1)."""
     fuse_parameter_memory_size_mb: float
@@ -79,42 +87,69 @@ class Flags:
     malloc_tune: bool
     """SPMD_MALLOC_TUNE: raise glibc's mmap/trim thresholds so step temporaries are reused
     (default on; 0 turns it off). See spmd/executor/allocator.py."""
-    status_file: str | None = None
+    status_file: str | None
     """SPMD_STATUS_FILE: where a worker started by paddle-launch records its life (start, the
     collective it waits in, its error, how it ended) for the launcher; see spmd/run.py."""
-    worker_log: str | None = None
+    worker_log: str | None
     """SPMD_WORKER_LOG: the file a worker started by paddle-launch writes its output to."""
-    check_nan_inf: bool = False
+    check_nan_inf: bool
     """FLAGS_check_nan_inf: check every op's outputs and the feeds for NaN/Inf (fluid's flag;
     off by default)."""
-    supervise: bool = True
+    supervise: bool
     """SPMD_SUPERVISE: under an MPI launcher with more than one rank, `import spmd` runs the
     script under a small supervisor process and a peer-liveness channel, so a rank that ends
     early (even by os._exit or a signal) fails the job within seconds (default on; 0 turns it
     off). See spmd/guard/."""
-    ps_rpc_deadline_s: float = 180.0
+    ps_rpc_deadline_s: float
     """SPMD_PS_RPC_DEADLINE: seconds one parameter-server call (with its retries while a
     pserver starts, and its waits at a barrier) may take before it fails (fluid's
     FLAGS_rpc_deadline, 180 s). See spmd/ps/rpc.py."""
-    ps_idle_timeout_s: float = 1800.0
+    ps_idle_timeout_s: float
     """SPMD_PS_IDLE_TIMEOUT: seconds a pserver serves without any call from its trainers
     before it fails, naming the trainers that never called Executor.close() (spmd/ps/pserver.py;
     fluid's pserver waits forever)."""
-    node_size: int = 0
+    node_size: int
     """SPMD_NODE_SIZE: processes per node for BuildStrategy.use_hierarchical_allreduce when
     hierarchical_allreduce_inter_nranks is 0: consecutive ranks form a node (0, the default:
     MPI's shared-memory nodes, MPI_COMM_TYPE_SHARED). Set it to simulate nodes on one machine
     (`SPMD_NODE_SIZE=2 mpiexec -n 4`: 2 nodes of 2). See spmd/comm/hierarchy.py."""
-    join_timeout_s: float = 300.0
+    join_timeout_s: float
     """SPMD_JOIN_TIMEOUT: seconds trainers started with PADDLE_* variables only (no MPI
     launcher) wait for each other at trainer 0's endpoint before the job fails, naming the
     trainers that never came. See spmd/comm/join.py; SPMD_JOB_TOKEN is the secret they share."""
-    job_token: str | None = None
+    job_token: str | None
     """SPMD_JOB_TOKEN: the secret every trainer of an env-only job gets; trainer 0's join
     point admits only hellos made with it (spmd/comm/join_point.py)."""
-    env_start: bool = True
+    env_start: bool
     """SPMD_ENV_START: trainers with PADDLE_* variables only and no MPI launcher join one world
     (default on; 0 refuses them as before)."""
+
+    def __init__(self, cpu_num: int, fuse_parameter_memory_size_mb: float,
+                 selected_gpus: str | None, collective_timeout_s: float, gpu_comm: str,
+                 host_comm: str, malloc_tune: bool, status_file: str | None = None,
+                 worker_log: str | None = None, check_nan_inf: bool = False,
+                 supervise: bool = True, ps_rpc_deadline_s: float = 180.0,
+                 ps_idle_timeout_s: float = 1800.0, node_size: int = 0,
+                 join_timeout_s: float = 300.0, job_token: str | None = None,
+                 env_start: bool = True):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "cpu_num", cpu_num)
+        set_(self, "fuse_parameter_memory_size_mb", fuse_parameter_memory_size_mb)
+        set_(self, "selected_gpus", selected_gpus)
+        set_(self, "collective_timeout_s", collective_timeout_s)
+        set_(self, "gpu_comm", gpu_comm)
+        set_(self, "host_comm", host_comm)
+        set_(self, "malloc_tune", malloc_tune)
+        set_(self, "status_file", status_file)
+        set_(self, "worker_log", worker_log)
+        set_(self, "check_nan_inf", check_nan_inf)
+        set_(self, "supervise", supervise)
+        set_(self, "ps_rpc_deadline_s", ps_rpc_deadline_s)
+        set_(self, "ps_idle_timeout_s", ps_idle_timeout_s)
+        set_(self, "node_size", node_size)
+        set_(self, "join_timeout_s", join_timeout_s)
+        set_(self, "job_token", job_token)
+        set_(self, "env_start", env_start)
 
 
 _revision = 0  # raised by fluid.set_flags; compiled plans remember the one they were built at

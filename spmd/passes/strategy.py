@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import enum
 import warnings
-from dataclasses import MISSING, dataclass, field, fields
 
 from ..errors import InvalidArgumentError
+from ..record import FrozenRecord, Record
 
 
 class ReduceStrategy(enum.IntEnum):
@@ -33,17 +33,20 @@ _FIELD_NAMES: dict[type, frozenset] = {}
 
 
 def _field_names(cls) -> frozenset:
-    """The dataclass's field names, once per class (fields() walks them all on every set:
-    building a CompiledProgram sets dozens)."""
+    """The class's field names, once per class: its `_fields`, and those of a dataclass
+    subclass (fleet's DistributedStrategy declares its own as a dataclass)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+        names = _FIELD_NAMES[cls] = frozenset(
+            (*cls._fields, *getattr(cls, "__dataclass_fields__", ())))
     return names
 
 
-class _Strict:
+class _Strict(Record):
     """Setting a field that does not exist is an error naming the fields (fluid's C++ binding
     raises too), so a typo never passes silently."""
+
+    __slots__ = ()
 
     def __setattr__(self, name, value):
         if isinstance(getattr(type(self), name, None), property):  # a public name of a field
@@ -51,7 +54,7 @@ class _Strict:
         if name not in _field_names(type(self)):
             import difflib
 
-            close = difflib.get_close_matches(name, [f.name for f in fields(self)], n=3)
+            close = difflib.get_close_matches(name, sorted(_field_names(type(self))), n=3)
             raise InvalidArgumentError(
                 f"{type(self).__name__} has no field '{name}'"
                 + (f"; did you mean {close}?" if close else "")
@@ -59,43 +62,83 @@ class _Strict:
         object.__setattr__(self, name, value)
 
 
-@dataclass
 class BuildStrategy(_Strict):
     """How CompiledProgram rewrites a program (fluid.BuildStrategy); defaults are fluid 1.8's.
+    Equal by its fields; `trainers_endpoints` and `mkldnn_enabled_op_types` default to a new
+    list and set.
 
     >>> bs = BuildStrategy()
     >>> bs.reduce_strategy = BuildStrategy.ReduceStrategy.Reduce
     """
 
-    reduce_strategy: ReduceStrategy = ReduceStrategy.AllReduce
-    gradient_scale_strategy: GradientScaleStrategy = GradientScaleStrategy.CoeffNumDevice
-    fuse_all_reduce_ops: bool = True  # pack gradients into buckets, one collective per bucket
-    fuse_broadcast_ops: bool = True  # Reduce mode: one gather per bucket of parameters
-    memory_optimize: bool | None = None
-    enable_inplace: bool = True
-    sync_batch_norm: bool = False  # batch_norm statistics over all places
-    enable_sequential_execution: bool = False
-    num_trainers: int = 1  # checked against the number of processes
-    trainer_id: int = 0  # checked against this process's rank
-    trainers_endpoints: list = field(default_factory=list)
-    enable_backward_optimizer_op_deps: bool = True
-    remove_unnecessary_lock: bool = True
-    cache_runtime_context: bool = False
-    is_distribution: bool = False
-    fuse_elewise_add_act_ops: bool = False  # elementwise_add + activation as one op
-    fuse_bn_act_ops: bool = False  # batch_norm + relu as one op
-    fuse_relu_depthwise_conv: bool = False
-    fuse_all_optimizer_ops: bool = False  # one sgd/momentum/adam update over many parameters
-    enable_auto_fusion: bool = False
-    debug_graphviz_path: str = ""  # the compiled program written there as a DOT graph
-    nccl_comm_num: int = 1
-    use_hierarchical_allreduce: bool = False
-    hierarchical_allreduce_inter_nranks: int = 0
-    async_mode: bool = False
-    mkldnn_enabled_op_types: set = field(default_factory=set)
+    __slots__ = (
+        "reduce_strategy", "gradient_scale_strategy", "fuse_all_reduce_ops",
+        "fuse_broadcast_ops", "memory_optimize", "enable_inplace", "sync_batch_norm",
+        "enable_sequential_execution", "num_trainers", "trainer_id", "trainers_endpoints",
+        "enable_backward_optimizer_op_deps", "remove_unnecessary_lock", "cache_runtime_context",
+        "is_distribution", "fuse_elewise_add_act_ops", "fuse_bn_act_ops",
+        "fuse_relu_depthwise_conv", "fuse_all_optimizer_ops", "enable_auto_fusion",
+        "debug_graphviz_path", "nccl_comm_num", "use_hierarchical_allreduce",
+        "hierarchical_allreduce_inter_nranks", "async_mode", "mkldnn_enabled_op_types")
+    _fields = __slots__
 
     ReduceStrategy = ReduceStrategy
     GradientScaleStrategy = GradientScaleStrategy
+
+    def __init__(self, reduce_strategy: ReduceStrategy = ReduceStrategy.AllReduce,
+                 gradient_scale_strategy: GradientScaleStrategy = (
+                     GradientScaleStrategy.CoeffNumDevice),
+                 fuse_all_reduce_ops: bool = True, fuse_broadcast_ops: bool = True,
+                 memory_optimize: bool | None = None, enable_inplace: bool = True,
+                 sync_batch_norm: bool = False, enable_sequential_execution: bool = False,
+                 num_trainers: int = 1, trainer_id: int = 0, trainers_endpoints: list | None = None,
+                 enable_backward_optimizer_op_deps: bool = True,
+                 remove_unnecessary_lock: bool = True, cache_runtime_context: bool = False,
+                 is_distribution: bool = False, fuse_elewise_add_act_ops: bool = False,
+                 fuse_bn_act_ops: bool = False, fuse_relu_depthwise_conv: bool = False,
+                 fuse_all_optimizer_ops: bool = False, enable_auto_fusion: bool = False,
+                 debug_graphviz_path: str = "", nccl_comm_num: int = 1,
+                 use_hierarchical_allreduce: bool = False,
+                 hierarchical_allreduce_inter_nranks: int = 0, async_mode: bool = False,
+                 mkldnn_enabled_op_types: set | None = None):
+        # fields are set past _Strict's check: these are the fields
+        set_ = object.__setattr__
+        set_(self, "reduce_strategy", reduce_strategy)
+        set_(self, "gradient_scale_strategy", gradient_scale_strategy)
+        # pack gradients into buckets, one collective per bucket
+        set_(self, "fuse_all_reduce_ops", fuse_all_reduce_ops)
+        set_(self, "fuse_broadcast_ops", fuse_broadcast_ops)  # Reduce mode: a gather a bucket
+        set_(self, "memory_optimize", memory_optimize)
+        set_(self, "enable_inplace", enable_inplace)
+        set_(self, "sync_batch_norm", sync_batch_norm)  # batch_norm statistics over all places
+        set_(self, "enable_sequential_execution", enable_sequential_execution)
+        set_(self, "num_trainers", num_trainers)  # checked against the number of processes
+        set_(self, "trainer_id", trainer_id)  # checked against this process's rank
+        set_(self, "trainers_endpoints", [] if trainers_endpoints is None else trainers_endpoints)
+        set_(self, "enable_backward_optimizer_op_deps", enable_backward_optimizer_op_deps)
+        set_(self, "remove_unnecessary_lock", remove_unnecessary_lock)
+        set_(self, "cache_runtime_context", cache_runtime_context)
+        set_(self, "is_distribution", is_distribution)
+        # elementwise_add + activation as one op; batch_norm + relu as one op
+        set_(self, "fuse_elewise_add_act_ops", fuse_elewise_add_act_ops)
+        set_(self, "fuse_bn_act_ops", fuse_bn_act_ops)
+        set_(self, "fuse_relu_depthwise_conv", fuse_relu_depthwise_conv)
+        # one sgd/momentum/adam update over many parameters
+        set_(self, "fuse_all_optimizer_ops", fuse_all_optimizer_ops)
+        set_(self, "enable_auto_fusion", enable_auto_fusion)
+        # the compiled program written there as a DOT graph
+        set_(self, "debug_graphviz_path", debug_graphviz_path)
+        set_(self, "nccl_comm_num", nccl_comm_num)
+        set_(self, "use_hierarchical_allreduce", use_hierarchical_allreduce)
+        set_(self, "hierarchical_allreduce_inter_nranks", hierarchical_allreduce_inter_nranks)
+        set_(self, "async_mode", async_mode)
+        set_(self, "mkldnn_enabled_op_types",
+             set() if mkldnn_enabled_op_types is None else mkldnn_enabled_op_types)
+
+    def __post_init__(self):
+        """A dataclass subclass's `__init__` (fleet's DistributedStrategy) sets only its own
+        fields, then calls this: BuildStrategy's get their defaults."""
+        BuildStrategy.__init__(self)
 
     def _finalize_strategy_and_create_passes(self):
         """fluid's PassBuilder of this strategy (passes/pass_builder.py), kept with it: a
@@ -105,22 +148,33 @@ class BuildStrategy(_Strict):
         return finalize_strategy(self)
 
 
-@dataclass
 class ExecutionStrategy(_Strict):
-    """How a CompiledProgram runs (fluid.ExecutionStrategy); defaults are fluid 1.8's.
+    """How a CompiledProgram runs (fluid.ExecutionStrategy); defaults are fluid 1.8's. Equal
+    by its fields.
 
     >>> es = ExecutionStrategy()
     >>> es.num_iteration_per_drop_scope = 10
     """
 
-    num_threads: int = 0
-    use_cuda: bool = True
-    allow_op_delay: bool = False
-    num_iteration_per_drop_scope: int = 100
-    num_iteration_per_run: int = 1
-    use_thread_barrier: bool = False
-    use_experimental_executor: bool = True
-    _dry_run: bool = False  # run the schedule without kernels: nothing changes, fetches are None
+    __slots__ = ("num_threads", "use_cuda", "allow_op_delay", "num_iteration_per_drop_scope",
+                 "num_iteration_per_run", "use_thread_barrier", "use_experimental_executor",
+                 "_dry_run")
+    _fields = __slots__
+
+    def __init__(self, num_threads: int = 0, use_cuda: bool = True, allow_op_delay: bool = False,
+                 num_iteration_per_drop_scope: int = 100, num_iteration_per_run: int = 1,
+                 use_thread_barrier: bool = False, use_experimental_executor: bool = True,
+                 _dry_run: bool = False):
+        set_ = object.__setattr__  # past _Strict's check: these are the fields
+        set_(self, "num_threads", num_threads)
+        set_(self, "use_cuda", use_cuda)
+        set_(self, "allow_op_delay", allow_op_delay)
+        set_(self, "num_iteration_per_drop_scope", num_iteration_per_drop_scope)
+        set_(self, "num_iteration_per_run", num_iteration_per_run)
+        set_(self, "use_thread_barrier", use_thread_barrier)
+        set_(self, "use_experimental_executor", use_experimental_executor)
+        # run the schedule without kernels: nothing changes, fetches are None
+        set_(self, "_dry_run", _dry_run)
 
     @property
     def dry_run(self) -> bool:
@@ -132,13 +186,16 @@ class ExecutionStrategy(_Strict):
         self._dry_run = value
 
 
-@dataclass(frozen=True)
-class Unacted:
+class Unacted(FrozenRecord, frozen=True):
     """A field spmd accepts without acting on: `why` says what spmd does instead. A value
     other than the default warns, unless it is in `honoured` (what spmd does anyway)."""
 
-    why: str
-    honoured: tuple = ()
+    __slots__ = ("why", "honoured")
+    _fields = __slots__
+
+    def __init__(self, why: str, honoured: tuple = ()):
+        object.__setattr__(self, "why", why)  # frozen: see spmd/record.py
+        object.__setattr__(self, "honoured", honoured)
 
 
 # Fields spmd acts on without a pass (a pass names the fields it serves where it registers):
@@ -228,6 +285,17 @@ def _kind(strategy) -> str:
     return next((c.__name__ for c in cls.__mro__ if c.__name__ in _UNACTED), cls.__name__)
 
 
+def field_defaults(strategy) -> dict[str, object]:
+    """Field name -> default, in their order, of a BuildStrategy or ExecutionStrategy (class
+    or instance; subclasses: their base's fields); a new list or set for the mutable ones.
+
+    >>> field_defaults(ExecutionStrategy)["num_iteration_per_drop_scope"]
+    100
+    """
+    fresh = BuildStrategy() if _kind(strategy) == "BuildStrategy" else ExecutionStrategy()
+    return {name: getattr(fresh, name) for name in fresh._fields}
+
+
 def field_decisions(strategy) -> dict[str, str]:
     """Field name -> what spmd does with it, for a BuildStrategy or ExecutionStrategy (class
     or instance): 'acts: ...' (with the passes that serve it) or 'warns: ...'.
@@ -239,8 +307,7 @@ def field_decisions(strategy) -> dict[str, str]:
 
     kind = _kind(strategy)
     served = PASSES.fields_served() if kind == "BuildStrategy" else {}
-    names = {f.name for f in fields(BuildStrategy if kind == "BuildStrategy"
-                                    else ExecutionStrategy)}
+    names = set((BuildStrategy if kind == "BuildStrategy" else ExecutionStrategy)._fields)
     unknown = sorted(set(served) - names)
     if unknown:
         raise InvalidArgumentError(f"passes serve {unknown}, which are not {kind} fields")
@@ -290,8 +357,7 @@ def warn_unacted(strategy) -> list[str]:
     []
     """
     kind = _kind(strategy)
-    defaults = {f.name: (f.default if f.default_factory is MISSING else f.default_factory())
-                for f in fields(strategy)}
+    defaults = field_defaults(strategy)
     warned = []
     for name, unacted in _UNACTED.get(kind, {}).items():
         key = f"{kind}.{name}"

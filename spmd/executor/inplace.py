@@ -49,13 +49,13 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..record import FrozenRecord, Record
 
-@dataclass(frozen=True)
-class MemoryOptions:
+
+class MemoryOptions(FrozenRecord, frozen=True):
     """What a plan may do to save memory. `inplace`: lend an update its input's buffer, and an
     elementwise op the buffer of an input that dies there (this module); `share`: the program
     was rewritten by the memory_optimize pass (passes/memory_optimize.py), reported only.
@@ -64,12 +64,15 @@ class MemoryOptions:
     True
     """
 
-    inplace: bool = True
-    share: bool = False
+    __slots__ = ("inplace", "share")
+    _fields = __slots__
+
+    def __init__(self, inplace: bool = True, share: bool = False):
+        object.__setattr__(self, "inplace", inplace)  # frozen: see spmd/record.py
+        object.__setattr__(self, "share", share)
 
 
-@dataclass
-class MemoryReport:
+class MemoryReport(Record):
     """What a plan's memory options did: `inplace_ops`, the ops that may update in place;
     `lent_last_run`, the buffers lent in the latest run; `lent_total`, in every run so far;
     `reuse_ops`, `reused_last_run`, `reused_total`: the same for the activations, ops that
@@ -83,15 +86,22 @@ class MemoryReport:
     0
     """
 
-    inplace_ops: int = 0
-    lent_last_run: int = 0
-    lent_total: int = 0
-    reuse_ops: int = 0
-    reused_last_run: int = 0
-    reused_total: int = 0
-    stand_ins: int = 0
-    spent_last_run: int = 0
-    spent_total: int = 0
+    __slots__ = ("inplace_ops", "lent_last_run", "lent_total", "reuse_ops", "reused_last_run",
+                 "reused_total", "stand_ins", "spent_last_run", "spent_total")
+    _fields = __slots__
+
+    def __init__(self, inplace_ops: int = 0, lent_last_run: int = 0, lent_total: int = 0,
+                 reuse_ops: int = 0, reused_last_run: int = 0, reused_total: int = 0,
+                 stand_ins: int = 0, spent_last_run: int = 0, spent_total: int = 0):
+        self.inplace_ops = inplace_ops
+        self.lent_last_run = lent_last_run
+        self.lent_total = lent_total
+        self.reuse_ops = reuse_ops
+        self.reused_last_run = reused_last_run
+        self.reused_total = reused_total
+        self.stand_ins = stand_ins
+        self.spent_last_run = spent_last_run
+        self.spent_total = spent_total
 
 
 def _count(holder: dict, key) -> int:

@@ -7,16 +7,18 @@ shape-only stand-in takes its place there.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from ..core.variable import Variable
 from ..errors import PreconditionError
 from ..ops.registry import get_op_def
+from ..record import FrozenRecord
 
 
-@dataclasses.dataclass(frozen=True)
-class Liveness:
+class Liveness(FrozenRecord, frozen=True):
     """The dataflow of the ops a plan runs (on one rank), in the order the plan needs it."""
+
+    __slots__ = ("needed_feeds", "scope_reads", "fetch_from_scope", "zero_reads",
+                 "persist_writes", "frees_at", "shrinks_at")
+    _fields = __slots__
 
     needed_feeds: list[str]
     """read before any op writes them and declared as data: what a feed must give"""
@@ -36,6 +38,19 @@ class Liveness:
     """step index -> the values whose buffer is dead after it while later ops read only their
     shapes (their op definitions' no_need_buffer slots): a shape-only stand-in replaces
     them there (stand_in.py); freed as the others after their last reader"""
+
+    def __init__(self, needed_feeds: list[str], scope_reads: list[str],
+                 fetch_from_scope: list[str], zero_reads: list[tuple[str, tuple, object]],
+                 persist_writes: list[str], frees_at: dict[int, list[str]],
+                 shrinks_at: dict[int, list[str]]):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "needed_feeds", needed_feeds)
+        set_(self, "scope_reads", scope_reads)
+        set_(self, "fetch_from_scope", fetch_from_scope)
+        set_(self, "zero_reads", zero_reads)
+        set_(self, "persist_writes", persist_writes)
+        set_(self, "frees_at", frees_at)
+        set_(self, "shrinks_at", shrinks_at)
 
 
 def ops_for_rank(block, rank: int | None) -> list[tuple[int, object]]:

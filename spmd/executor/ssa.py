@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import heapq
 import threading
-from dataclasses import dataclass
 
 from ..errors import PreconditionError
 from ..kernels.registry import kernel_def
 from ..ops.registry import get_op_def
+from ..record import FrozenRecord
 from .stand_in import ShapeOnly
 
 
@@ -60,8 +60,7 @@ def in_program_order(op_type: str) -> bool:
     return k.context and not k.pure
 
 
-@dataclass(frozen=True)
-class ScheduleReport:
+class ScheduleReport(FrozenRecord, frozen=True):
     """How a plan runs its ops: `threads` (1: one at a time, in program order); `ops`;
     `chained`, the ops kept in program order; `levels`, the length of the longest chain of
     dependencies (ops / levels is the average width); `widest`, the most ops of one level
@@ -72,12 +71,18 @@ class ScheduleReport:
     1
     """
 
-    threads: int
-    ops: int
-    chained: int
-    levels: int
-    widest: int
-    max_in_flight: int
+    __slots__ = ("threads", "ops", "chained", "levels", "widest", "max_in_flight")
+    _fields = __slots__
+
+    def __init__(self, threads: int, ops: int, chained: int, levels: int, widest: int,
+                 max_in_flight: int):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "threads", threads)
+        set_(self, "ops", ops)
+        set_(self, "chained", chained)
+        set_(self, "levels", levels)
+        set_(self, "widest", widest)
+        set_(self, "max_in_flight", max_in_flight)
 
 
 def sequential_report(steps, scope_updates=()) -> ScheduleReport:

@@ -8,9 +8,7 @@ outermost the update loan, which counts the references the run's own inputs hold
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
 import types
 from collections.abc import Callable
 
@@ -18,6 +16,7 @@ from ..core.operator import OpRole
 from ..kernels.context import KernelContext
 from ..kernels.registry import get_kernel, inplace_slots, reuse_pairs, spend_slots, takes_context
 from ..ops.registry import get_op_def
+from ..record import FrozenRecord
 from .inplace import DyingInputs, MemoryReport, lend_pairs, lending
 from .lod_binding import bind_lod, with_lod_frees
 from .numeric_check import checking
@@ -25,6 +24,9 @@ from .numeric_check import checking
 # ops that update parameters: in data parallel every rank must draw the same random numbers
 # there (the per-rank generators serve the forward pass: dropout differs per shard)
 _UPDATE_ROLES = frozenset({OpRole.OPTIMIZE, OpRole.LR_SCHED, OpRole.AVERAGE})
+# code-object flags of *args and **kwargs: inspect.CO_VARARGS and CO_VARKEYWORDS, written out
+# so that binding steps does not import inspect (7-8 ms after numpy, python -X importtime)
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
 class Step:
@@ -41,9 +43,12 @@ class Step:
         self.spends = spends  # inplace.Spend: the dying inputs its update may write over
 
 
-@dataclasses.dataclass(frozen=True)
-class Binding:
+class Binding(FrozenRecord, frozen=True):
     """What every op of one plan is bound with."""
+
+    __slots__ = ("rng", "update_rng", "comm", "place", "rank_tag", "run_block", "numeric_tag",
+                 "lod_aware", "lod_tracked", "inplace", "dying", "report")
+    _fields = __slots__
 
     rng: object
     update_rng: object  # the generator of update ops (the same on every rank), or None: `rng`
@@ -57,6 +62,24 @@ class Binding:
     inplace: bool  # updates may be lent their inputs' buffers
     dying: DyingInputs | None  # activations may be lent the buffers of inputs dying there
     report: MemoryReport  # counts what the loans do
+
+    def __init__(self, rng: object, update_rng: object, comm: Callable, place: object,
+                 rank_tag: object, run_block: Callable, numeric_tag: str | None,
+                 lod_aware: bool, lod_tracked: frozenset, inplace: bool,
+                 dying: DyingInputs | None, report: MemoryReport):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "rng", rng)
+        set_(self, "update_rng", update_rng)
+        set_(self, "comm", comm)
+        set_(self, "place", place)
+        set_(self, "rank_tag", rank_tag)
+        set_(self, "run_block", run_block)
+        set_(self, "numeric_tag", numeric_tag)
+        set_(self, "lod_aware", lod_aware)
+        set_(self, "lod_tracked", lod_tracked)
+        set_(self, "inplace", inplace)
+        set_(self, "dying", dying)
+        set_(self, "report", report)
 
 
 def bind_steps(ops, frees_at: dict, scope_reads, binding: Binding,
@@ -118,7 +141,7 @@ def _with_context(fn, ctx):
     (no Python frame of its own on every call); any other callable by a wrapper."""
     code = getattr(fn, "__code__", None)
     if (code is not None and code.co_argcount == 5 and code.co_varnames[4] == "ctx"
-            and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+            and not code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS)
             and not code.co_kwonlyargcount and not getattr(fn, "__defaults__", None)):
         return functools.partial(fn, ctx=ctx)
 

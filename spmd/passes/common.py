@@ -3,17 +3,16 @@
 given op, and the pass that finishes the gradient collectives."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.operator import Operator, OpRole
 from ..core.program import Program
 from ..core.variable import Parameter
+from ..record import Record
 from .registry import register_pass
 
 
-@dataclass
-class PassContext:
+class PassContext(Record):
     """What one data-parallel compile gives its passes, and what they leave for later ones.
 
     >>> ctx = PassContext(program=Program(), strategy=None, num_devices=1, loss_name=None)
@@ -21,13 +20,21 @@ class PassContext:
     False
     """
 
-    program: Program
-    strategy: Any  # a BuildStrategy (or fleet's subclass of it)
-    num_devices: int  # every place of every process
-    loss_name: str | None  # None: a program without a backward pass (a test program)
-    bucket_mb: float = 32.0  # fused collectives' bucket size (FLAGS_fuse_parameter_memory_size)
-    sharding: Any = None  # Reduce mode: where the optimizer state lives (a StateSharding)
-    collectives_added: bool = False  # set by a pass that inserted gradient collectives
+    __slots__ = ("program", "strategy", "num_devices", "loss_name", "bucket_mb", "sharding",
+                 "collectives_added")
+    _fields = __slots__
+
+    def __init__(self, program: Program, strategy: Any, num_devices: int,
+                 loss_name: str | None, bucket_mb: float = 32.0, sharding: Any = None,
+                 collectives_added: bool = False):
+        self.program = program
+        self.strategy = strategy  # a BuildStrategy (or fleet's subclass of it)
+        self.num_devices = num_devices  # every place of every process
+        self.loss_name = loss_name  # None: a program without a backward pass (a test program)
+        # fused collectives' bucket size (FLAGS_fuse_parameter_memory_size)
+        self.bucket_mb = bucket_mb
+        self.sharding = sharding  # Reduce mode: where the optimizer state lives (StateSharding)
+        self.collectives_added = collectives_added  # set by a pass that inserted collectives
 
     @property
     def training(self) -> bool:

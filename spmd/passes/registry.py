@@ -23,10 +23,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import InvalidArgumentError
+from ..record import FrozenRecord
 
 if TYPE_CHECKING:
     from .common import PassContext  # what a pass is given (common.py registers a pass)
@@ -34,9 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["PASSES", "Pass", "PassEntry", "PassRegistry", "get_pass", "register_pass"]
 
 
-@dataclass(frozen=True)
-class Pass:
+class Pass(FrozenRecord, frozen=True):
     """One registered rewrite: `apply(ctx)` changes ctx.program in place when `when(ctx)`."""
+
+    __slots__ = ("name", "apply", "order", "fields", "when", "one_place")
+    _fields = __slots__
 
     name: str
     apply: Callable[[PassContext], None]
@@ -45,7 +47,18 @@ class Pass:
     when: Callable[[PassContext], bool]
     # it also runs on a program compiled for one place (CompiledProgram(program, strategy)
     # without with_data_parallel), as fluid runs its build strategy's passes there too
-    one_place: bool = False
+    one_place: bool
+
+    def __init__(self, name: str, apply: Callable[[PassContext], None], order: int,
+                 fields: tuple[str, ...], when: Callable[[PassContext], bool],
+                 one_place: bool = False):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "name", name)
+        set_(self, "apply", apply)
+        set_(self, "order", order)
+        set_(self, "fields", fields)
+        set_(self, "when", when)
+        set_(self, "one_place", one_place)
 
 
 class PassEntry(NamedTuple):

@@ -17,10 +17,9 @@ block's parent): a block frees only its own temporaries.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..core.operator import OpRole
 from ..core.unique_name import generate
+from ..record import Record
 from .backward import (
     SUB_BLOCK_GRAD_MAKERS,
     ReverseWalk,
@@ -31,11 +30,15 @@ from .backward import (
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
-@dataclass
-class GradBlock:
-    idx: int
-    seeds: dict  # body output name -> the name its gradient is given under
-    results: dict  # body input name -> the name its gradient is left under
+class GradBlock(Record):
+    """A gradient block: its index, `seeds` (body output name -> the name its gradient is
+    given under) and `results` (body input name -> the name its gradient is left under)."""
+
+    __slots__ = ("idx", "seeds", "results")
+    _fields = __slots__
+
+    def __init__(self, idx: int, seeds: dict, results: dict):
+        self.idx, self.seeds, self.results = idx, seeds, results
 
 
 def _float(var) -> bool:

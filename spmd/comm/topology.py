@@ -7,10 +7,10 @@ from Split_type(COMM_TYPE_SHARED). The PADDLE_* variables, when set, must agree 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from .. import launcher_vars as pm  # the process managers' variables: one table, launch's too
 from ..errors import InvalidArgumentError
+from ..record import FrozenRecord
 
 
 def launched_by_mpi(env=None) -> bool:
@@ -18,15 +18,24 @@ def launched_by_mpi(env=None) -> bool:
     return pm.launched_by_mpi(os.environ if env is None else env)
 
 
-@dataclass(frozen=True)
-class Topology:
-    rank: int = 0
-    size: int = 1
-    local_rank: int = 0
-    local_size: int = 1
-    endpoints: list = field(default_factory=list)
-    current_endpoint: str | None = None
-    uses_mpi: bool = False
+class Topology(FrozenRecord, frozen=True):
+    """This process's place in the job (`detect()`); never changed after it is made."""
+
+    __slots__ = ("rank", "size", "local_rank", "local_size", "endpoints", "current_endpoint",
+                 "uses_mpi")
+    _fields = __slots__
+
+    def __init__(self, rank: int = 0, size: int = 1, local_rank: int = 0, local_size: int = 1,
+                 endpoints: list | None = None, current_endpoint: str | None = None,
+                 uses_mpi: bool = False):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "rank", rank)
+        set_(self, "size", size)
+        set_(self, "local_rank", local_rank)
+        set_(self, "local_size", local_size)
+        set_(self, "endpoints", [] if endpoints is None else endpoints)
+        set_(self, "current_endpoint", current_endpoint)
+        set_(self, "uses_mpi", uses_mpi)
 
     def tag(self) -> str:
         """`[rank r/n]`, the prefix of every multi-process error message."""

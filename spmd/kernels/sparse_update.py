@@ -13,31 +13,41 @@ looked up or not) apply the gradient as its dense table.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..core.selected_rows import SelectedRows
+from ..record import FrozenRecord
 
 
-@dataclass(frozen=True)
-class SparseRule:
+class SparseRule(FrozenRecord, frozen=True):
     """rows_only: True, False, or a function of the op's attributes (adam's lazy_mode);
     state: (input slot, output slot) of the arrays with one row per parameter row."""
 
-    rows_only: bool | Callable = False
-    state: tuple[tuple[str, str], ...] = (("Param", "ParamOut"),)
-    grad_slot: str = "Grad"
+    __slots__ = ("rows_only", "state", "grad_slot")
+    _fields = __slots__
+
+    def __init__(self, rows_only: bool | Callable = False,
+                 state: tuple[tuple[str, str], ...] = (("Param", "ParamOut"),),
+                 grad_slot: str = "Grad"):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "rows_only", rows_only)
+        set_(self, "state", state)
+        set_(self, "grad_slot", grad_slot)
 
 
-@dataclass(frozen=True)
-class SparseValues:
+class SparseValues(FrozenRecord, frozen=True):
     """For ops gradient clipping applies to a gradient (clip, clip_by_norm, the global norm's
     squared_l2_norm and elementwise_mul by its scale): a SelectedRows input `slot` is merged
     (each row once, so norms and clips see the dense table's rows) and the kernel runs on its
     values; with `wrap`, output `out` is those rows with the kernel's values."""
 
-    slot: str = "X"
-    out: str = "Out"
-    wrap: bool = True
+    __slots__ = ("slot", "out", "wrap")
+    _fields = __slots__
+
+    def __init__(self, slot: str = "X", out: str = "Out", wrap: bool = True):
+        set_ = object.__setattr__  # frozen: see spmd/record.py
+        set_(self, "slot", slot)
+        set_(self, "out", out)
+        set_(self, "wrap", wrap)
 
 
 def taking_sparse(fn, rule):

@@ -146,9 +146,9 @@ def _planes_grad(x, dy, view, dview) -> bool:
     if planes is None:
         return False
     flat = planes.reshape(-1, *dy.shape)
-    best = np.maximum(flat[0], flat[1]) if len(flat) > 1 else flat[0].copy()
-    for p in flat[2:]:  # the maximum only meets == below: its sign of zero does not count
-        np.maximum(best, p, out=best)
+    best = _max_of(flat)  # it only meets == below: its sign of zero does not count
+    if len(flat) == 1:
+        best = best.copy()  # flat[0] turns gradient below
     taken = np.equal(flat[0], best)
     np.multiply(dy, taken, out=flat[0])  # each plane turns gradient once its mask is made
     hit = np.empty_like(taken)
@@ -186,7 +186,12 @@ def _planes_max(view):
     planes = _window_planes(view)
     if planes is None:
         return None
-    flat = planes.reshape(-1, *planes.shape[(view.ndim - 2) // 2:])  # [offsets, N, C, *out]
+    return _max_of(planes.reshape(-1, *planes.shape[(view.ndim - 2) // 2:]))
+
+
+def _max_of(flat):
+    """The maximum over [offsets, N, C, *out] planes, taken in offset order (the first plane
+    itself when there is one)."""
     if len(flat) == 1:
         return flat[0]
     acc = np.maximum(flat[0], flat[1])

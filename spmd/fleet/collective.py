@@ -10,7 +10,6 @@ as its BuildStrategy and the role's trainer count and id.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 
 from ..core import default_startup_program
 from ..errors import InvalidArgumentError
@@ -25,31 +24,45 @@ _LOCAL_FS = LocalFS()  # fluid's default argument, one stateless instance
 __all__ = ["Collective", "CollectiveOptimizer", "DistributedStrategy", "TrainStatus", "fleet"]
 
 
-@dataclass
 class DistributedStrategy(BuildStrategy):
     """fluid 1.x's fleet strategy: a BuildStrategy plus the collective options.
 
     `mode` 'nccl2' (default) and 'collective' with collective_mode 'grad_allreduce' both train
     data-parallel with summed gradients; local SGD and distributed FC are refused by name;
     `forward_recompute` and `use_amp` are accepted and warned about (spmd neither recomputes
-    nor casts to float16).
+    nor casts to float16). Equal by all its fields, BuildStrategy's too; those are keywords
+    here (fluid's takes no arguments at all).
 
     >>> s = DistributedStrategy()
     >>> s.nccl_comm_num
     1
     """
 
-    use_local_sgd: bool = False
-    use_dist_fc: bool = False
-    dist_fc_config: object = None
-    mode: str = "nccl2"
-    collective_mode: str | None = None
-    forward_recompute: bool = False
-    recompute_checkpoints: list = field(default_factory=list)
-    use_amp: bool = False
-    amp_loss_scaling: float = 2.0 ** 15
-    exec_strategy: ExecutionStrategy = field(default_factory=ExecutionStrategy)
-    _ut4grad_allreduce: bool = False
+    __slots__ = ("use_local_sgd", "use_dist_fc", "dist_fc_config", "mode", "collective_mode",
+                 "forward_recompute", "recompute_checkpoints", "use_amp", "amp_loss_scaling",
+                 "exec_strategy", "_ut4grad_allreduce")
+    _fields = BuildStrategy._fields + __slots__
+
+    def __init__(self, use_local_sgd: bool = False, use_dist_fc: bool = False,
+                 dist_fc_config=None, mode: str = "nccl2", collective_mode: str | None = None,
+                 forward_recompute: bool = False, recompute_checkpoints: list | None = None,
+                 use_amp: bool = False, amp_loss_scaling: float = 2.0 ** 15,
+                 exec_strategy: ExecutionStrategy | None = None,
+                 _ut4grad_allreduce: bool = False, **build_strategy):
+        super().__init__(**build_strategy)
+        set_ = object.__setattr__  # past BuildStrategy's check of names: these are fields
+        set_(self, "use_local_sgd", use_local_sgd)
+        set_(self, "use_dist_fc", use_dist_fc)
+        set_(self, "dist_fc_config", dist_fc_config)
+        set_(self, "mode", mode)
+        set_(self, "collective_mode", collective_mode)
+        set_(self, "forward_recompute", forward_recompute)
+        set_(self, "recompute_checkpoints",
+             [] if recompute_checkpoints is None else recompute_checkpoints)
+        set_(self, "use_amp", use_amp)
+        set_(self, "amp_loss_scaling", amp_loss_scaling)
+        set_(self, "exec_strategy", ExecutionStrategy() if exec_strategy is None else exec_strategy)
+        set_(self, "_ut4grad_allreduce", _ut4grad_allreduce)
 
 
 def check_strategy(strategy: DistributedStrategy):

@@ -33,12 +33,10 @@ _FIELD_NAMES: dict[type, frozenset] = {}
 
 
 def _field_names(cls) -> frozenset:
-    """The class's field names, once per class: its `_fields`, and those of a dataclass
-    subclass (fleet's DistributedStrategy declares its own as a dataclass)."""
+    """The class's field names (its `_fields`), as a set made once per class."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(
-            (*cls._fields, *getattr(cls, "__dataclass_fields__", ())))
+        names = _FIELD_NAMES[cls] = frozenset(cls._fields)
     return names
 
 
@@ -134,11 +132,6 @@ class BuildStrategy(_Strict):
         set_(self, "async_mode", async_mode)
         set_(self, "mkldnn_enabled_op_types",
              set() if mkldnn_enabled_op_types is None else mkldnn_enabled_op_types)
-
-    def __post_init__(self):
-        """A dataclass subclass's `__init__` (fleet's DistributedStrategy) sets only its own
-        fields, then calls this: BuildStrategy's get their defaults."""
-        BuildStrategy.__init__(self)
 
     def _finalize_strategy_and_create_passes(self):
         """fluid's PassBuilder of this strategy (passes/pass_builder.py), kept with it: a

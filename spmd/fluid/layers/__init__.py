@@ -1,14 +1,16 @@
 """fluid.layers: the layer builders (spmd.layers.FLUID_LAYERS_NAMES); fluid 1.8's submodules
 by their names (`fluid.layers.nn`, `.ops`, `.tensor`, ...: see fluid_modules) and `collective`
 (`from paddle.fluid.layers import collective`). A name is imported at its first use."""
-import pkgutil as _pkgutil
+import os as _os
 
 from ... import layers as _layers
 from ... import lazy as _lazy
 from .. import _keep_functions
 
 # spmd.layers' names, but fluid 1.8's modules (fluid.layers.nn, .io, ...) by their own names
-_MODULES = {m.name for m in _pkgutil.iter_modules(__path__)}
+# (the folder's .py files: pkgutil.iter_modules would import inspect into every start-up)
+_MODULES = {f[:-3] for path in __path__ for f in _os.listdir(path)
+            if f.endswith(".py") and f != "__init__.py"}
 # fluid 1.8's distributions (fluid.layers.Normal is the distribution there, not the
 # initializer of the same name)
 _DISTRIBUTIONS = ("Categorical", "MultivariateNormalDiag", "Normal", "Uniform")

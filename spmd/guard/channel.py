@@ -20,17 +20,14 @@ address reaches the others through the program's first MPI use (see spmd/guard/_
 """
 from __future__ import annotations
 
-# socket.py (its enums, selectors) is imported where a socket is used beyond the listener:
-# rank 0 makes that one before the fork, with the _socket module alone, so the program (the
-# fork's child) starts without socket.py; the supervisor wraps it (Channel)
+# The channel's sockets are the _socket module's alone: socket.py (its enums, selectors) costs
+# milliseconds of CPU in every process that imports it, and the supervisors run beside their
+# programs while those start. It is imported only to find this node's address for other
+# nodes (interface_addresses, _resolved).
 import _socket
 import os
 import select
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import socket
 
 from ..job_token import (
     HELLO_DEADLINE_S,
@@ -201,21 +198,37 @@ def _parse_gone(words: list[str]) -> dict:
     return info
 
 
-def _accept(listener) -> socket.socket:
+def _accept(listener) -> _socket.socket:
     """A connection to `listener`: listen()'s bare _socket.socket has no accept(), only the
     accept of the file descriptor that socket.socket's own accept() wraps the same way."""
-    import socket
-
-    if isinstance(listener, socket.socket):
+    if hasattr(listener, "accept"):  # a socket.socket
         return listener.accept()[0]
     fd, _ = listener._accept()
-    return socket.socket(listener.family, listener.type, listener.proto, fileno=fd)
+    return _socket.socket(listener.family, listener.type, listener.proto, fileno=fd)
+
+
+def _connection(host: str, port: int, timeout_s: float) -> _socket.socket:
+    """A blocking TCP connection to (host, port), tried at each address it resolves to within
+    `timeout_s` each (socket.create_connection's steps, with _socket alone)."""
+    error: OSError = OSError(f"{host}:{port} resolves to no address")
+    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0,
+                                                               _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(address)
+            sock.settimeout(None)
+            return sock
+        except OSError as e:
+            sock.close()
+            error = e
+    raise error
 
 
 class _Lines:
     """A socket read as lines; on rank 0, the peer's job-token hello first."""
 
-    def __init__(self, sock: socket.socket, token: str | None = None):
+    def __init__(self, sock: _socket.socket, token: str | None = None):
         self.sock, self._buf = sock, b""
         self.token = token  # rank 0: the hello still to check; None once checked
         self.since = time.monotonic()
@@ -271,10 +284,7 @@ class Channel:
         for address in addresses.split(","):
             host, _, port = address.rpartition(":")
             try:
-                import socket
-
-                sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-                sock.settimeout(None)
+                sock = _connection(host, int(port), timeout_s)
                 sock.sendall(hello(token, "channel") + f"hello {self.rank}\n".encode())
             except (OSError, ValueError):
                 continue

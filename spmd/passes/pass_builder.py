@@ -122,7 +122,7 @@ def finalize_strategy(strategy) -> PassBuilder:
             if p.type() == GRAPH_VIZ:
                 p.set("graph_viz_path", strategy.debug_graphviz_path)
         builder = PassBuilder(passes)
-        object.__setattr__(strategy, "_pass_builder", builder)  # not a strategy field
+        strategy._pass_builder = builder  # not a field: kept beside them (BuildStrategy._kept)
     return builder
 
 

@@ -33,10 +33,11 @@ _FIELD_NAMES: dict[type, frozenset] = {}
 
 
 def _field_names(cls) -> frozenset:
-    """The class's field names (its `_fields`), as a set made once per class."""
+    """The names an instance may set, as a set made once per class: its `_fields`, and what
+    it keeps beside them (`_kept`: copy sets those too)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(cls._fields)
+        names = _FIELD_NAMES[cls] = frozenset((*cls._fields, *cls._kept))
     return names
 
 
@@ -45,6 +46,7 @@ class _Strict(Record):
     raises too), so a typo never passes silently."""
 
     __slots__ = ()
+    _kept: tuple = ()
 
     def __setattr__(self, name, value):
         if isinstance(getattr(type(self), name, None), property):  # a public name of a field
@@ -69,7 +71,7 @@ class BuildStrategy(_Strict):
     >>> bs.reduce_strategy = BuildStrategy.ReduceStrategy.Reduce
     """
 
-    __slots__ = (
+    _fields = (
         "reduce_strategy", "gradient_scale_strategy", "fuse_all_reduce_ops",
         "fuse_broadcast_ops", "memory_optimize", "enable_inplace", "sync_batch_norm",
         "enable_sequential_execution", "num_trainers", "trainer_id", "trainers_endpoints",
@@ -78,7 +80,10 @@ class BuildStrategy(_Strict):
         "fuse_relu_depthwise_conv", "fuse_all_optimizer_ops", "enable_auto_fusion",
         "debug_graphviz_path", "nccl_comm_num", "use_hierarchical_allreduce",
         "hierarchical_allreduce_inter_nranks", "async_mode", "mkldnn_enabled_op_types")
-    _fields = __slots__
+    # and, not a field, the PassBuilder _finalize_strategy_and_create_passes made
+    # (passes/pass_builder.py), kept with the strategy as fluid keeps it
+    _kept = ("_pass_builder",)
+    __slots__ = (*_fields, *_kept)
 
     ReduceStrategy = ReduceStrategy
     GradientScaleStrategy = GradientScaleStrategy

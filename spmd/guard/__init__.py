@@ -85,7 +85,10 @@ def install() -> None:
     if not channel:
         _shared.slots[st.CHANNEL] = -1  # supervised for paddle-launch's status file only
     on_end = _status_recorder(settings.status_file) if settings.status_file else None
+    from ..blas_threads import size_before_fork
     from .supervisor import supervise
+
+    size_before_fork()  # numpy loaded first: its BLAS pool sized now, not rebuilt in the child
 
     supervise(rank, size if channel else 1, _shared, on_end,
               launcher_stops_ranks=bool(settings.status_file))

@@ -73,6 +73,9 @@ if MPI.COMM_WORLD.Get_rank() == 0:
 '''
 
 
+UCX_OFF = ("barrier, UCX_MEM_EVENTS=no", "mpiexec -n 2")
+
+
 def commands(script: str, log_dir: str) -> dict:
     launcher = BIN / "paddle-launch"
     launch = [str(launcher)] if launcher.exists() else [sys.executable, "-m", "launch"]
@@ -167,8 +170,13 @@ def main():
         pathlib.Path(scripts["barrier"]).write_text(BARRIER_SCRIPT)
         runs = {(kind, mode): cmd for kind, script in scripts.items()
                 for mode, cmd in commands(script, os.path.join(tmp, "log")).items()}
-        for cmd in runs.values():  # warm the file cache and .pyc files
-            measure(cmd, env)
+        envs = {key: env for key in runs}
+        # spmd turns UCX's memory hooks off on one node (spmd/comm/mpi.py), the bare job does
+        # not: the same bare job with them off too says how much of the gap that is
+        runs[UCX_OFF] = runs["barrier", "mpiexec -n 2"]
+        envs[UCX_OFF] = dict(env, UCX_MEM_EVENTS="no")
+        for key, cmd in runs.items():  # warm the file cache and .pyc files
+            measure(cmd, envs[key])
         first = {key: [] for key in runs}
         total = {key: [] for key in runs}
         modules = {}
@@ -176,7 +184,7 @@ def main():
                                   first_step_line(runs["step", "mpiexec -n 2"], env))
         for _ in range(args.rounds):
             for key, cmd in runs.items():
-                t_first, t_total, modules[key] = measure(cmd, env)
+                t_first, t_total, modules[key] = measure(cmd, envs[key])
                 first[key].append(t_first)
                 total[key].append(t_total)
     med = {key: statistics.median(v) for key, v in first.items()}
@@ -188,6 +196,7 @@ def main():
             f"{modules['step', mode]} ({modules['barrier', mode]}) |"
             for mode in modes]
     launcher_cost = med["step", modes[0]] - med["step", modes[1]]
+    ucx_off = med[UCX_OFF]
     report = "\n".join([
         "# bench/startup.py",
         "",
@@ -201,6 +210,11 @@ def main():
         *rows,
         "",
         f"paddle-launch costs {launcher_cost:+.2f} s against mpiexec alone for the first step.",
+        "",
+        f"spmd starts MPI with UCX's memory hooks off on one node (UCX_MEM_EVENTS=no, "
+        f"spmd/comm/mpi.py); the bare job keeps them. The bare mpiexec -n 2 job with them off "
+        f"too: {ucx_off:.2f} s, and spmd's first step is "
+        f"{med['step', modes[1]] / ucx_off:.2f}x that.",
         "",
         *explained,
     ])

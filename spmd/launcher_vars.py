@@ -22,7 +22,7 @@ from collections.abc import Mapping
 __all__ = ["LAUNCH_VARS", "LOCAL_RANK_VARS", "LOCAL_SIZE_VARS", "NODE_NAME_VARS",
            "RANK_SIZE_VARS", "in_srun_step", "launched_by_mpi", "loaded_libmpi", "local_rank",
            "local_size", "node_names", "one_node", "rank_size", "slurm_tasks_on_node",
-           "tasks_per_node", "world_size"]
+           "started_by_hydra", "tasks_per_node", "world_size"]
 
 # Set in every process a process manager starts (presence alone says "started by MPI").
 LAUNCH_VARS = ("PMI_RANK", "PMI_SIZE", "PMI_FD", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
@@ -106,6 +106,12 @@ def one_node(env: Mapping[str, str]) -> bool:
     this node's ranks equals the world's); False when it does not say."""
     here = local_size(env)
     return here is not None and here == world_size(env)
+
+
+def started_by_hydra(env: Mapping[str, str]) -> bool:
+    """Whether MPICH's process manager (Hydra: mpiexec, paddle-launch's workers) started this
+    process: it alone sets MPI_LOCALNRANKS."""
+    return "MPI_LOCALNRANKS" in env
 
 
 def world_size(env: Mapping[str, str]) -> int | None:

@@ -65,10 +65,10 @@ def skip_ucx_memory_hooks_on_one_node(env) -> bool:
     measured at 2 ranks). On one node MPICH's ranks talk through shared memory and UCX's cache
     holds nothing. Across nodes, in joined worlds (which may span nodes) and under other
     launchers the hooks stay."""
-    from ..launcher_vars import one_node
+    from ..launcher_vars import one_node, started_by_hydra
     from .join_mark import joined_start
 
-    if "UCX_MEM_EVENTS" in env or "MPI_LOCALNRANKS" not in env or not one_node(env) or \
+    if "UCX_MEM_EVENTS" in env or not started_by_hydra(env) or not one_node(env) or \
             joined_start(env):
         return False
     env["UCX_MEM_EVENTS"] = "no"

@@ -125,6 +125,11 @@ LSTM_CASES = [
     _lstm_case("lstmp_reverse_no_states", [1, 3], peep=False, h0=False, c0=False, proj=2,
                attrs={"is_reverse": True, "proj_activation": "identity"}),
     _lstm_case("lstmp_clipped", [3, 2], proj=2, attrs={"cell_clip": 0.35, "proj_clip": 0.3}),
+    # A hidden size that is a multiple of 8, as dynamic_lstm(size=4 * 128) in the book's
+    # understand_sentiment: fluid 1.8.5's CPU kernel takes another path there and its weight
+    # and bias gradients disagree with finite differences (a bias entry 0 where they give
+    # -0.0137, measured on that network); spmd keeps to numpy and finite differences.
+    _lstm_case("lstm_hidden_of_eight", [3, 2, 4], d=8, h0=False, c0=False),
 ]
 GRU_CASES = [
     _gru_case("gru_default", [2, 3, 1]),

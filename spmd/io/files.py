@@ -1,8 +1,9 @@
 """The files of one save, made current all at once: a kill at any instant leaves the previous
 checkpoint or the new one, complete.
 
-Why a journal. Users rely on fluid's layout: `dirname/<var>.npy` files (or one archive with
-`filename=`), `prefix.pdparams/.pdopt/.pdmodel`, in a directory that may hold their own files
+Why a journal. Users rely on fluid's layout: `dirname/<var>.npy` files (a variable named
+'GRUCell/w' is the file w.npy of the subfolder GRUCell, as in fluid), or one archive with
+`filename=`, `prefix.pdparams/.pdopt/.pdmodel`, in a directory that may hold their own files
 and that several ranks may save into. POSIX cannot replace several files in one step, so the
 choices are: a staging directory swapped in (one rename cannot replace a non-empty directory;
 Linux's RENAME_EXCHANGE is missing on NFS and would drop files others put in the old directory
@@ -11,7 +12,8 @@ numpy and older spmd could not read), or roll-forward: stage every file, then du
 the renames to make (the commit point), then make them, so that whoever finds the record
 finishes them. spmd does the last, which keeps the layout and touches no file but its own:
 
-1. every file goes to a temporary beside its target (`.<name>.<host>.<pid>.<token>.tmp`),
+1. every file goes to a temporary in the directory (`.<name>.<host>.<pid>.<token>.tmp`, a
+   subfolder's file too: the rename moves it there; subfolders are made as they are needed),
    written, fsynced and described (bytes, CRC-32, and the shape and dtype of an .npy): the
    previous checkpoint is untouched;
 2. under an exclusive lock of the directory (flock), interrupted saves are finished and dead
@@ -53,7 +55,7 @@ import zipfile
 import numpy as np
 
 from ..errors import InvalidArgumentError, PreconditionError
-from .reading import MANIFEST, describe, manifest_data, read_manifest
+from .reading import MANIFEST, describe, is_file_below, manifest_data, read_manifest
 
 __all__ = ["MANIFEST", "AtomicFiles", "npz_writer", "reading", "recover", "text_writer",
            "write_array"]
@@ -104,7 +106,10 @@ def _host() -> str:
 def _temporary(directory: str, name: str, token: str) -> str:
     # the name is cut so that a long variable name still leaves room within NAME_MAX (255);
     # the token, unique per file of a save, tells cut names apart
-    return os.path.join(directory, f".{name[:80]}.{_host()}.{os.getpid()}.{token}.tmp")
+    # every temporary is in the directory itself, also for a file of a subfolder ('/' -> '%'),
+    # where the save's clean-up looks for them
+    short = name[:80].replace("/", "%")
+    return os.path.join(directory, f".{short}.{_host()}.{os.getpid()}.{token}.tmp")
 
 
 def _write_json(directory: str, name: str, data, step) -> None:
@@ -186,8 +191,13 @@ class AtomicFiles:
         self._step = _Steps()
 
     def write(self, name: str, writer) -> None:
-        if not name or os.sep in name or (os.altsep and os.altsep in name):
-            raise InvalidArgumentError(f"not a file name: {name!r}")
+        """Stage the file `name` (a path below the directory: 'GRUCell/w.npy' is the file w.npy
+        of the subfolder GRUCell, made here if missing) with what `writer(f)` writes."""
+        if not is_file_below(name):
+            raise InvalidArgumentError(f"not a file name below '{self.directory}': {name!r}")
+        folder = os.path.dirname(name)
+        if folder:
+            os.makedirs(os.path.join(self.directory, folder), exist_ok=True)
         tmp = _temporary(self.directory, name, f"{self._token}{len(self._staged)}")
         f = open(tmp, "xb")  # honours the umask, unlike mkstemp's 0600
         self._staged.append((os.path.basename(tmp), name, {}))
@@ -237,6 +247,8 @@ def _finish(directory: str, journal: str, record: dict, step) -> None:
             os.replace(os.path.join(directory, tmp), os.path.join(directory, target))
         step()
     fsync_dir(directory)
+    for folder in sorted({os.path.dirname(t) for _, t in record["renames"]} - {""}):
+        fsync_dir(os.path.join(directory, folder))  # the names of a subfolder's files
     entries = _manifest_for_update(directory)
     for _, target in record["renames"]:
         entries[target] = record["entries"].get(target) or describe(
@@ -293,7 +305,7 @@ def recover(directory: str, strict: bool = True) -> None:
 
 
 def _checked_record(record) -> dict:
-    renames = [[_plain(tmp), _plain(target)] for tmp, target in record["renames"]]
+    renames = [[_plain(tmp), _below(target)] for tmp, target in record["renames"]]
     entries = record.get("entries") or {}
     if not isinstance(entries, dict):
         raise TypeError("its entries are not a mapping")
@@ -303,6 +315,12 @@ def _checked_record(record) -> dict:
 def _plain(name) -> str:
     if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
         raise ValueError(f"not a file name: {name!r}")
+    return name
+
+
+def _below(name) -> str:
+    if not is_file_below(name):
+        raise ValueError(f"not a file name below the directory: {name!r}")
     return name
 
 

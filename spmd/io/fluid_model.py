@@ -20,6 +20,7 @@ import struct
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .reading import is_file_below
 
 # framework.proto's VarType.Type: data types, then variable kinds
 _DTYPES = {0: "bool", 1: "int16", 2: "int32", 3: "int64", 4: "float16", 5: "float32",
@@ -280,7 +281,10 @@ def read_fluid_vars(dirname: str, names: list[str], filename: str | None = None)
     if filename is None:
         out = {}
         for name in names:
-            path = os.path.join(dirname, name)
+            if not is_file_below(name):  # the names come from the model's file: never above
+                raise FluidFormatError(f"'{dirname}': the model names a variable {name!r} "
+                                       f"that is not a file below its directory")
+            path = os.path.join(dirname, name)  # 'GRUCell/w': the file w of GRUCell, as fluid
             with open(path, "rb") as f:
                 out[name] = read_lod_tensor(f.read(), where=path)[0]
         return out

@@ -42,6 +42,15 @@ class Header:
     member: str | None = None
 
 
+def is_file_below(name) -> bool:
+    """Whether `name` is a file path below a directory: plain components joined by '/'. fluid
+    saves a variable named 'GRUCell/BasicGRUUnit_0.w_0' (fluid.layers.rnn's cells name their
+    parameters so) as that file of a subfolder; nothing may reach above the directory."""
+    return (isinstance(name, str) and bool(name) and "\0" not in name
+            and not (os.altsep and os.altsep in name)
+            and all(part not in ("", ".", "..") for part in name.split("/")))
+
+
 # -- the manifest ------------------------------------------------------------------------------
 def read_manifest(directory: str) -> dict:
     """{file name: entry} as the last save into `directory` recorded it; {} without one.

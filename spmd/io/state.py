@@ -161,10 +161,15 @@ def _members(path: str) -> list[str]:
 
 def _saved_names(directory: str) -> list[str]:
     """The variables saved one file each in `directory` (`<name>.npy`, spmd's bookkeeping
-    files aside)."""
-    names = sorted(n[:-4] for n in os.listdir(directory)
-                   if n.endswith(".npy") and not n.startswith(".")
-                   and os.path.isfile(os.path.join(directory, n)))
+    files aside), its subfolders' too: as fluid's load_program_state walks the folder, a
+    variable 'GRUCell/w' is the file GRUCell/w.npy."""
+    names = []
+    for folder, subfolders, files in os.walk(directory):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        below = os.path.relpath(folder, directory)
+        names += [n[:-4] if below == "." else f"{below}/{n[:-4]}".replace(os.sep, "/")
+                  for n in files if n.endswith(".npy") and not n.startswith(".")]
+    names.sort()
     if not names:
         others = sorted(n for n in os.listdir(directory) if not n.startswith("."))
         raise NotFoundError(

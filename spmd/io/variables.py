@@ -16,7 +16,7 @@ from ..core.program import Program, default_main_program
 from ..core.scope import global_scope
 from ..core.variable import Parameter, Variable
 from ..errors import ArgumentTypeError, InvalidArgumentError, PreconditionError
-from .reading import Header
+from .reading import Header, is_file_below
 
 NOT_SAVED_TYPES = frozenset({"FEED_MINIBATCH", "FETCH_LIST", "READER", "RAW"})
 
@@ -57,12 +57,14 @@ def as_program(program, who: str) -> Program:
 
 
 def var_file(dirname: str, name: str) -> str:
-    """`<name>.npy`, the file of variable `name` in `dirname`."""
-    if not name or name in (".", "..") or "\0" in name or any(
-            sep and sep in name for sep in ("/", os.sep, os.altsep)):
+    """`<name>.npy`, the file of variable `name` in `dirname`; a name with '/' is a file of a
+    subfolder, as fluid saves it ('GRUCell/BasicGRUUnit_0.w_0' -> GRUCell/BasicGRUUnit_0.w_0.npy
+    in `dirname`)."""
+    if not is_file_below(name):
         raise InvalidArgumentError(
-            f"variable name {name!r} cannot be used as a file name in '{dirname}'; "
-            f"save with filename='...' to put every variable in one file"
+            f"variable name {name!r} cannot be used as a file name in '{dirname}' (a name "
+            f"may hold '/' between plain parts, never an empty part, '.' or '..'); save with "
+            f"filename='...' to put every variable in one file"
         )
     return name + ".npy"
 

@@ -186,12 +186,18 @@ def test_another_hosts_temporaries_are_removed_once_a_day_old(tmp_path):
 
 def test_a_failed_save_keeps_the_old_checkpoint_and_leaves_nothing(tmp_path, monkeypatch):
     _save_here(tmp_path, OLD, "per_file")
-    before = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
-    for move in (1, 5, 6):  # the first file, the last file, the journal's temporary
+
+    def files():  # the subfolder's file (cell/e.npy) too
+        return {str(p.relative_to(tmp_path)): p.read_bytes()
+                for p in tmp_path.rglob("*") if p.is_file()}
+
+    before = files()
+    last = len(SHAPES)
+    for move in (1, last, last + 1):  # the first file, the last file, the journal's temporary
         monkeypatch.setenv("SPMD_TEST_FAIL_AT_FS_STEP", str(move))
         with pytest.raises(OSError, match=f"injected failure at move {move}"):
             _save_here(tmp_path, NEW, "per_file")
-        assert {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)} == before
+        assert files() == before
 
 
 def test_a_variable_named_up_to_the_file_name_limit_saves_and_loads(tmp_path):

@@ -434,16 +434,41 @@ def test_missing_archive_member_names_variable_and_path(tmp_path, scope):
     assert "'w64'" in msg and str(tmp_path / "part") in msg and "['w32']" in msg
 
 
-def test_unsafe_variable_name_needs_one_file(tmp_path, scope):
+def test_a_name_with_slashes_is_a_file_of_a_subfolder_as_fluid_saves_it(tmp_path, scope):
+    """fluid.layers.rnn's cells name their parameters 'GRUCell/BasicGRUUnit_0.w_0'; fluid's
+    save_params writes the file BasicGRUUnit_0.w_0 of the folder GRUCell (the book's
+    machine_translation saves so), and its load_program_state walks subfolders."""
+    names = ["GRUCell/BasicGRUUnit_0.w_0", "enc/GRUCell/b", "top"]
     prog = Program()
-    prog.global_block().create_var(name="a/b", shape=(2,), dtype="float32", persistable=True)
-    scope.var("a/b").get_tensor().set(np.arange(2, dtype="float32"))
-    with pytest.raises(InvalidArgumentError, match="filename="):
-        io.save_persistables(spmd.Executor(), str(tmp_path), prog)
-    io.save_persistables(spmd.Executor(), str(tmp_path), prog, filename="all")
+    for i, name in enumerate(names):
+        prog.global_block().create_parameter(name, (2,), "float32")
+        scope.var(name).get_tensor().set(np.arange(2, dtype="float32") + i)
+    io.save_params(spmd.Executor(), str(tmp_path), prog)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.npy")) == [
+        "GRUCell/BasicGRUUnit_0.w_0.npy", "enc/GRUCell/b.npy", "top.npy"]
+    assert not [p for p in tmp_path.rglob(".*") if p.name != MANIFEST]  # no temporary left
     with scope_guard(Scope()):
-        io.load_persistables(spmd.Executor(), str(tmp_path), prog, filename="all")
-        assert_bit_equal(global_scope().get("a/b"), np.arange(2, dtype="float32"))
+        io.load_params(spmd.Executor(), str(tmp_path), prog)
+        for i, name in enumerate(names):
+            assert_bit_equal(global_scope().get(name), np.arange(2, dtype="float32") + i)
+    state = io.load_program_state(str(tmp_path))
+    assert sorted(state) == sorted(names)
+    assert_bit_equal(state["enc/GRUCell/b"], np.arange(2, dtype="float32") + 1)
+
+
+@pytest.mark.parametrize("name", ["../up", "a//b", "a/./b", "/abs", "a/", "a/../../b"])
+def test_a_name_that_would_leave_the_directory_needs_one_file(tmp_path, scope, name):
+    target = tmp_path / "ckpt"
+    prog = Program()
+    prog.global_block().create_var(name=name, shape=(2,), dtype="float32", persistable=True)
+    scope.var(name).get_tensor().set(np.arange(2, dtype="float32"))
+    with pytest.raises(InvalidArgumentError, match="filename="):
+        io.save_persistables(spmd.Executor(), str(target), prog)
+    assert sorted(p.name for p in tmp_path.rglob("*")) in ([], ["ckpt"])  # nothing written
+    io.save_persistables(spmd.Executor(), str(target), prog, filename="all")
+    with scope_guard(Scope()):
+        io.load_persistables(spmd.Executor(), str(target), prog, filename="all")
+        assert_bit_equal(global_scope().get(name), np.arange(2, dtype="float32"))
 
 
 def test_get_parameter_value_by_name_reads_the_scope():

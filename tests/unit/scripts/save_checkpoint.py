@@ -1,4 +1,4 @@
-"""Save a checkpoint of five variables (four parameters, one optimizer state), each filled with
+"""Save a checkpoint of six variables (five parameters, one optimizer state), each filled with
 one value, in one of spmd.io's ways: test_checkpoint_atomic.py runs it under
 SPMD_TEST_KILL_AT_FS_STEP, and several at once.
 
@@ -14,7 +14,9 @@ import numpy as np
 
 import spmd.fluid as fluid
 
-PARAMS = {"a": [3, 4], "b": [4], "c": [2, 2], "d": [5]}
+# "cell/e": a name with '/', saved as the file e.npy of the subfolder cell (as fluid saves
+# fluid.layers.rnn's 'GRUCell/...' parameters)
+PARAMS = {"a": [3, 4], "b": [4], "c": [2, 2], "d": [5], "cell/e": [2]}
 SHAPES = {**PARAMS, "moment": [3, 4]}  # moment: a persistable, not a parameter (.pdopt)
 WAYS = ("per_file", "one_file", "paddle2", "inference")
 INFERENCE_VARS = ("a", "b")  # what the pruned inference program reads

@@ -118,7 +118,7 @@ class Recorder:
         self.clock = clock_anchor()  # perf_counter -> wall clock, for spmd.timeline
         self.clock_at_stop: dict | None = None
         self._threads: dict[int, int] = {}
-        self._engines: dict[int, int] = {}
+        self._engines: dict[int, tuple[int, object]] = {}  # id -> (track, the engine)
         self._lock = threading.Lock()
         self._auto = _UNSET  # the current device's wait, decided at the first stamp
         self._by_thread: dict[int, object] = {}  # thread -> wait for the place it named
@@ -168,10 +168,11 @@ class Recorder:
         calling thread's track, 'run' on the track of `engine` (the progress engine that ran
         it, wherever it ran it)."""
         if kind == "run":
-            track = self._engines.get(id(engine))
-            if track is None:
-                with self._lock:
-                    track = self._engines.setdefault(id(engine), len(self._engines))
+            known = self._engines.get(id(engine))
+            if known is None:
+                with self._lock:  # the engine is kept: a freed one's id may name a new one
+                    known = self._engines.setdefault(id(engine), (len(self._engines), engine))
+            track = known[0]
         else:
             track = self.thread_index()
         self.comm_events.append((kind, name, track, start_ns, end_ns, args))

@@ -114,6 +114,14 @@ def test_every_rank_is_a_named_process_with_named_tracks(tmp_path):
     assert wait["name"] == "allreduce" and wait["dur"] == 150.0
 
 
+def test_an_engine_freed_and_another_made_at_its_address_get_their_own_tracks():
+    # CPython often hands a new object the freed one's id: the recorder must not merge them
+    rec = profiler.Recorder("CPU")
+    for member in range(20):
+        rec.record_comm("run", "allreduce", 30, 40, dict(MPI_INFO, member=member), Engine())
+    assert sorted({track for _, _, track, *_ in rec.comm_events}) == list(range(20))
+
+
 def test_several_threads_and_engines_get_a_track_each(tmp_path):
     rec = profiler.Recorder("CPU")
     rec.clock = {"perf_ns": 0, "wall_ns": WALL, "uncertainty_ns": 0}

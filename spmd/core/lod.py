@@ -95,6 +95,16 @@ def check_lod(lod, rows: int, where: str, error=InvalidArgumentError) -> None:
             f"create_lod_tensor(data, [[len(s) for s in sequences]], place)")
 
 
+def place_of(array):
+    """The place an array is on: CUDAPlace(i) for a device array (cupy's), else CPUPlace."""
+    from .places import CPUPlace, CUDAPlace
+
+    device = getattr(array, "device", None)
+    if device is not None and hasattr(device, "id"):
+        return CUDAPlace(device.id)
+    return CPUPlace()
+
+
 class LoDTensor:
     """fluid.LoDTensor (fluid.core.LoDTensor): an array with an optional LoD.
 
@@ -133,17 +143,24 @@ class LoDTensor:
     def _place(self):
         """The place the data is on (fluid's `t._place()`, compared with `._equals(place)`):
         the one set() was given, else CPUPlace for a numpy array, CUDAPlace(i) for cupy's."""
-        from .places import CPUPlace, CUDAPlace
-
-        if self._where is not None:
-            return self._where
-        device = getattr(self._array, "device", None)
-        if device is not None and hasattr(device, "id"):
-            return CUDAPlace(device.id)
-        return CPUPlace()
+        return self._where if self._where is not None else place_of(self._array)
 
     def shape(self) -> list[int]:
-        return [] if self._array is None else list(self._array.shape)
+        """The data's dims; [0] without data, as fluid's tensor reports."""
+        return [0] if self._array is None else list(self._array.shape)
+
+    _get_dims = shape  # fluid's pybind name
+
+    def _is_initialized(self) -> bool:
+        """Whether the tensor holds data (fluid: whether it holds memory)."""
+        return self._array is not None
+
+    def _set_dims(self, dims) -> None:
+        """Give the tensor `dims` (fluid's Resize): zeros of that shape where the data has
+        another shape or none yet; `set` then writes the data."""
+        if self._array is None or tuple(self._array.shape) != tuple(dims):
+            dtype = self._array.dtype if self._array is not None else np.float32
+            self._array = np.zeros(tuple(dims), dtype)
 
     def _dtype(self):
         """fluid's VarType of the data (VarType.FP32, ...; it also equals 'float32'), None

@@ -29,8 +29,31 @@ class Tensor:
         self._scope._arrays[self._name] = xp.array(array, copy=True)
 
     def shape(self):
+        """The value's dims; [0] without a value, as fluid's tensor reports."""
         a = self._array()
-        return list(a.shape) if a is not None else []
+        return list(a.shape) if a is not None else [0]
+
+    _get_dims = shape  # fluid's pybind name (PaddleRec's set_zero: np.zeros(t._get_dims()))
+
+    def _place(self):
+        """The place of the value: CPUPlace for a host array, CUDAPlace(i) for a device's."""
+        from .lod import place_of
+
+        return place_of(self._array())
+
+    def _clear(self) -> None:
+        """Drop the value: the variable stays, uninitialized (fluid frees the memory and
+        keeps the dims; spmd's dims are the value's, so they read [0] again)."""
+        self._scope._arrays[self._name] = None
+
+    def _copy(self, place=None):
+        """A LoDTensor holding a copy of the value and its LoD, on `place`."""
+        from .lod import LoDTensor
+
+        out = LoDTensor(None, self._scope.lod(self._name))
+        if self._array() is not None:
+            out.set(self._array(), place)
+        return out
 
     def _dtype(self):
         """fluid's VarType of the value (it also equals the dtype's name)."""

@@ -179,6 +179,29 @@ def test_scope_tensors_keep_their_lod():
     assert tensor.has_valid_recursive_sequence_lengths()
 
 
+def test_the_tensor_methods_of_fluids_bindings_that_programs_call():
+    """fluid 1.8.5's answers (its pybind LoDTensor): [0] dims and not initialized before a
+    set; _copy keeps the data and the LoD. PaddleRec's infer.py zeroes its AUC states with
+    np.zeros(t._get_dims())."""
+    scope = fluid.Scope()
+    t = scope.var("x").get_tensor()
+    assert t._get_dims() == [0] and t.shape() == [0] and not t._is_initialized()
+    t.set(np.arange(6, dtype="float32").reshape(2, 3), PLACE)
+    t.set_recursive_sequence_lengths([[1, 1]])
+    copy = t._copy(PLACE)
+    assert copy._get_dims() == [2, 3] and copy.recursive_sequence_lengths() == [[1, 1]]
+    assert np.array(copy).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert t._place()._equals(PLACE)
+    t.set(np.zeros(t._get_dims(), "int64"), PLACE)  # the set_zero idiom
+    assert np.array(scope.find_var("x").get_tensor()).tolist() == [[0, 0, 0], [0, 0, 0]]
+    t._clear()
+    assert not t._is_initialized() and scope.find_var("x") is not None
+    standalone = fluid.LoDTensor()
+    assert standalone._get_dims() == [0] and not standalone._is_initialized()
+    standalone._set_dims([2, 2])
+    assert standalone._get_dims() == [2, 2]
+
+
 def test_training_a_text_model_on_lod_batches_lowers_the_loss():
     main, start, words, label, emb, hidden, pooled, loss = _text_program()
     start.random_seed = main.random_seed = 7

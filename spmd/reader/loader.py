@@ -64,6 +64,24 @@ def _batch_arrays(batch, names: list[str], index: int) -> list[LoDTensor]:
     return arrays
 
 
+class _ReadAhead:
+    """A loader's read-ahead queue as fluid's LoDTensorBlockingQueue shows it (size,
+    capacity, is_closed); the loader's own methods start and reset the reading."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def size(self) -> int:
+        prefetch = self._loader._prefetch
+        return prefetch.size() if isinstance(prefetch, Prefetcher) else 0
+
+    def capacity(self) -> int:
+        return self._loader._capacity
+
+    def is_closed(self) -> bool:
+        return not self._loader._running
+
+
 class GeneratorLoader:
     """What DataLoader.from_generator returns (see there)."""
 
@@ -102,6 +120,13 @@ class GeneratorLoader:
     @property
     def iterable(self) -> bool:
         return self._iterable
+
+    @property
+    def queue(self):
+        """fluid's LoDTensorBlockingQueue of the loader: `size()` the batches read ahead now
+        (BERT's train.py prints it each step), `capacity()`, `is_closed()`. Where a program
+        pushes its own batches (a py_reader's queue) it is that queue."""
+        return self._queue if self._queue is not None else _ReadAhead(self)
 
     @classmethod
     def _check_input_array(cls, item) -> np.ndarray:

@@ -28,6 +28,7 @@ class Prefetcher:
         self._stop = threading.Event()
         self._stage = stage
         self._done = False
+        self._ended = False  # the end marker is in the queue (or was taken)
         self._thread = threading.Thread(target=self._run, args=(source,), daemon=True,
                                         name="spmd-reader")
         self._thread.start()
@@ -51,12 +52,16 @@ class Prefetcher:
         except BaseException as e:  # noqa: BLE001 - re-raised in the consuming thread
             self._put(Failure(e))
             return
-        self._put(END)
+        self._ended = self._put(END)
 
     @property
     def thread(self) -> threading.Thread:
         """The reading thread (fluid programs join a py_reader's after setting `exited`)."""
         return self._thread
+
+    def size(self) -> int:
+        """How many items are read ahead, waiting in the queue now (the end marker aside)."""
+        return max(0, self._queue.qsize() - (self._ended and not self._done))
 
     def next(self):
         """The next item, or Prefetcher.END once the source is exhausted; re-raises the

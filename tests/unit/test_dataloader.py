@@ -108,6 +108,31 @@ def test_non_iterable_epochs_until_eof():
         np.testing.assert_allclose(value, want[name], rtol=1e-6)
 
 
+def test_the_queue_shows_the_batches_read_ahead():
+    """fluid's loader.queue (BERT's train.py prints queue.size() every step): capacity() is
+    the loader's, size() the batches read and not yet run, never the end of the data."""
+    import time
+
+    main, startup, loss, loader = build(iterable=False, capacity=5)
+    loader.set_batch_generator(lambda: iter(BATCHES[:3]))
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    assert loader.queue.capacity() == 5 and loader.queue.size() == 0
+    loader.start()
+    exe.run(main, fetch_list=[loss], scope=scope)
+    deadline = time.monotonic() + 60  # a bound on the reading thread, not a timing
+    while loader.queue.size() < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert loader.queue.size() == 2 and not loader.queue.is_closed()
+    exe.run(main, fetch_list=[loss], scope=scope)
+    assert loader.queue.size() == 1
+    exe.run(main, fetch_list=[loss], scope=scope)
+    assert loader.queue.size() == 0
+    with pytest.raises(fluid.core.EOFException):
+        exe.run(main, fetch_list=[loss], scope=scope)
+    loader.reset()
+
+
 def test_non_iterable_data_parallel_gives_each_place_a_batch():
     main, startup, loss, loader = build(iterable=False)
     loader.set_batch_generator(lambda: iter(BATCHES[:4]))

@@ -180,6 +180,12 @@ class SectionsBucket(Bucket):
             return None
         return shared.reduce_scatter(arrays, self)
 
+    def get(self, xp):
+        shared = self.shared
+        if shared:  # the window of this step's turn, which the plans of its shape share
+            return shared.current()
+        return super().get(xp)
+
 
 class _Alone:
     __slots__ = ("spare",)
@@ -216,7 +222,7 @@ class GatherBuffer:
 
     __slots__ = ("spare", "sizes", "shapes", "owners", "dtype", "_ctx", "_layout",
                  "current", "handed", "previous", "_lock", "shared", "ordinal", "block",
-                 "was_block", "_pieces", "_reshaped")
+                 "was_block", "_pieces", "_reshaped", "claimed_at")
 
     outputs_are_views = False  # (the parameters are, but nothing spends them as gradients)
 
@@ -247,6 +253,7 @@ class GatherBuffer:
         self.shared = None  # shared_bucket.SharedParams, False (MPI gathers), None: not asked
         self.block = None  # this step's shared block (current), or None: a private buffer
         self.was_block = False  # whether `previous` is a shared block
+        self.claimed_at = -1  # the meeting count when `block` was agreed
 
     def layout(self):
         """(rank, nranks, offset of each piece within its owner's section, section size)."""
@@ -280,6 +287,8 @@ class GatherBuffer:
         rank, _, offsets, _ = self._layout or self.layout()  # (made once: no call after)
         if self.owners[i] != rank:
             return None
+        if self.block is not None and self.shared.rotation.meetings != self.claimed_at:
+            self.drop_stale_block()
         current = self.current if self.current is not None else self.buffer(xp)
         view = current[rank, offsets[i]:offsets[i] + self.sizes[i]]
         shape = self._reshaped[i]  # (None: a 1-D piece is the slice itself, no reshape call)
@@ -309,8 +318,13 @@ class GatherBuffer:
         every = nxt = None
         if shared is not False:
             in_block = self.block is not None and gathered is self.block
-            nxt = shared.meet()  # the next step's block, or None
-            every = gathered if in_block else None  # (else the communicator gathers it, now)
+            nxt, every_in = shared.meet(in_block)  # the next step's block, or None
+            if every_in:
+                every = gathered
+            elif in_block:  # another rank wrote elsewhere: gathered by the communicator into
+                # a private array, so that no rank writes the shared block the others map
+                every = comm.iallgather(mine.copy(), overlap=False).wait()
+            # (else the communicator gathers into `gathered`, private, now)
         # the step is done with its buffer (here, not in a method: no frame a step). A device
         # array is never used again (its pool makes new ones cheap), nor a shared block (the
         # ranks agree when one is written): not kept as the spare
@@ -322,8 +336,17 @@ class GatherBuffer:
         self.handed = [None] * self._pieces
         if nxt is not None:  # the next step's buffer, chosen now (the updates then find it)
             self.current = self.block = nxt
+            self.claimed_at = shared.rotation.meetings
             self.spare = None
         return every
+
+    def drop_stale_block(self) -> None:
+        """Called where `block` was agreed before the last meeting (shared.rotation.meetings
+        != claimed_at): a block agreed at a meeting is for the step right after it, and where
+        another plan of this shape ran that step (ranks fetching different things compile
+        several), the block may hold that step's parameters now: this step takes a private
+        buffer."""
+        self.current = self.block = None
 
 
 def attach_buckets(steps, block):

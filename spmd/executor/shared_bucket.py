@@ -24,8 +24,14 @@ stores), run at once under its watchdog as an inline collective is, named "allre
 collective timeout, a peer that left the job and the arrival board work as for MPI's allreduce.
 SharedParams' meeting also carries each rank's word of whether the next block is free.
 
-Whether a bucket is shared is decided at its first all-reduce by every rank together (one small
-MPI allreduce of each rank's answer): a communicator of the plain MPI kinds whose ranks are all
+Ranks may run different plans of one shape in a step (a program whose rank 0 alone fetches the
+loss every few steps, as the model zoo's BERT train.py): what the plans of one shape share (the
+windows, the answer below, Reduce mode's turns and its next free block) is kept by that shape,
+never by one plan, and a block agreed for a plan that did not run the next step is not used.
+
+Whether a bucket is shared is decided at the first all-reduce of its shape by every rank
+together (one small MPI allreduce of each rank's answer, kept for the later plans of that
+shape): a communicator of the plain MPI kinds whose ranks are all
 on this node, host arrays of a dtype numpy sums as MPI does, not a world joined without a
 launcher, `enabled`, and room left under MAX_SHARED_BYTES. Otherwise the bucket stays private
 and the communicator reduces it.
@@ -46,6 +52,7 @@ _LINE = 64  # bytes: slices are cut on cache lines, so two ranks never write one
 
 _nodes: dict = {}  # id(mpi4py communicator) -> (the communicator, whether all on one node)
 _windows: dict = {}  # (id(mpi4py comm), bytes, key) -> (it, window, memories, bytes): _window
+_answers: dict = {}  # (id(mpi4py comm), knobs, dtype, size, turns, key) -> (it, MPI or None)
 
 # False (on every rank, before a program's first step) keeps its buckets private, reduced by
 # the communicator: the same sums, through MPI's own allreduce
@@ -57,10 +64,11 @@ MAX_SHARED_BYTES = 1 << 30
 
 def share(bucket, comm):
     """A SharedSegment for `bucket` summed over `comm` (a fused all-reduce), or False where it
-    stays private; collective over `comm` (every rank calls it at the bucket's first
-    all-reduce)."""
+    stays private; collective over `comm` the first time a bucket of its place and size asks
+    (every rank calls it at the bucket's first all-reduce)."""
     size = sum(math.prod(s) for s in bucket.shapes)
-    MPI = _agreed(comm, bucket.dtype, bucket.array_module, size)
+    MPI = _agreed(comm, bucket.dtype, bucket.array_module, size,
+                  key=("allreduce", bucket.ordinal))
     return SharedSegment(bucket, comm, comm.comm, MPI) if MPI else False
 
 
@@ -68,20 +76,28 @@ def share_sections(bucket, comm):
     """SharedSections for `bucket` (a flat reduce-scatter's send buffer: the inputs end to end,
     padded to comm.size equal sections), or False; collective as `share`."""
     size = sum(math.prod(s) for s in bucket.shapes)
-    MPI = _agreed(comm, bucket.dtype, bucket.array_module, size)
+    MPI = _agreed(comm, bucket.dtype, bucket.array_module, size,
+                  key=("sections", bucket.ordinal))
     return SharedSections(bucket, comm, MPI) if MPI else False
 
 
 def share_gather(section: int, dtype, comm, ordinal: int = 0):
     """SharedParams for a flat all-gather of `section` elements per rank (the `ordinal`-th
     of its plan's buffers), or False; collective as `share`."""
-    MPI = _agreed(comm, dtype, np, section * comm.size, turns=3)
+    MPI = _agreed(comm, dtype, np, section * comm.size, turns=3, key=("params", ordinal))
     return SharedParams(section, dtype, comm, MPI, ordinal) if MPI else False
 
 
-def _agreed(comm, dtype, xp, size: int, turns: int = 2):
+def _agreed(comm, dtype, xp, size: int, turns: int = 2, key: tuple = ()):
     """mpi4py's MPI where every rank of `comm` may share this buffer of `size` elements in
-    `turns` windows (module doc), else None; the same answer on every rank."""
+    `turns` windows (module doc), else None; the same answer on every rank.
+
+    Collective only the first time a buffer of its `key` (its kind and place in its plan, as
+    its windows are kept), dtype and size asks: a later plan of the same shape gets the answer
+    kept then, on this rank alone. Ranks may compile plans at different steps: a program whose
+    rank 0 alone fetches the loss every few steps (the model zoo's BERT train.py) compiles on
+    rank 0 a plan the others made at their first step, and a collective made there by one rank
+    would meet the others' next barrier (a hang)."""
     from ..comm.mpi import MPICommunicator
     from ..comm.mpi_persistent import PersistentMPICommunicator
 
@@ -89,6 +105,18 @@ def _agreed(comm, dtype, xp, size: int, turns: int = 2):
         return None  # (the same kind on every rank: nothing to agree on)
     from mpi4py import MPI
 
+    # (the knobs too: set alike on every rank, a change asks again)
+    asked = (id(comm.comm), enabled, MAX_SHARED_BYTES, np.dtype(dtype).str, size, turns, *key)
+    kept = _answers.get(asked)
+    if kept is not None and kept[0] is comm.comm:
+        return kept[1]
+    answer = _ask_every_rank(comm, dtype, xp, size, turns, MPI)
+    _answers[asked] = (comm.comm, answer)
+    return answer
+
+
+def _ask_every_rank(comm, dtype, xp, size: int, turns: int, MPI):
+    """_agreed's collective: every rank's answer, the same on every rank."""
     made = sum(kept[3] for kept in _windows.values())
     able = np.array([enabled and np.dtype(dtype) in _SUMMED and xp in (None, np) and size > 0
                      and made + turns * size * np.dtype(dtype).itemsize <= MAX_SHARED_BYTES],
@@ -237,8 +265,15 @@ class SharedSections:
             buffer = data[self.rank]
             self._turns.append((win, buffer, bucket.views_over(buffer),
                                 [d[lo:lo + self.section] for d in data]))
-        self.turn = 0
-        self.buffer, self.views = self._turns[0][1], self._turns[0][2]
+        # the turn is the windows' (every plan of this shape's): each step moves it once on
+        # every rank, whichever plan runs it, so ranks running other plans (other fetch
+        # lists) still write the same window in a step
+        key = (id(comm.comm), "sections", bucket.ordinal, total * dtype.itemsize)
+        turn_of = _section_turns.get(key)
+        if turn_of is None or turn_of[1] is not self._turns[0][0]:
+            turn_of = _section_turns[key] = [0, self._turns[0][0]]
+        self._turn_of = turn_of
+        self.buffer, self.views = self._turns[turn_of[0]][1], self._turns[turn_of[0]][2]
         # this rank's sums, one array a turn: a step's result is read within its step (by
         # the updates), and written again two steps later, so the views of it the
         # reduce-scatter hands on can be kept (kernels/collective.py _keep_outputs)
@@ -248,7 +283,7 @@ class SharedSections:
         """The sum over the ranks of this rank's section of `arrays` (the bucket's members in
         order), into this turn's result array (the same one every other step); `bucket`'s
         buffer and views move to the next window."""
-        turn = self.turn
+        turn = self._turn_of[0]
         win, _, views, parts = self._turns[turn]
         for a, view in zip(arrays, views):
             if a is not view:  # its producer did not write it in place
@@ -258,11 +293,16 @@ class SharedSections:
         np.add(parts[0], parts[1], out=out)  # (_summed's order, without its frame)
         for part in parts[2:]:
             out += part
-        self.turn ^= 1
-        _, buffer, views, _ = self._turns[self.turn]
+        self._turn_of[0] = turn ^ 1
+        _, buffer, views, _ = self._turns[turn ^ 1]
         self.buffer, self.views = buffer, views
         bucket.buffer, bucket.views = buffer, views
         return out
+
+    def current(self):
+        """(buffer, views) of this step's window: where the producers write the gradients."""
+        _, buffer, views, _ = self._turns[self._turn_of[0]]
+        return buffer, views
 
 
 class _Held:
@@ -277,9 +317,11 @@ class _Rotation:
     def __init__(self, wins, helds, flag_win, flags):
         self.wins, self.helds, self.flag_win, self.flags = wins, helds, flag_win, flags
         self.turn = 0
+        self.meetings = 0  # how many meetings it had: a block agreed at one is for the next
 
 
 _rotations: dict = {}  # (id(mpi4py comm), window key) -> _Rotation
+_section_turns: dict = {}  # (id(mpi4py comm), "sections", ordinal, bytes) -> [turn, window]
 
 
 class SharedParams:
@@ -317,33 +359,39 @@ class SharedParams:
                                              buffer=memories[0])
             rotation = _rotations[(id(comm.comm), key)] = _Rotation(
                 [w for w, _ in wins], helds, flag_win,
-                [np.ndarray(3, dtype=np.int32, buffer=m) for m in flag_memories])
-        self._rotation = rotation
+                [np.ndarray(6, dtype=np.int32, buffer=m) for m in flag_memories])
+        self._rotation = self.rotation = rotation  # (rotation.meetings: read without a call)
         self._meet = _met(comm)
         self._used = None  # the window of the block this step writes (None: a private buffer)
 
-    def meet(self):
-        """The step's meeting, once every rank wrote its pieces (into this step's block, or a
-        private buffer the communicator gathers after); decides this buffer's next block, and
-        returns it: the block the next step writes (every rank agreed it is free), or None
-        (the next step gathers into a private buffer)."""
-        rotation, used = self._rotation, self._used
+    def meet(self, in_block: bool):
+        """The step's meeting, once every rank wrote its pieces (into this step's block,
+        `in_block`, or a private buffer); (the block the next step writes, where every rank
+        agreed it is free, else None; whether every rank wrote into this step's block). Where
+        one did not (its plan is not the one that took the block: ranks whose fetch lists
+        differ run other plans of this shape), every rank gathers through the communicator."""
+        rotation = self._rotation
+        used = self._used if in_block else None
         rotation.turn = turn = (rotation.turn + 1) % 3
+        rotation.meetings += 1
         nxt = rotation.helds[turn]
+        words = rotation.flags[self._comm.rank]
         # (_references' expression inlined: the same count, no frame a step)
-        rotation.flags[self._comm.rank][turn] = sys.getrefcount(nxt.spare) == _ALONE_HELD
+        words[turn] = sys.getrefcount(nxt.spare) == _ALONE_HELD
+        words[3 + turn] = in_block
         if used is not None:
             used.Sync()  # (this rank's stores into the block are seen by the others after it)
         self._meet(rotation.flag_win, "allgather")
         if used is not None:
             used.Sync()
-        agreed = True  # (a loop, not all() over a generator: no calls per rank)
+        agreed = every_in = True  # (a loop, not all() over a generator: no calls per rank)
         for flags in rotation.flags:
             if not flags[turn]:
                 agreed = False
-                break
+            if not flags[3 + turn]:
+                every_in = False
         self._used = rotation.wins[turn] if agreed else None
-        return nxt.spare if agreed else None
+        return (nxt.spare if agreed else None), every_in
 
 
 def _references(held) -> int:

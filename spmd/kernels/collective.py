@@ -241,6 +241,8 @@ def c_allgather_flat(xp, ins, attrs, want, ctx):
     # place, this rank's pieces packed straight into its section.
     gather, gathered, handed = ctx.bucket, None, None
     if gather is not None:
+        if gather.block is not None and gather.shared.rotation.meetings != gather.claimed_at:
+            gather.drop_stale_block()  # (another plan of its shape ran the step before)
         # (chosen already where an update asked for its piece: no call then)
         gathered = gather.current if gather.current is not None else gather.buffer(xp)
         handed = gather.handed  # piece index -> the view handed out, or None

@@ -83,7 +83,11 @@ class Flags(FrozenRecord, frozen=True):
     host_comm: str
     """SPMD_HOST_COMM: the backend of the world communicator for host arrays: "mpi" (default)
     or "mpi_persistent" (allreduce of a buffer reduced again and again, as gradient buckets
-    are, with MPI 4 persistent requests; spmd/comm/mpi_persistent.py)."""
+    are, with MPI 4 persistent requests; spmd/comm/mpi_persistent.py). A request is made on a
+    buffer's second allreduce, so every rank must reduce the same buffers in turn: where ranks
+    fetch different things (rank 0 alone fetching the loss, as BERT's train.py) their plans and
+    buckets differ, one rank makes a request where another does a plain allreduce, and the
+    job hangs until the collective timeout names it: keep "mpi" there."""
     malloc_tune: bool
     """SPMD_MALLOC_TUNE: raise glibc's mmap/trim thresholds so step temporaries are reused
     (default on; 0 turns it off). See spmd/executor/allocator.py."""

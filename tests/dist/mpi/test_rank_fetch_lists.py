@@ -15,6 +15,7 @@ import pytest
 import spmd.fluid as fluid
 from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
+from spmd.executor import shared_bucket
 
 pytestmark = pytest.mark.mpi(min_size=1)
 BATCH, STEPS = 24, 6  # divisible by 1, 2, 3 and 4 ranks
@@ -73,11 +74,18 @@ def digest(vals: dict) -> np.ndarray:
     return np.frombuffer(h.digest(), dtype=np.uint8).copy()
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["node_shared", "private"])
 @pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])
 @pytest.mark.parametrize("pattern", ["bert", "each_its_own"])
-def test_ranks_fetching_different_things_train_as_ranks_fetching_the_same(pattern, mode):
-    got = train(pattern, mode)
-    want = train("same", mode)
+def test_ranks_fetching_different_things_train_as_ranks_fetching_the_same(pattern, mode,
+                                                                           shared):
+    # private: the buckets reduced by MPI itself, as across nodes
+    shared_bucket.enabled = shared
+    try:
+        got = train(pattern, mode)
+        want = train("same", mode)
+    finally:
+        shared_bucket.enabled = True
     everyone = MPICommunicator().allgather(digest(got))
     assert (everyone == everyone[0]).all(), "ranks hold different parameters"
     for name, value in want.items():

@@ -105,6 +105,14 @@ def place_of(array):
     return CPUPlace()
 
 
+def resized(array, dims):
+    """`array` where it has shape `dims`, else zeros of that shape (of its dtype, float32 for
+    none): fluid's Resize of a tensor, whose `set` then writes the data."""
+    if array is None or tuple(array.shape) != tuple(dims):
+        return np.zeros(tuple(dims), array.dtype if array is not None else np.float32)
+    return array
+
+
 class LoDTensor:
     """fluid.LoDTensor (fluid.core.LoDTensor): an array with an optional LoD.
 
@@ -156,11 +164,8 @@ class LoDTensor:
         return self._array is not None
 
     def _set_dims(self, dims) -> None:
-        """Give the tensor `dims` (fluid's Resize): zeros of that shape where the data has
-        another shape or none yet; `set` then writes the data."""
-        if self._array is None or tuple(self._array.shape) != tuple(dims):
-            dtype = self._array.dtype if self._array is not None else np.float32
-            self._array = np.zeros(tuple(dims), dtype)
+        """Give the tensor `dims` (fluid's Resize): see `resized`."""
+        self._array = resized(self._array, dims)
 
     def _dtype(self):
         """fluid's VarType of the data (VarType.FP32, ...; it also equals 'float32'), None

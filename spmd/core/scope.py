@@ -50,10 +50,7 @@ class Tensor:
         """A LoDTensor holding a copy of the value and its LoD, on `place`."""
         from .lod import LoDTensor
 
-        out = LoDTensor(None, self._scope.lod(self._name))
-        if self._array() is not None:
-            out.set(self._array(), place)
-        return out
+        return LoDTensor(self._array(), self._scope.lod(self._name))._copy(place)
 
     def _dtype(self):
         """fluid's VarType of the value (it also equals the dtype's name)."""
@@ -65,10 +62,9 @@ class Tensor:
     def _set_dims(self, shape) -> None:
         """Give the tensor `shape` (fluid's Resize): zeros of that shape where the value has
         another shape or none yet; `set` then writes the data."""
-        a = self._array()
-        if a is None or tuple(a.shape) != tuple(shape):
-            dtype = a.dtype if a is not None else np.float32
-            self._scope._arrays[self._name] = np.zeros(tuple(shape), dtype)
+        from .lod import resized
+
+        self._scope._arrays[self._name] = resized(self._array(), shape)
 
     def _get_float_element(self, i: int) -> float:
         """Element `i` of the flattened value (fluid's tensor element accessors)."""

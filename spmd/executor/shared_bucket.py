@@ -360,7 +360,7 @@ class SharedParams:
             rotation = _rotations[(id(comm.comm), key)] = _Rotation(
                 [w for w, _ in wins], helds, flag_win,
                 [np.ndarray(6, dtype=np.int32, buffer=m) for m in flag_memories])
-        self._rotation = self.rotation = rotation  # (rotation.meetings: read without a call)
+        self.rotation = rotation  # (GatherBuffer reads rotation.meetings: no call a step)
         self._meet = _met(comm)
         self._used = None  # the window of the block this step writes (None: a private buffer)
 
@@ -370,7 +370,7 @@ class SharedParams:
         agreed it is free, else None; whether every rank wrote into this step's block). Where
         one did not (its plan is not the one that took the block: ranks whose fetch lists
         differ run other plans of this shape), every rank gathers through the communicator."""
-        rotation = self._rotation
+        rotation = self.rotation
         used = self._used if in_block else None
         rotation.turn = turn = (rotation.turn + 1) % 3
         rotation.meetings += 1

@@ -2,6 +2,8 @@
 one global batch by rank and size."""
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 import spmd.fluid as fluid
@@ -55,3 +57,18 @@ def shard(array, rank: int, size: int):
 def params(scope, program) -> dict:
     return {p.name: np.array(scope.find_var(p.name).get_tensor())
             for p in program.all_parameters()}
+
+
+def digest(vals: dict) -> np.ndarray:
+    """A hash of the arrays by name: what ranks compare to hold bitwise the same values."""
+    h = hashlib.sha256()
+    for name in sorted(vals):
+        h.update(name.encode() + np.ascontiguousarray(vals[name]).tobytes())
+    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
+
+
+def same_on_every_rank(vals: dict):
+    from spmd.comm.mpi import MPICommunicator
+
+    everyone = MPICommunicator().allgather(digest(vals))
+    assert (everyone == everyone[0]).all(), "ranks hold different parameters"

@@ -8,13 +8,11 @@ statistics per rank) is checked against the unfused N-rank run only.
 The one-process reference runs on every rank, so expected values come from the script itself."""
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
+from dp_models import same_on_every_rank
 
 import spmd.fluid as fluid
-from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
 
 pytestmark = pytest.mark.mpi(min_size=1)
@@ -84,18 +82,6 @@ def run(model, opt, mode=None, fused=False):
         if model == "bn":
             assert "fused_batch_norm_act" in types, sorted(types)
     return params
-
-
-def digest(vals: dict) -> np.ndarray:
-    h = hashlib.sha256()
-    for name in sorted(vals):
-        h.update(name.encode() + np.ascontiguousarray(vals[name]).tobytes())
-    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
-
-
-def same_on_every_rank(vals: dict):
-    everyone = MPICommunicator().allgather(digest(vals))
-    assert (everyone == everyone[0]).all(), "ranks hold different parameters"
 
 
 @pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])

@@ -9,13 +9,11 @@ holds never changes under it.
 The one-process reference runs on every rank, so expected values come from the script itself."""
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
+from dp_models import same_on_every_rank
 
 import spmd.fluid as fluid
-from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
 
 pytestmark = pytest.mark.mpi(min_size=1)
@@ -83,18 +81,6 @@ def run(opt, mode=None, memory=False, fuse=False, hold=False):
         plan = exe.plan_cache.find(prog.data_parallel_program, feed_names, [loss.name], 0)
         lent = plan.memory_report().lent_total
     return losses, state, lent
-
-
-def digest(vals: dict) -> np.ndarray:
-    h = hashlib.sha256()
-    for name in sorted(vals):
-        h.update(name.encode() + np.ascontiguousarray(vals[name]).tobytes())
-    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
-
-
-def same_on_every_rank(vals: dict):
-    everyone = MPICommunicator().allgather(digest(vals))
-    assert (everyone == everyone[0]).all(), "ranks hold different parameters"
 
 
 @pytest.mark.parametrize("fuse", [False, True])

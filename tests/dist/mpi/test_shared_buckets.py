@@ -10,13 +10,11 @@ A fetched gradient keeps its values after later steps sum into the bucket it cam
 The one-process reference runs on every rank, so expected values come from the script itself."""
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
+from dp_models import same_on_every_rank
 
 import spmd.fluid as fluid
-from spmd.comm.mpi import MPICommunicator
 from spmd.comm.topology import detect
 from spmd.executor import shared_bucket
 
@@ -83,18 +81,6 @@ def run(opt: str, dtype: str, data_parallel: bool = True, shared: bool = True,
         plan = exe.plan_cache.find(prog.data_parallel_program, ["x", "y"], [loss.name, grad], 0)
         count = plan.shared_buckets()
     return losses, state, count, fetched
-
-
-def digest(vals: dict) -> np.ndarray:
-    h = hashlib.sha256()
-    for name in sorted(vals):
-        h.update(name.encode() + np.ascontiguousarray(vals[name]).tobytes())
-    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
-
-
-def same_on_every_rank(vals: dict):
-    everyone = MPICommunicator().allgather(digest(vals))
-    assert (everyone == everyone[0]).all(), "ranks hold different values"
 
 
 @pytest.mark.parametrize("mode", ["AllReduce", "Reduce"])

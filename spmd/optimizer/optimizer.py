@@ -310,6 +310,10 @@ class MomentumOptimizer(Optimizer):
     """velocity = momentum * velocity + grad; param -= lr * velocity
     (Nesterov: param -= lr * (grad + momentum * velocity)).
 
+    Dense, as fluid's: on a sparse gradient (embedding(is_sparse=True)) every row's velocity
+    decays and every row moves, so a step costs the whole table (fluid has no row update for
+    momentum); for a step that costs its rows, use SGD, Adagrad, Ftrl or Adam(lazy_mode=True).
+
     >>> opt = MomentumOptimizer(learning_rate=0.1, momentum=0.9)
     """
 
@@ -343,6 +347,10 @@ class MomentumOptimizer(Optimizer):
 class AdamOptimizer(Optimizer):
     """Adam with fluid 1.8's update (see the adam kernel in spmd/kernels/optim.py):
     per parameter moment1, moment2 and the beta1/beta2 power accumulators.
+
+    Dense by default, as fluid's: on a sparse gradient every row's moments decay and every
+    row moves (a step costs the whole table); lazy_mode=True updates only the looked-up rows
+    and their moments, in place (a step costs its rows).
 
     >>> opt = AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8)
     """

@@ -203,3 +203,32 @@ def test_a_merged_gradient_is_not_merged_again():
     clipped = run_kernel("clip", np, {"X": g}, {"min": -0.5, "max": 0.5}, {"Out"})["Out"]
     assert clipped.is_merged and clipped.rows.tolist() == [1, 4]
     np.testing.assert_array_equal(clipped.value, [[0.5, 0.5], [0.5, 0.5]])
+
+
+DENSE = {  # fluid's dense semantics on a sparse gradient (their docstrings say so)
+    "momentum": lambda: fluid.optimizer.Momentum(0.2, momentum=0.9),
+    "adam": lambda: fluid.optimizer.Adam(0.05),
+}
+
+
+@pytest.mark.parametrize("opt", sorted(DENSE) + ["lazy_adam"])
+def test_momentum_and_adam_move_rows_a_step_did_not_look_up_lazy_adam_does_not(opt):
+    """Row 0 is looked up in step 1 only: in step 2 the dense updates move it on (its
+    velocity, its moments), lazy Adam leaves it as step 1 left it."""
+    main, start = fluid.Program(), fluid.Program()
+    main.random_seed = start.random_seed = 5
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        ids = fluid.data("ids", [None, 1], "int64")
+        y = fluid.data("y", [None, 1], "int64")
+        emb = fluid.layers.embedding(ids, size=[10, 3], is_sparse=True,
+                                     param_attr=fluid.ParamAttr(name="table"))
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(
+            fluid.layers.fc(emb, 4), y))
+        (DENSE.get(opt) or ROW_WISE["lazy_adam"][0])().minimize(loss)
+    scope, exe = fluid.Scope(), fluid.Executor(PLACE)
+    exe.run(start, scope=scope)
+    rows = []
+    for looked_up in ([[0]], [[1]]):
+        exe.run(main, feed={"ids": np.array(looked_up), "y": np.array([[2]])}, scope=scope)
+        rows.append(np.array(scope.find_var("table").get_tensor())[0].copy())
+    assert (rows[0] != rows[1]).any() == (opt in DENSE)
